@@ -1,0 +1,127 @@
+"""The multi-turn tool-using episode: user turn, then model <-> tools until the model
+answers without calls, under per-turn and per-task interaction limits."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from reme_cli.agent.protocols import ToolProtocol
+from reme_cli.bench.base import Env, Task
+from reme_cli.llm.client import LLM
+
+GUIDANCE_HEADER = "Some Related Experience to help you to complete the task"
+
+
+@dataclass
+class Step:
+    text: str
+    calls: list[dict[str, Any]]  # name, arguments (raw), call (canonical), output, error
+    prompt_tokens: int
+    completion_tokens: int
+    latency_s: float
+    cached: bool
+
+
+@dataclass
+class Trajectory:
+    turns: list[list[Step]] = field(default_factory=list)
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    interactions: int = 0
+    stop_reason: str = "completed"  # completed | max_interactions
+
+    @property
+    def prompt_tokens(self) -> int:
+        return sum(s.prompt_tokens for t in self.turns for s in t)
+
+    @property
+    def completion_tokens(self) -> int:
+        return sum(s.completion_tokens for t in self.turns for s in t)
+
+    @property
+    def latency_s(self) -> float:
+        return sum(s.latency_s for t in self.turns for s in t)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "turns": [[asdict(s) for s in turn] for turn in self.turns],
+            "interactions": self.interactions,
+            "stop_reason": self.stop_reason,
+        }
+
+
+@dataclass
+class Sampling:
+    temperature: float
+    top_p: float
+    max_tokens: int
+    seed: int | None
+    extra_body: dict[str, Any] | None = None
+
+
+def with_guidance(text: str, guidance: str | None) -> str:
+    """Experiences go after the task text, so the prompt prefix stays shared."""
+    return f"{text}\n\n{guidance}" if guidance else text
+
+
+async def run_episode(
+    llm: LLM,
+    protocol: ToolProtocol,
+    env: Env,
+    task: Task,
+    sampling: Sampling,
+    *,
+    guidance: str | None = None,
+    system_prompt: str | None = None,
+    max_interactions: int = 30,
+    max_steps_per_turn: int = 20,
+    headers: dict[str, str] | None = None,
+) -> Trajectory:
+    tools = env.tools()
+    traj = Trajectory()
+    system = protocol.system_prompt(system_prompt, tools)
+    if system:
+        traj.messages.append({"role": "system", "content": system})
+    request_extra = protocol.request_kwargs(tools)
+
+    for turn_index, user_messages in enumerate(task.turns):
+        steps: list[Step] = []
+        traj.turns.append(steps)
+        for j, msg in enumerate(user_messages):
+            content = msg["content"]
+            if turn_index == 0 and j == 0:
+                content = with_guidance(content, guidance)
+            traj.messages.append({"role": msg.get("role", "user"), "content": content})
+
+        for _ in range(max_steps_per_turn):
+            if traj.interactions >= max_interactions:
+                traj.stop_reason = "max_interactions"
+                break
+            result = await llm.chat(
+                traj.messages,
+                temperature=sampling.temperature,
+                top_p=sampling.top_p,
+                max_tokens=sampling.max_tokens,
+                seed=sampling.seed,
+                extra_body=sampling.extra_body,
+                headers=headers,
+                **request_extra,
+            )
+            traj.interactions += 1
+            reply = protocol.read(result)
+            traj.messages.append(reply.message)
+            calls: list[dict[str, Any]] = []
+            outputs: list[str] = []
+            for call in reply.calls:
+                res = env.execute(call.name, call.arguments)
+                outputs.append(res.output)
+                calls.append({"name": call.name, "arguments": call.arguments, "call": res.call,
+                              "output": res.output, "error": res.error})
+            steps.append(Step(reply.text, calls, result.prompt_tokens, result.completion_tokens,
+                              result.latency_s, result.cached))
+            if not reply.calls:
+                break
+            env.end_step()
+            traj.messages.extend(protocol.result_messages(reply.calls, outputs))
+        env.end_turn()
+    return traj

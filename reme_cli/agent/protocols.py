@@ -1,0 +1,176 @@
+"""Tool-call protocols: how tools are offered to a model and how its calls are read back.
+
+- ``openai``: native ``tools`` / ``tool_calls`` (vLLM with the hermes parser for Qwen3).
+  Hermes ``<tool_call>`` blocks left in the content (server started without the parser)
+  are read too, and Qwen3 ``<think>`` blocks are kept out of the history.
+- ``json``: for small local models that emit no native calls. The tools are described in
+  the system prompt and the reply is constrained to a JSON schema by the server's grammar,
+  so every reply parses and every tool name is one the task offers.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from reme_cli.llm.client import ChatResult, ToolCallRequest
+
+_THINK = re.compile(r"<think>.*?</think>\s*", re.DOTALL)
+_HERMES = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.DOTALL)
+TOOL_RESULTS_PREFIX = "[tool results]"
+
+
+@dataclass
+class Reply:
+    text: str
+    calls: list[ToolCallRequest]
+    message: dict[str, Any]  # the assistant message to append to the history
+
+
+class ToolProtocol(Protocol):
+    name: str
+
+    def system_prompt(self, base: str | None, tools: list[dict[str, Any]]) -> str | None: ...
+
+    def request_kwargs(self, tools: list[dict[str, Any]]) -> dict[str, Any]: ...
+
+    def read(self, result: ChatResult) -> Reply: ...
+
+    def result_messages(self, calls: list[ToolCallRequest], outputs: list[str]) -> list[dict[str, Any]]: ...
+
+
+class OpenAIProtocol:
+    name = "openai"
+
+    def system_prompt(self, base: str | None, tools: list[dict[str, Any]]) -> str | None:
+        return base
+
+    def request_kwargs(self, tools: list[dict[str, Any]]) -> dict[str, Any]:
+        return {"tools": tools}
+
+    def read(self, result: ChatResult) -> Reply:
+        text = _THINK.sub("", result.content).strip()
+        calls = list(result.tool_calls)
+        if not calls:
+            calls = _hermes_calls(text)
+            if calls:
+                text = _HERMES.sub("", text).strip()
+        message: dict[str, Any] = {"role": "assistant", "content": text}
+        if calls:
+            message["tool_calls"] = [
+                {
+                    "id": c.id,
+                    "type": "function",
+                    "function": {"name": c.name, "arguments": _as_json_text(c.arguments)},
+                }
+                for c in calls
+            ]
+        return Reply(text=text, calls=calls, message=message)
+
+    def result_messages(self, calls: list[ToolCallRequest], outputs: list[str]) -> list[dict[str, Any]]:
+        return [
+            {"role": "tool", "tool_call_id": c.id, "name": c.name, "content": out}
+            for c, out in zip(calls, outputs)
+        ]
+
+
+class JSONProtocol:
+    name = "json"
+
+    _INSTRUCTIONS = (
+        "You can call these tools. Reply with JSON only: "
+        '{"tool_calls": [{"name": TOOL, "arguments": {ARG: VALUE}}], "answer": TEXT}. '
+        "Use an empty tool_calls list and an answer when the request is done."
+    )
+
+    def system_prompt(self, base: str | None, tools: list[dict[str, Any]]) -> str | None:
+        lines = [base] if base else []
+        lines.append(self._INSTRUCTIONS)
+        lines.append("Tools:")
+        lines.extend(_tool_line(t["function"]) for t in tools)
+        return "\n".join(lines)
+
+    def request_kwargs(self, tools: list[dict[str, Any]]) -> dict[str, Any]:
+        names = [t["function"]["name"] for t in tools]
+        schema = {
+            "type": "object",
+            "properties": {
+                "tool_calls": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "properties": {
+                            "name": {"type": "string", "enum": names},
+                            "arguments": {"type": "object"},
+                        },
+                        "required": ["name", "arguments"],
+                    },
+                },
+                "answer": {"type": "string"},
+            },
+            "required": ["tool_calls"],
+        }
+        return {"response_format": {"type": "json_object", "schema": schema}}
+
+    def read(self, result: ChatResult) -> Reply:
+        raw = result.content.strip()
+        message = {"role": "assistant", "content": raw}
+        try:
+            data = json.loads(raw)
+        except json.JSONDecodeError:
+            return Reply(text=raw, calls=[], message=message)
+        if not isinstance(data, dict):
+            return Reply(text=raw, calls=[], message=message)
+        calls = []
+        for i, item in enumerate(data.get("tool_calls") or []):
+            if isinstance(item, dict):
+                calls.append(ToolCallRequest(
+                    id=f"call_{i}", name=str(item.get("name", "")), arguments=item.get("arguments", {})
+                ))
+        answer = data.get("answer")
+        return Reply(text=answer if isinstance(answer, str) else "", calls=calls, message=message)
+
+    def result_messages(self, calls: list[ToolCallRequest], outputs: list[str]) -> list[dict[str, Any]]:
+        lines = [f"{c.name}: {out}" for c, out in zip(calls, outputs)]
+        return [{"role": "user", "content": TOOL_RESULTS_PREFIX + "\n" + "\n".join(lines)}]
+
+
+PROTOCOLS: dict[str, type] = {"openai": OpenAIProtocol, "json": JSONProtocol}
+
+
+def make_protocol(name: str) -> ToolProtocol:
+    return PROTOCOLS[name]()
+
+
+def _hermes_calls(text: str) -> list[ToolCallRequest]:
+    calls = []
+    for i, block in enumerate(_HERMES.findall(text)):
+        try:
+            data = json.loads(block)
+        except json.JSONDecodeError:
+            # Kept as a call with unparseable arguments: the env answers with an error
+            # the model can read, instead of the call silently vanishing.
+            calls.append(ToolCallRequest(id=f"hermes_{i}", name="", arguments=block))
+            continue
+        if isinstance(data, dict):
+            calls.append(ToolCallRequest(
+                id=f"hermes_{i}", name=str(data.get("name", "")), arguments=data.get("arguments", {})
+            ))
+    return calls
+
+
+def _as_json_text(arguments: Any) -> str:
+    return arguments if isinstance(arguments, str) else json.dumps(arguments)
+
+
+def _tool_line(fn: dict[str, Any]) -> str:
+    """One compact line per tool: the 135M model's context is 8k tokens."""
+    props = (fn.get("parameters") or {}).get("properties") or {}
+    required = set((fn.get("parameters") or {}).get("required") or [])
+    params = ", ".join(
+        f"{k}{'' if k in required else '?'}: {v.get('type', 'any')}" for k, v in props.items()
+    )
+    desc = (fn.get("description") or "").split(". ")[0].strip()
+    return f"- {fn['name']}({params}): {desc}"

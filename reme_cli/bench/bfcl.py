@@ -1,0 +1,558 @@
+"""BFCL-v3 multi-turn base: tasks, isolated episodes, and the official checker.
+
+Task data, the stateful backends and ``multi_turn_checker`` all come from the pinned
+``bfcl-eval`` package. Two things in it need care (see DESIGN.md):
+
+* bfcl executes model output with ``eval()``. We never do: the environment dispatches
+  only to bound methods of its own backend instances, and the checker only ever sees
+  strings built by ``calls.canonical_call`` (identifier + ``repr`` of JSON values).
+* bfcl keeps backend instances in a module-global dict keyed by model name + task id.
+  Episodes run their own instances, and every evaluation uses a fresh unique model
+  name whose global entries are deleted afterwards.
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib
+import importlib.util
+import inspect
+import json
+import math
+import os
+import re
+import tempfile
+import threading
+import traceback
+import uuid
+from collections.abc import Callable
+from functools import cache, lru_cache
+from pathlib import Path
+from typing import Any
+
+# Some bfcl_eval modules create folders under BFCL_PROJECT_ROOT at import time; we import
+# only ones that do not, but keep any accidental ones out of the user's working directory.
+os.environ.setdefault("BFCL_PROJECT_ROOT", os.path.join(tempfile.gettempdir(), "reme-bfcl"))
+
+from reme_cli.bench.base import Outcome, Task, ToolResult  # noqa: E402
+from reme_cli.bench.calls import (  # noqa: E402
+    canonical_call,
+    decode_arguments,
+    is_identifier,
+    parse_call_string,
+)
+from reme_cli.errors import UserError  # noqa: E402
+
+try:  # only dependency-free modules of bfcl-eval (installed with --no-deps)
+    from bfcl_eval.constants.executable_backend_config import (
+        CLASS_FILE_PATH_MAPPING,
+        MULTI_TURN_FUNC_DOC_FILE_MAPPING,
+        STATELESS_CLASSES,
+    )
+    from bfcl_eval.constants.type_mappings import GORILLA_TO_OPENAPI
+    from bfcl_eval.eval_checker.multi_turn_eval import multi_turn_utils
+    from bfcl_eval.eval_checker.multi_turn_eval.multi_turn_checker import (
+        multi_turn_checker,
+        multi_turn_irrelevance_checker,
+    )
+
+    _IMPORT_ERROR: Exception | None = None
+except ImportError as exc:  # pragma: no cover - exercised only without bfcl-eval
+    _IMPORT_ERROR = exc
+
+CATEGORY = "multi_turn_base"
+SPLITS = ("train", "test", "all")
+_SPLIT_FILE = Path(__file__).parent / "data" / "bfcl_v3_split.json"
+
+# Backend code is not thread-safe in one place that matters: MathAPI.logarithm sets
+# mpmath's process-global precision before computing. Backend calls and checker runs are
+# short (micro- to milliseconds), so one lock costs nothing and rules that race out.
+_BACKEND_LOCK = threading.RLock()
+
+# Calls whose cost explodes with an argument (int ** huge int, 10^9-digit precision)
+# would hang the episode and, once recorded, the checker too. bfcl has no such limit;
+# these bounds are far above anything a BFCL task needs.
+_MAX_INT_EXPONENT = 10_000
+_MAX_PRECISION = 10_000
+
+_MAX_DETAIL_CHARS = 4_000
+
+
+def _require_bfcl() -> None:
+    if _IMPORT_ERROR is not None:
+        raise UserError(
+            "bfcl-eval is not importable "
+            f"({_IMPORT_ERROR}); install it with `pip install --no-deps -r requirements-bfcl.txt` "
+            "plus `pip install mpmath filelock`"
+        )
+
+
+# --------------------------------------------------------------------------- data
+
+
+def _bfcl_data_dir() -> Path:
+    spec = importlib.util.find_spec("bfcl_eval")
+    if spec is None or spec.origin is None:
+        raise UserError("bfcl-eval is not installed (pip install --no-deps bfcl-eval==2026.3.23)")
+    return Path(spec.origin).parent / "data"
+
+
+def _read_jsonl(path: Path) -> list[dict[str, Any]]:
+    with path.open(encoding="utf-8") as fh:
+        return [json.loads(line) for line in fh if line.strip()]
+
+
+@cache
+def _dataset() -> dict[str, dict[str, Any]]:
+    """id -> {entry, ground_truth}, in the data file's order. Read-only; copy before use."""
+    _require_bfcl()
+    data_dir = _bfcl_data_dir()
+    entries = _read_jsonl(data_dir / f"BFCL_v4_{CATEGORY}.json")
+    answers = {
+        a["id"]: a["ground_truth"]
+        for a in _read_jsonl(data_dir / "possible_answer" / f"BFCL_v4_{CATEGORY}.json")
+    }
+    return {e["id"]: {"entry": e, "ground_truth": answers[e["id"]]} for e in entries}
+
+
+@cache
+def _split_ids() -> dict[str, tuple[str, ...]]:
+    raw = json.loads(_SPLIT_FILE.read_text(encoding="utf-8"))
+    return {"train": tuple(raw["train"]), "test": tuple(raw["test"])}
+
+
+@cache
+def _func_docs(class_name: str) -> tuple[dict[str, Any], ...]:
+    path = _bfcl_data_dir() / "multi_turn_func_doc" / MULTI_TURN_FUNC_DOC_FILE_MAPPING[class_name]
+    return tuple(_read_jsonl(path))
+
+
+@cache
+def _backend_class(class_name: str) -> type:
+    module = importlib.import_module(CLASS_FILE_PATH_MAPPING[class_name])
+    return getattr(module, class_name)
+
+
+# ----------------------------------------------------------------- tool schemas
+
+
+def _cast_to_openai_type(properties: dict[str, Any], mapping: dict[str, str]) -> dict[str, Any]:
+    """Port of bfcl_eval.model_handler.utils._cast_to_openai_type (that module imports
+    parsers and SDKs we do not install). Same output for every BFCL doc."""
+    for value in properties.values():
+        if "type" not in value:
+            value["type"] = "string"
+        else:
+            var_type = value["type"]
+            if mapping is GORILLA_TO_OPENAPI and var_type == "float":
+                value["format"] = "float"
+                value["description"] = value.get("description", "") + " This is a float type value."
+            value["type"] = mapping.get(var_type, "string")
+        if value["type"] in ("array", "object"):
+            if "properties" in value:
+                value["properties"] = _cast_to_openai_type(value["properties"], mapping)
+            elif "items" in value:
+                items = value["items"]
+                items["type"] = mapping[items["type"]]
+                if items["type"] == "array" and "items" in items:
+                    items["items"]["type"] = mapping[items["items"]["type"]]
+                elif items["type"] == "object" and "properties" in items:
+                    items["properties"] = _cast_to_openai_type(items["properties"], mapping)
+    return properties
+
+
+def _to_openai_tool(doc: dict[str, Any]) -> dict[str, Any]:
+    """bfcl's convert_to_tool for ModelStyle.OPENAI_COMPLETIONS (the OpenAI FC handler)."""
+    item = copy.deepcopy(doc)
+    item["name"] = re.sub(r"\.", "_", item["name"])
+    item["parameters"]["type"] = "object"
+    item["parameters"]["properties"] = _cast_to_openai_type(
+        item["parameters"]["properties"], GORILLA_TO_OPENAPI
+    )
+    return {"type": "function", "function": item}
+
+
+@lru_cache(maxsize=64)
+def _tools_json(classes: tuple[str, ...]) -> str:
+    # Kept as text so every episode gets its own copy cheaply, byte-identical across
+    # episodes (prefix caching) and in bfcl's order: classes as listed, docs as filed.
+    tools = [_to_openai_tool(doc) for cls in classes for doc in _func_docs(cls)]
+    return json.dumps(tools)
+
+
+@lru_cache(maxsize=64)
+def _doc_names(classes: tuple[str, ...]) -> frozenset[str]:
+    return frozenset(doc["name"] for cls in classes for doc in _func_docs(cls))
+
+
+@lru_cache(maxsize=64)
+def _param_names(classes: tuple[str, ...]) -> dict[str, tuple[str, ...]]:
+    """Method name -> parameter names in signature order (what a positional call binds
+    to under bfcl's eval). Later classes win, as in bfcl's method->instance mapping."""
+    names: dict[str, tuple[str, ...]] = {}
+    for cls_name in classes:
+        cls = _backend_class(cls_name)
+        for name, func in inspect.getmembers(cls, predicate=inspect.isfunction):
+            if not name.startswith("_"):
+                names[name] = tuple(inspect.signature(func).parameters)[1:]
+    return names
+
+
+# -------------------------------------------------------------------- benchmark
+
+
+class BFCLBenchmark:
+    """BFCL-v3 ``multi_turn_base`` with the ReMe paper's official 50/150 split."""
+
+    name = "bfcl_v3"
+
+    def __init__(
+        self,
+        split: str = "test",
+        limit: int | None = None,
+        task_ids: list[str] | None = None,
+        category: str = CATEGORY,
+        irrelevance_gate: bool = False,
+    ):
+        """``irrelevance_gate``: also fail episodes that call tools in a turn whose ground
+        truth is empty. Off by default because bfcl-eval's own multi_turn_runner
+        (2026.3.23) does not apply ``multi_turn_irrelevance_checker``; its result is
+        always reported in ``Outcome.details["irrelevance"]``."""
+        _require_bfcl()
+        if category != CATEGORY:
+            raise UserError(
+                f"unsupported BFCL category {category!r}; only {CATEGORY!r} is supported"
+            )
+        if split not in SPLITS:
+            raise UserError(f"unknown BFCL split {split!r}; choose one of {', '.join(SPLITS)}")
+        if limit is not None and limit < 0:
+            raise UserError(f"limit must be >= 0, got {limit}")
+        self.split = split
+        self.limit = limit
+        self.category = category
+        self.irrelevance_gate = irrelevance_gate
+        self._explicit = list(task_ids) if task_ids is not None else None
+        if self._explicit is not None:
+            known = _dataset()
+            bad = [t for t in self._explicit if t not in known]
+            if bad:
+                raise UserError(
+                    f"unknown BFCL task id(s): {', '.join(map(str, bad))} "
+                    f"(ids look like {CATEGORY}_0 ... {CATEGORY}_{len(known) - 1})"
+                )
+
+    def task_ids(self) -> list[str]:
+        if self._explicit is not None:
+            ids = list(self._explicit)
+        elif self.split == "all":
+            ids = list(_dataset())
+        else:
+            ids = list(_split_ids()[self.split])
+        return ids if self.limit is None else ids[: self.limit]
+
+    def _record(self, task_id: str) -> dict[str, Any]:
+        try:
+            return _dataset()[task_id]
+        except KeyError:
+            raise UserError(f"unknown BFCL task id: {task_id}") from None
+
+    def load(self, task_id: str) -> Task:
+        record = self._record(task_id)
+        entry = copy.deepcopy(record["entry"])
+        turns = entry["question"]
+        first_user = next(m["content"] for turn in turns for m in turn if m["role"] == "user")
+        meta: dict[str, Any] = {
+            "category": self.category,
+            "involved_classes": entry["involved_classes"],
+            "initial_config": entry["initial_config"],
+            "ground_truth": copy.deepcopy(record["ground_truth"]),
+        }
+        if "excluded_function" in entry:  # present in the data, unused by bfcl-eval
+            meta["excluded_function"] = entry["excluded_function"]
+        return Task(id=task_id, turns=turns, query=first_user, meta=meta)
+
+    def ground_truth(self, task_id: str) -> list[list[str]]:
+        return copy.deepcopy(self._record(task_id)["ground_truth"])
+
+    def ground_truth_calls(self, task_id: str) -> list[list[tuple[str, dict[str, Any]]]]:
+        """The ground truth as (name, keyword arguments), positional arguments named."""
+        entry = self._record(task_id)["entry"]
+        names = _param_names(tuple(entry["involved_classes"]))
+        return [
+            [parse_call_string(call, names) for call in turn] for turn in self.ground_truth(task_id)
+        ]
+
+    def open(self, task: Task, episode_key: str) -> BFCLEnv:
+        return BFCLEnv(task, episode_key, irrelevance_gate=self.irrelevance_gate)
+
+
+# -------------------------------------------------------------------------- env
+
+
+class BFCLEnv:
+    """One isolated episode: its own backend instances, its own record of calls."""
+
+    def __init__(self, task: Task, episode_key: str, irrelevance_gate: bool = False):
+        _require_bfcl()
+        meta = task.meta
+        if not {"involved_classes", "initial_config", "ground_truth"} <= meta.keys():
+            meta = BFCLBenchmark(split="all").load(task.id).meta
+        self.task_id = task.id
+        self.episode_key = episode_key
+        self._classes: tuple[str, ...] = tuple(meta["involved_classes"])
+        unknown = [c for c in self._classes if c not in CLASS_FILE_PATH_MAPPING]
+        if unknown:
+            raise UserError(f"task {task.id} uses unknown BFCL classes: {', '.join(unknown)}")
+        self._initial_config: dict[str, Any] = copy.deepcopy(meta["initial_config"])
+        self._ground_truth: list[list[str]] = copy.deepcopy(meta["ground_truth"])
+        self._irrelevance_gate = irrelevance_gate
+        safe_key = re.sub(r"[^A-Za-z0-9_]", "_", episode_key)[:48]
+        self._name_prefix = f"reme_{safe_key}"
+
+        self._instances: dict[str, Any] = {}
+        self._methods: dict[str, Callable[..., Any]] = {}
+        self._open_backends()
+
+        self._turns: list[list[list[str]]] = []
+        self._steps: list[list[str]] = []  # steps of the current turn
+        self._calls: list[str] = []  # valid calls of the current step
+        self._closed = False
+
+    def _open_backends(self) -> None:
+        # Mirrors bfcl's execute_multi_turn_func_call, minus its global instance cache.
+        allowed = _doc_names(self._classes)
+        for cls_name in self._classes:
+            instance = _backend_class(cls_name)()
+            if cls_name not in STATELESS_CLASSES:
+                instance._load_scenario(
+                    copy.deepcopy(self._initial_config.get(cls_name, {})), long_context=False
+                )
+            self._instances[cls_name] = instance
+            for name, method in inspect.getmembers(instance, predicate=inspect.ismethod):
+                if not name.startswith("_") and name in allowed:
+                    self._methods[name] = method
+
+    # -- Env protocol
+
+    def tools(self) -> list[dict[str, Any]]:
+        return json.loads(_tools_json(self._classes))
+
+    def execute(self, name: str, arguments: Any) -> ToolResult:
+        if self._closed:
+            return ToolResult(
+                _display_call(name, arguments),
+                "Error during execution: the episode is closed.",
+                True,
+            )
+        method = self._methods.get(name) if is_identifier(name) else None
+        if method is None:
+            return ToolResult(
+                _display_call(name, arguments),
+                f"Error during execution: there is no function named {_short(name)} in this "
+                "task; call one of the provided tools.",
+                error=True,
+            )
+        try:
+            args = decode_arguments(arguments)
+        except ValueError as exc:
+            return ToolResult(
+                _display_call(name, arguments),
+                f"Error during execution: invalid arguments for {name}: {exc}",
+                error=True,
+            )
+        call = canonical_call(name, args)
+        refusal = _resource_refusal(type(method.__self__).__name__, name, args)
+        if refusal is not None:
+            return ToolResult(call, f"Error during execution: {refusal}", error=True)
+
+        self._calls.append(call)
+        try:
+            with _BACKEND_LOCK:
+                output = _format_result(method(**args))
+        except Exception as exc:  # any backend failure is the model's to read
+            return ToolResult(call, f"Error during execution: {exc}", error=True)
+        return ToolResult(call, output)
+
+    def end_step(self) -> None:
+        # bfcl's eval runner drops steps that decode to no calls.
+        if self._calls:
+            self._steps.append(self._calls)
+        self._calls = []
+
+    def end_turn(self) -> None:
+        self.end_step()
+        self._turns.append(self._steps)
+        self._steps = []
+
+    def decoded_calls(self) -> list[list[list[str]]]:
+        """The calls as recorded so far (per turn, per step), including an unfinished turn."""
+        turns = copy.deepcopy(self._turns)
+        pending = copy.deepcopy(self._steps) + ([list(self._calls)] if self._calls else [])
+        if pending:
+            turns.append(pending)
+        return turns
+
+    def evaluate(self) -> Outcome:
+        decoded = self.decoded_calls()
+        expected = len(self._ground_truth)
+        details: dict[str, Any] = {
+            "error_type": None,
+            "error_message": None,
+            "decoded_calls": copy.deepcopy(decoded),
+            "turns_recorded": len(decoded),
+            "turns_expected": expected,
+        }
+        if len(decoded) > expected:
+            # What bfcl's runner reports when turn counts differ.
+            details["error_type"] = "multi_turn:force_terminated"
+            details["error_message"] = (
+                f"{len(decoded)} turns were recorded but the task has {expected}."
+            )
+            return Outcome(False, 0.0, details)
+        decoded += [[] for _ in range(expected - len(decoded))]
+
+        model_name = f"{self._name_prefix}_{uuid.uuid4().hex[:12]}"
+        test_entry = {
+            "id": self.task_id,
+            "initial_config": copy.deepcopy(self._initial_config),
+            "involved_classes": list(self._classes),
+        }
+        try:
+            with _BACKEND_LOCK:
+                result = multi_turn_checker(
+                    copy.deepcopy(decoded),
+                    copy.deepcopy(self._ground_truth),
+                    test_entry,
+                    CATEGORY,
+                    model_name,
+                )
+        except Exception:
+            details["error_type"] = "reme:checker_exception"
+            details["error_message"] = traceback.format_exc()
+            return Outcome(False, 0.0, details)
+        finally:
+            _forget_checker_instances(model_name)
+
+        valid = bool(result.get("valid"))
+        if not valid:
+            details["error_type"] = _json_safe(result.get("error_type"))
+            details["error_message"] = _json_safe(result.get("error_message"))
+            details["checker_details"] = _compact_details(result)
+
+        try:
+            irrelevance = multi_turn_irrelevance_checker(decoded, self._ground_truth)
+        except Exception:
+            irrelevance = {
+                "valid": False,
+                "error_type": "reme:checker_exception",
+                "error_message": traceback.format_exc(),
+            }
+        details["irrelevance"] = {
+            "valid": bool(irrelevance.get("valid")),
+            "error_type": irrelevance.get("error_type"),
+            "error_message": irrelevance.get("error_message"),
+            "gating": self._irrelevance_gate,
+        }
+        if valid and self._irrelevance_gate and not irrelevance.get("valid"):
+            valid = False
+            details["error_type"] = irrelevance.get("error_type")
+            details["error_message"] = irrelevance.get("error_message")
+        return Outcome(valid, 1.0 if valid else 0.0, details)
+
+    def close(self) -> None:
+        self._closed = True
+        self._methods = {}
+        self._instances = {}
+
+
+# ---------------------------------------------------------------------- helpers
+
+
+def _format_result(result: Any) -> str:
+    """bfcl's formatting of a call result (execute_multi_turn_func_call)."""
+    if type(result) is str:
+        return result
+    if type(result) is dict:
+        try:
+            return json.dumps(result)
+        except Exception:
+            return str(result)
+    return str(result)
+
+
+def _resource_refusal(class_name: str, name: str, args: dict[str, Any]) -> str | None:
+    if class_name != "MathAPI":
+        return None
+    if name == "power":
+        base, exponent = args.get("base"), args.get("exponent")
+        if (
+            type(base) is int
+            and type(exponent) is int
+            and abs(base) > 1
+            and abs(exponent) > _MAX_INT_EXPONENT
+        ):
+            return f"exponent too large for an integer power (limit {_MAX_INT_EXPONENT})"
+    if name in ("logarithm", "square_root"):
+        precision = args.get("precision")
+        if (
+            isinstance(precision, (int, float))
+            and math.isfinite(precision)
+            and precision > _MAX_PRECISION
+        ):
+            return f"precision too large (limit {_MAX_PRECISION})"
+    return None
+
+
+def _forget_checker_instances(model_name: str) -> None:
+    """Drop the checker's module-global backend instances created for ``model_name``
+    (plain, ``_eval`` and ``_ground_truth_eval`` variants all contain it)."""
+    namespace = vars(multi_turn_utils)
+    for key in [k for k in list(namespace) if model_name in k]:
+        namespace.pop(key, None)
+
+
+def _compact_details(result: dict[str, Any]) -> dict[str, Any]:
+    # Full instance states and execution logs are large; keep what explains the failure.
+    inner = result.get("details")
+    if not isinstance(inner, dict):
+        return {}
+    keep = ("differences", "missing_items", "model response decoded")
+    return {k: _json_safe(inner[k]) for k in keep if k in inner}
+
+
+def _json_safe(value: Any, depth: int = 0) -> Any:
+    if value is None or type(value) in (bool, int, str):
+        return value if type(value) is not str else _clip(value)
+    if type(value) is float:
+        return value if math.isfinite(value) else str(value)
+    if depth < 8 and isinstance(value, dict):
+        return {str(k): _json_safe(v, depth + 1) for k, v in value.items()}
+    if depth < 8 and isinstance(value, (list, tuple, set)):
+        return [_json_safe(v, depth + 1) for v in value]
+    try:
+        return _clip(str(value))
+    except Exception:
+        return f"<unprintable {type(value).__name__}>"
+
+
+def _clip(text: str) -> str:
+    return text if len(text) <= _MAX_DETAIL_CHARS else text[:_MAX_DETAIL_CHARS] + "...[truncated]"
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    text = value if is_identifier(value) else repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _display_call(name: Any, arguments: Any) -> str:
+    """Readable text for a call we refused; never executed, never given to the checker."""
+    if isinstance(arguments, str):
+        shown = arguments
+    else:
+        try:
+            shown = json.dumps(arguments, default=str)
+        except Exception:
+            shown = f"<{type(arguments).__name__}>"
+    if len(shown) > 200:
+        shown = shown[:197] + "..."
+    return f"{_short(name)}({shown})"

@@ -1,0 +1,242 @@
+"""The `reme` command line. Every command takes Hydra overrides as extra arguments."""
+
+from __future__ import annotations
+
+import shlex
+import subprocess
+import sys
+from enum import Enum
+from pathlib import Path
+from typing import Callable, Optional
+
+import typer
+from rich.console import Console
+
+from reme_cli.config import Config, compose
+from reme_cli.errors import UserError
+
+console = Console(stderr=True)  # progress and tables; stdout carries only paths, for scripts
+app = typer.Typer(
+    name="reme",
+    help="Reproduce and extend ReMe (dynamic procedural memory for LLM agents) on BFCL-v3.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_show_locals=False,
+)
+pool_app = typer.Typer(help="Inspect and import experience pools.", no_args_is_help=True)
+app.add_typer(pool_app, name="pool")
+
+_OVERRIDES = {"allow_extra_args": True, "ignore_unknown_options": True}
+OverridesArg = typer.Argument(
+    None, metavar="OVERRIDES",
+    help="Hydra overrides, e.g. model=qwen3-8b eval.runs=4 benchmark.limit=20 experiment=quickstart",
+    show_default=False,
+)
+MultirunOpt = typer.Option(False, "--multirun", "-m",
+                           help="Sweep: run once per combination of comma-separated override values.")
+
+
+class Mode(str, Enum):
+    none = "none"
+    fixed = "fixed"
+    dynamic = "dynamic"
+
+
+def _expand(overrides: list[str], multirun: bool) -> list[list[str]]:
+    """The override lists to run: one, or one per point of a Hydra sweep."""
+    if not multirun:
+        return [overrides]
+    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    try:
+        parsed = OverridesParser.create().parse_overrides(overrides)
+    except Exception as exc:
+        raise UserError(f"bad override: {str(exc).splitlines()[0]}") from None
+    batches = BasicSweeper.split_arguments(parsed, None)
+    return [list(job) for batch in batches for job in batch]
+
+
+def _run(body: Callable[[], None]) -> None:
+    """Turn expected failures into one line on stderr and a non-zero exit."""
+    try:
+        body()
+    except UserError as exc:
+        console.print(f"[red]error:[/red] {exc}", highlight=False, soft_wrap=True)
+        raise typer.Exit(exc.exit_code)
+    except KeyboardInterrupt:
+        console.print("[yellow]interrupted:[/yellow] finished units are saved; rerun the same command to resume")
+        raise typer.Exit(130)
+
+
+def _mode_overrides(mode: Mode, overrides: list[str]) -> list[str]:
+    extra = [f"eval.mode={mode.value}"]
+    if mode is not Mode.none and not any(o.lstrip("+~").startswith("memory=") for o in overrides):
+        extra.append("memory=reme")
+    return extra + overrides
+
+
+@app.command("eval", context_settings=_OVERRIDES)
+def eval_cmd(
+    mode: Mode = typer.Option(Mode.none, "--mode", help="none: no memory; fixed: retrieve from a pool; "
+                                                        "dynamic: retrieve and refine the pool as tasks go."),
+    multirun: bool = MultirunOpt,
+    overrides: Optional[list[str]] = OverridesArg,
+) -> None:
+    """Evaluate the agent: Avg@k / Pass@k over seeds, scored by the official checker.
+
+    Writes a run directory (config.yaml, manifest.json, trials.jsonl, metrics.json) and
+    prints its path as the last line. Rerunning the same command resumes it.
+
+    Example: reme eval --mode none experiment=quickstart
+
+    Example: reme eval --mode none model=qwen3-8b llm.base_url=http://127.0.0.1:8000/v1
+    """
+    from reme_cli.run.evaluate import evaluate
+
+    def body() -> None:
+        paths = []
+        for job in _expand(_mode_overrides(mode, overrides or []), multirun):
+            paths.append(evaluate(compose(job), console))
+        if len(paths) > 1:
+            from reme_cli.run.sweep import print_sweep
+
+            print_sweep(paths, console)
+        for p in paths:
+            print(p)
+
+    _run(body)
+
+
+def vllm_command(cfg: Config, port: int, host: str) -> list[str]:
+    if cfg.model.kind == "local":
+        from reme_cli.llm.local_server import default_model_path
+
+        return [sys.executable, "-m", "llama_cpp.server", "--model", default_model_path(),
+                "--model_alias", cfg.model.served_name or cfg.model.name, "--host", host,
+                "--port", str(port), "--n_ctx", str(cfg.model.n_ctx)]
+    if not cfg.model.hf_id:
+        raise UserError(f"model={cfg.model.name} has no hf_id to serve; set model.hf_id=...")
+    cmd = ["vllm", "serve", cfg.model.hf_id, "--served-model-name", cfg.model.served_name or cfg.model.hf_id,
+           "--host", host, "--port", str(port)]
+    return cmd + list(cfg.model.serve_args)
+
+
+@app.command("serve", context_settings=_OVERRIDES)
+def serve_cmd(
+    port: int = typer.Option(8000, help="Port to serve on."),
+    host: str = typer.Option("127.0.0.1", help="Interface to bind."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print the command instead of running it."),
+    overrides: Optional[list[str]] = OverridesArg,
+) -> None:
+    """Start the model's OpenAI-compatible server (vLLM on a GPU box, llama.cpp for model=local).
+
+    Example: reme serve model=qwen3-8b --dry-run
+
+    Then: reme eval --mode none model=qwen3-8b llm.base_url=http://127.0.0.1:8000/v1
+    """
+
+    def body() -> None:
+        cfg = compose(overrides or [])
+        cmd = vllm_command(cfg, port, host)
+        print(shlex.join(cmd))
+        if dry_run:
+            return
+        try:
+            raise typer.Exit(subprocess.call(cmd))
+        except FileNotFoundError:
+            raise UserError(f"`{cmd[0]}` is not installed: pip install 'reme[gpu]' on a GPU machine") from None
+
+    _run(body)
+
+
+@app.command("build-pool", context_settings=_OVERRIDES)
+def build_pool_cmd(
+    multirun: bool = MultirunOpt,
+    overrides: Optional[list[str]] = OverridesArg,
+) -> None:
+    """Distill an experience pool from training-task trajectories (ReMe acquisition).
+
+    Example: reme build-pool benchmark.limit=3 out_dir=pools/smoke
+    """
+
+    def body() -> None:
+        from reme_cli.memory.build import build_pool
+
+        paths = [build_pool(compose(["benchmark.split=train"] + job), console)
+                 for job in _expand(overrides or [], multirun)]
+        for p in paths:
+            print(p)
+
+    _run(body)
+
+
+@app.command("ablate", context_settings=_OVERRIDES)
+def ablate_cmd(
+    overrides: Optional[list[str]] = OverridesArg,
+) -> None:
+    """Run one of the paper's ablations (configs/ablation/): not available yet."""
+
+    def body() -> None:
+        raise UserError("`reme ablate` is not implemented yet; use `reme eval -m` sweeps meanwhile")
+
+    _run(body)
+
+
+@pool_app.command("import", context_settings=_OVERRIDES)
+def pool_import_cmd(
+    file: Path = typer.Argument(..., help="A released pool, e.g. reme_official_pools/bfcl_qwen3_8b.jsonl"),
+    out: Path = typer.Option(..., "--out", help="Directory to write the native pool to."),
+    overrides: Optional[list[str]] = OverridesArg,
+) -> None:
+    """Convert the authors' released pool (JSONL) into a native pool directory.
+
+    Example: reme pool import ../shared/reference/reme_official_pools/bfcl_qwen3_8b.jsonl --out pools/bfcl_8b
+    """
+
+    def body() -> None:
+        from reme_cli.memory.tools import import_pool
+
+        print(import_pool(file, out, compose(overrides or []), console))
+
+    _run(body)
+
+
+@pool_app.command("stats", context_settings=_OVERRIDES)
+def pool_stats_cmd(
+    pool: Path = typer.Argument(..., help="A pool directory."),
+    overrides: Optional[list[str]] = OverridesArg,
+) -> None:
+    """Size, counts by source, confidence and f/u distributions of a pool."""
+
+    def body() -> None:
+        from reme_cli.memory.tools import show_stats
+
+        show_stats(pool, compose(overrides or []), console)
+
+    _run(body)
+
+
+@pool_app.command("show", context_settings=_OVERRIDES)
+def pool_show_cmd(
+    pool: Path = typer.Argument(..., help="A pool directory."),
+    query: Optional[str] = typer.Option(None, "--query", help="Show what this query retrieves."),
+    limit: int = typer.Option(20, help="How many experiences to list."),
+    overrides: Optional[list[str]] = OverridesArg,
+) -> None:
+    """List a pool's experiences, or what a query retrieves from it."""
+
+    def body() -> None:
+        from reme_cli.memory.tools import show_pool
+
+        show_pool(pool, query, limit, compose(overrides or []), console)
+
+    _run(body)
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,43 @@
+"""On-disk cache of chat responses, keyed by everything that determines a response.
+
+Reruns and resumes then replay exactly (same seed, same messages -> same answer), and a
+crashed run costs no LLM time for what it already asked. SQLite gives atomic writes and
+safe sharing between concurrent processes without a server.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+
+def request_key(request: dict[str, Any]) -> str:
+    blob = json.dumps(request, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+class ResponseCache:
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        # One connection, used only from the event-loop thread; lookups take microseconds.
+        self._db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.execute("CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, value TEXT)")
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        row = self._db.execute("SELECT value FROM responses WHERE key = ?", (key,)).fetchone()
+        return json.loads(row[0]) if row else None
+
+    def put(self, key: str, value: dict[str, Any]) -> None:
+        self._db.execute(
+            "INSERT OR REPLACE INTO responses (key, value) VALUES (?, ?)",
+            (key, json.dumps(value, ensure_ascii=False)),
+        )
+
+    def close(self) -> None:
+        self._db.close()

@@ -1,0 +1,233 @@
+"""One async client for any OpenAI-compatible chat endpoint (vLLM, llama.cpp, others).
+
+Bounded concurrency, retries with backoff on transient failures, a per-request seed,
+token/latency accounting per call and an on-disk response cache.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import httpx
+import openai
+from tenacity import (
+    AsyncRetrying,
+    retry_if_exception_type,
+    stop_after_attempt,
+    wait_exponential_jitter,
+)
+
+from reme_cli.errors import UserError
+from reme_cli.llm.cache import ResponseCache, request_key
+
+# Transient by nature: the same request may succeed a moment later.
+_RETRYABLE = (
+    openai.APIConnectionError,  # includes APITimeoutError
+    openai.RateLimitError,
+    openai.InternalServerError,
+)
+
+
+@dataclass
+class ToolCallRequest:
+    """A call as the model produced it: ``arguments`` is raw (usually a JSON string)."""
+
+    id: str
+    name: str
+    arguments: Any
+
+
+@dataclass
+class ChatResult:
+    content: str
+    tool_calls: list[ToolCallRequest]
+    reasoning: str | None
+    prompt_tokens: int
+    completion_tokens: int
+    latency_s: float
+    cached: bool
+    finish_reason: str | None = None
+
+
+@dataclass
+class UsageTotals:
+    calls: int = 0
+    cached_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_s: float = 0.0
+
+    def add(self, r: ChatResult) -> None:
+        self.calls += 1
+        self.cached_calls += r.cached
+        self.prompt_tokens += r.prompt_tokens
+        self.completion_tokens += r.completion_tokens
+        self.latency_s += r.latency_s
+
+
+class LLM(Protocol):
+    model: str
+    usage: UsageTotals
+
+    async def chat(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        tools: list[dict[str, Any]] | None = None,
+        response_format: dict[str, Any] | None = None,
+        temperature: float = 0.0,
+        top_p: float = 1.0,
+        max_tokens: int = 1024,
+        seed: int | None = None,
+        extra_body: dict[str, Any] | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> ChatResult: ...
+
+
+@dataclass
+class ChatClient:
+    base_url: str
+    model: str
+    api_key: str = "EMPTY"
+    concurrency: int = 8
+    timeout: float = 600.0
+    max_retries: int = 6
+    cache: ResponseCache | None = None
+    usage: UsageTotals = field(default_factory=UsageTotals)
+
+    def __post_init__(self) -> None:
+        self._client = openai.AsyncOpenAI(
+            base_url=self.base_url,
+            api_key=self.api_key,
+            timeout=self.timeout,
+            max_retries=0,  # tenacity below owns retries, so every attempt is counted alike
+            # aiohttp's pool: httpcore's scans every connection per request, which
+            # dominated the harness's CPU at 32+ requests in flight (scripts/bench_harness.py).
+            http_client=openai.DefaultAioHttpClient(timeout=self.timeout),
+        )
+        self._slots = asyncio.Semaphore(self.concurrency)
+
+    async def chat(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        tools: list[dict[str, Any]] | None = None,
+        response_format: dict[str, Any] | None = None,
+        temperature: float = 0.0,
+        top_p: float = 1.0,
+        max_tokens: int = 1024,
+        seed: int | None = None,
+        extra_body: dict[str, Any] | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> ChatResult:
+        request: dict[str, Any] = {
+            "model": self.model,
+            "messages": messages,
+            "temperature": temperature,
+            "top_p": top_p,
+            "max_tokens": max_tokens,
+        }
+        if seed is not None:
+            request["seed"] = seed
+        if tools:
+            request["tools"] = tools
+            request["tool_choice"] = "auto"
+        if response_format is not None:
+            request["response_format"] = response_format
+        if extra_body:
+            request["extra_body"] = extra_body
+
+        key = request_key(request) if self.cache is not None else ""
+        if self.cache is not None and (hit := self.cache.get(key)) is not None:
+            result = _result_from_record(hit, cached=True)
+            self.usage.add(result)
+            return result
+
+        async with self._slots:
+            start = time.perf_counter()
+            async for attempt in AsyncRetrying(
+                retry=retry_if_exception_type(_RETRYABLE),
+                stop=stop_after_attempt(self.max_retries + 1),
+                wait=wait_exponential_jitter(initial=1, max=30),
+                reraise=True,
+            ):
+                with attempt:
+                    response = await self._post(request, headers)
+            latency = time.perf_counter() - start
+
+        record = _record_from_response(response, latency)
+        if self.cache is not None:
+            self.cache.put(key, record)
+        result = _result_from_record(record, cached=False)
+        self.usage.add(result)
+        return result
+
+    async def _post(self, request: dict[str, Any], headers: dict[str, str] | None) -> dict[str, Any]:
+        # The raw endpoint skips the SDK's per-call type-driven transform of the request
+        # (~13 ms of CPU for a BFCL prompt with its tool schemas); auth, errors and
+        # status-code exceptions are still the SDK's own.
+        body = dict(request)
+        body.update(body.pop("extra_body", None) or {})
+        response = await self._client.post(
+            "/chat/completions", body=body, cast_to=httpx.Response,
+            options={"headers": headers or {}},
+        )
+        return response.json()
+
+    async def close(self) -> None:
+        await self._client.close()
+
+
+def _record_from_response(response: dict[str, Any], latency: float) -> dict[str, Any]:
+    """The JSON-safe part of a response that the harness uses (what the cache stores)."""
+    try:
+        choice = response["choices"][0]
+        msg = choice["message"]
+    except (KeyError, IndexError, TypeError):
+        raise openai.APIResponseValidationError(
+            response=httpx.Response(200, request=httpx.Request("POST", "/chat/completions")),
+            body=response, message=f"malformed chat completion: {str(response)[:200]}") from None
+    usage = response.get("usage") or {}
+    return {
+        "content": msg.get("content") or "",
+        "reasoning": msg.get("reasoning_content") or msg.get("reasoning"),
+        "tool_calls": [
+            {"id": tc.get("id") or f"call_{i}", "name": (tc.get("function") or {}).get("name", ""),
+             "arguments": (tc.get("function") or {}).get("arguments", "")}
+            for i, tc in enumerate(msg.get("tool_calls") or [])
+        ],
+        "finish_reason": choice.get("finish_reason"),
+        "prompt_tokens": usage.get("prompt_tokens") or 0,
+        "completion_tokens": usage.get("completion_tokens") or 0,
+        "latency_s": latency,
+    }
+
+
+def _result_from_record(rec: dict[str, Any], cached: bool) -> ChatResult:
+    return ChatResult(
+        content=rec["content"],
+        tool_calls=[ToolCallRequest(**tc) for tc in rec["tool_calls"]],
+        reasoning=rec.get("reasoning"),
+        prompt_tokens=rec["prompt_tokens"],
+        completion_tokens=rec["completion_tokens"],
+        latency_s=0.0 if cached else rec["latency_s"],
+        cached=cached,
+        finish_reason=rec.get("finish_reason"),
+    )
+
+
+def check_server(base_url: str, api_key: str = "EMPTY", timeout: float = 10.0) -> list[str]:
+    """The model ids a server serves; a one-line UserError if it cannot be reached."""
+    url = base_url.rstrip("/") + "/models"
+    try:
+        resp = httpx.get(url, headers={"Authorization": f"Bearer {api_key}"}, timeout=timeout)
+        resp.raise_for_status()
+        return [m.get("id", "") for m in resp.json().get("data", [])]
+    except (httpx.HTTPError, ValueError) as exc:
+        raise UserError(
+            f"cannot reach the LLM server at {base_url} ({type(exc).__name__}): "
+            "start it (e.g. `reme serve model=...`) or fix llm.base_url"
+        ) from None

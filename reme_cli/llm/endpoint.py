@@ -1,0 +1,69 @@
+"""Where the executor model lives: a given server, or the embedded CPU model started here."""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+from reme_cli.config import Config
+from reme_cli.llm.cache import ResponseCache
+from reme_cli.llm.client import ChatClient, check_server
+
+DEFAULT_VLLM_URL = "http://127.0.0.1:8000/v1"
+
+
+@dataclass
+class Endpoint:
+    base_url: str
+    model: str
+    identity: dict[str, Any] = field(default_factory=dict)  # recorded in the run manifest
+
+
+@contextlib.contextmanager
+def endpoint(cfg: Config) -> Iterator[Endpoint]:
+    """Yield a reachable endpoint; an embedded server is stopped on exit, errors included."""
+    if cfg.llm.base_url or cfg.model.kind != "local":
+        base_url = cfg.llm.base_url or DEFAULT_VLLM_URL
+        served = check_server(base_url, cfg.llm.api_key)
+        model = cfg.llm.model or cfg.model.served_name or (served[0] if served else cfg.model.name)
+        yield Endpoint(base_url, model, {"kind": "external", "base_url": base_url, "served_models": served})
+        return
+
+    from reme_cli.llm.local_server import LocalServer, default_model_path
+
+    model_path = default_model_path()
+    log_path = Path(cfg.llm.cache_dir).parent / "local_server.log"
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with LocalServer(model_path=model_path, n_ctx=cfg.model.n_ctx, log_path=log_path) as server:
+        yield Endpoint(server.base_url, server.model_name, {
+            "kind": "embedded-llama.cpp",
+            "model_path": model_path,
+            "model_name": server.model_name,
+            "n_ctx": cfg.model.n_ctx,
+        })
+
+
+def make_client(cfg: Config, ep: Endpoint) -> ChatClient:
+    cache = None
+    if cfg.llm.cache:
+        # One cache file per model name keeps unrelated models' entries apart on disk.
+        safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in ep.model)
+        cache = ResponseCache(Path(cfg.llm.cache_dir) / f"{safe}.sqlite")
+    return ChatClient(
+        base_url=ep.base_url,
+        model=ep.model,
+        api_key=cfg.llm.api_key,
+        concurrency=cfg.llm.concurrency,
+        timeout=cfg.llm.timeout,
+        max_retries=cfg.llm.max_retries,
+        cache=cache,
+    )
+
+
+def request_extra_body(cfg: Config) -> dict[str, Any] | None:
+    """Qwen3's thinking switch goes through vLLM's chat-template kwargs."""
+    if cfg.model.kind == "local":
+        return None
+    return {"chat_template_kwargs": {"enable_thinking": cfg.model.thinking}}

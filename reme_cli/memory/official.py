@@ -1,0 +1,223 @@
+"""Import the experience pools the ReMe authors released (agentscope-ai/ReMe,
+docs/library/paper_data/task/*.jsonl) as native pools.
+
+A released line looks like
+    {"workspace_id", "memory_id", "memory_type", "when_to_use", "content", "score",
+     "time_created", "time_modified", "author",
+     "metadata": {"task_query", "generalized_query", "category", "utility", "freq",
+                  "when_to_use", "author", "created_time", "modified_time"}}
+The extractor's tags / keywords / tools_used / confidence may appear in metadata in other
+exports; the six released files carry none of them (they get defaults, counted in the
+report). Whatever is not mapped is kept in Experience.extra, so nothing is lost.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from reme_cli.errors import UserError
+from reme_cli.memory.embed import Embedder
+from reme_cli.memory.experience import Experience, new_id
+from reme_cli.memory.pool import Pool
+
+# Released categories are already our source names; the map documents that it is a choice.
+CATEGORY_TO_SOURCE = {"success": "success", "failure": "failure", "comparative": "comparative"}
+
+_TOP_MAPPED = {"memory_id", "when_to_use", "content", "author", "time_created", "time_modified", "metadata"}
+_META_MAPPED = {
+    "task_query",
+    "generalized_query",
+    "category",
+    "utility",
+    "freq",
+    "tags",
+    "keywords",
+    "tools_used",
+    "confidence",
+}
+# Copies of top-level fields inside metadata: dropped when equal, kept in extra if not.
+_META_MIRRORS = {
+    "when_to_use": "when_to_use",
+    "author": "author",
+    "created_time": "time_created",
+    "modified_time": "time_modified",
+}
+_MAX_REPORTED_ERRORS = 20
+
+
+def import_official(
+    jsonl_path: str | Path,
+    out_dir: str | Path,
+    embedder: Embedder,
+    retrieval_key: str = "usage_scenario",
+    dedup_threshold: float | None = None,
+) -> Pool:
+    """Convert one released pool file into a native pool at `out_dir`.
+
+    The counts (lines, imported, skipped with reasons, by source, defaulted fields,
+    seconds) are returned as `pool.built_by["import"]` and saved in the manifest.
+    No dedup by default: the released pool is what the authors evaluated with.
+    """
+    started = time.perf_counter()
+    src = Path(jsonl_path)
+    if not src.is_file():
+        raise UserError(f"official pool file {src} does not exist; see shared/reference/reme_official_pools/")
+    raw = src.read_bytes()
+    experiences, report = parse_official(raw.decode("utf-8", errors="replace"))
+    if not experiences:
+        why = "; ".join(report["errors"][:3]) or "the file is empty"
+        raise UserError(f"{src} has no valid official pool line ({why})")
+    pool = Pool.create(
+        out_dir,
+        embedder,
+        retrieval_key=retrieval_key,
+        built_by={"kind": "import_official", "source": str(src), "source_sha256": hashlib.sha256(raw).hexdigest()},
+    )
+    added = pool.add(experiences, dedup_threshold=dedup_threshold)
+    report["imported"] = len(added)
+    report["dropped_as_duplicates"] = len(experiences) - len(added)
+    report["by_source"] = dict(Counter(e.source for e in added))
+    report["seconds"] = round(time.perf_counter() - started, 3)
+    pool.built_by["import"] = report
+    pool.save()
+    return pool
+
+
+def parse_official(text: str) -> tuple[list[Experience], dict[str, Any]]:
+    """Experiences from the file's text, and a report of skipped lines and defaulted fields."""
+    experiences: list[Experience] = []
+    errors: list[str] = []
+    skipped = 0
+    lines = 0
+    defaulted: Counter[str] = Counter()
+    authors: Counter[str] = Counter()
+    seen: set[str] = set()
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        lines += 1
+        try:
+            exp, missing = official_record_to_experience(json.loads(line))
+            if exp.id in seen:
+                raise ValueError(f"duplicate memory_id {exp.id}")
+        except ValueError as exc:  # JSONDecodeError is a ValueError
+            skipped += 1
+            if len(errors) < _MAX_REPORTED_ERRORS:
+                errors.append(f"line {n}: {exc}")
+            continue
+        seen.add(exp.id)
+        defaulted.update(missing)
+        authors[exp.author] += 1
+        experiences.append(exp)
+    report = {
+        "lines": lines,
+        "parsed": len(experiences),
+        "skipped": skipped,
+        "errors": errors,
+        "defaulted": dict(defaulted),
+        "authors": dict(authors),
+    }
+    return experiences, report
+
+
+def official_record_to_experience(rec: Any) -> tuple[Experience, list[str]]:
+    """One released record -> (Experience, names of fields that were absent and defaulted)."""
+    if not isinstance(rec, dict):
+        raise ValueError(f"not a JSON object but {type(rec).__name__}")
+    meta = rec.get("metadata", {})
+    if not isinstance(meta, dict):
+        raise ValueError("'metadata' is not an object")
+    missing: list[str] = []
+
+    def pick(*names: str, default: Any = None, report_as: str | None = None) -> Any:
+        for where, name in _places(rec, meta, names):
+            if name in where and where[name] is not None:
+                return where[name]
+        missing.append(report_as or names[0])
+        return default
+
+    when_to_use = pick("when_to_use")
+    content = pick("content")
+    category = meta.get("category")
+    if not isinstance(when_to_use, str) or not when_to_use.strip():
+        raise ValueError("'when_to_use' is missing or empty")
+    if not isinstance(content, str) or not content.strip():
+        raise ValueError("'content' is missing or empty")
+    if category not in CATEGORY_TO_SOURCE:
+        raise ValueError(f"metadata.category {category!r} is not one of {', '.join(CATEGORY_TO_SOURCE)}")
+
+    created = _iso(pick("time_created", "created_time", default="", report_as="created_at"))
+    fields: dict[str, Any] = {
+        "id": pick("memory_id", default=None, report_as="id") or new_id(),
+        "when_to_use": when_to_use,
+        "content": content,
+        "source": CATEGORY_TO_SOURCE[category],
+        "task_query": pick("task_query", default=""),
+        "generalized_query": pick("generalized_query", default=""),
+        "keywords": _str_list(pick("tags", "keywords", default=[], report_as="keywords")),
+        "tools_used": _str_list(pick("tools_used", default=[])),
+        "confidence": _number(pick("confidence", default=1.0), "confidence"),
+        "u": _count(pick("utility", default=0, report_as="u"), "utility"),
+        "f": _count(pick("freq", default=0, report_as="f"), "freq"),
+        "author": pick("author", default=""),
+        "origin_task": None,  # released records name the task only by its text (task_query)
+        "extra": _extra(rec, meta),
+    }
+    if created:
+        fields["created_at"] = created
+        modified = _iso(pick("time_modified", "modified_time", default="", report_as="updated_at"))
+        fields["updated_at"] = modified or created
+    # from_dict type-checks every field and names the bad one in its ValueError.
+    return Experience.from_dict(fields), missing
+
+
+def _places(rec: dict[str, Any], meta: dict[str, Any], names: tuple[str, ...]) -> Iterator[tuple[dict[str, Any], str]]:
+    # Top level first (the memory record), then metadata (the extractor's output).
+    for name in names:
+        yield rec, name
+        yield meta, name
+
+
+def _extra(rec: dict[str, Any], meta: dict[str, Any]) -> dict[str, Any]:
+    extra = {k: v for k, v in rec.items() if k not in _TOP_MAPPED}
+    meta_rest = {
+        k: v
+        for k, v in meta.items()
+        if k not in _META_MAPPED and not (k in _META_MIRRORS and rec.get(_META_MIRRORS[k]) == v)
+    }
+    if meta_rest:
+        extra["metadata"] = meta_rest
+    return extra
+
+
+def _iso(value: Any) -> str:
+    # Released times are "YYYY-MM-DD HH:MM:SS" with no zone; keep them naive, ISO-shaped.
+    if not isinstance(value, str):
+        raise ValueError(f"time {value!r} is not a string")
+    return value.strip().replace(" ", "T", 1)
+
+
+def _str_list(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [p.strip() for p in value.split(",") if p.strip()]
+    if isinstance(value, list) and all(isinstance(x, str) for x in value):
+        return list(value)
+    raise ValueError(f"expected a list of strings, got {value!r}")
+
+
+def _number(value: Any, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"{name} {value!r} is not a number")
+    return float(value)
+
+
+def _count(value: Any, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"{name} {value!r} is not a non-negative integer")
+    return value

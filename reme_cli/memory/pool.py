@@ -1,0 +1,551 @@
+"""An experience pool: experiences, their retrieval vectors and a faiss index, as a directory.
+
+    <pool>/manifest.json      embedding name/dim, retrieval key, counts, built_by, times,
+                              format version, sha256 of the data files
+    <pool>/experiences.jsonl  one Experience per line
+    <pool>/embeddings.npy     float32 rows aligned with experiences.jsonl (retrieval key text)
+    <pool>/index.faiss        IndexFlatIP over those rows; derived, rebuilt when missing/stale
+
+Saves are all-or-nothing: the new state is written complete into a sibling directory and
+swapped in by two renames. A crash between the renames leaves the previous pool under a
+`.<name>.old-*` sibling, which `load` moves back. One writer per pool; readers may come
+and go. Other files or folders someone keeps inside the pool directory (e.g. an event
+log) are carried over to each new version by hard link, so a save never drops them.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import os
+import shutil
+import threading
+import time
+import uuid
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+import faiss
+import numpy as np
+
+from reme_cli.errors import UserError
+from reme_cli.memory.embed import Embedder
+from reme_cli.memory.experience import RETRIEVAL_KEYS, SOURCES, Experience, now_iso
+
+FORMAT = "reme-pool"
+FORMAT_VERSION = 1
+MANIFEST = "manifest.json"
+EXPERIENCES = "experiences.jsonl"
+EMBEDDINGS = "embeddings.npy"
+INDEX = "index.faiss"
+_POOL_FILES = (MANIFEST, EXPERIENCES, EMBEDDINGS, INDEX)
+
+
+class Pool:
+    """Use `Pool.create` / `Pool.load`; the constructor assumes consistent arguments."""
+
+    def __init__(
+        self,
+        path: Path,
+        embedder: Embedder,
+        retrieval_key: str,
+        built_by: dict[str, Any],
+        created_at: str,
+        items: list[Experience],
+        vectors: np.ndarray,
+        updated_at: str | None = None,
+        copied_from: str | None = None,
+        index: faiss.IndexFlatIP | None = None,
+    ):
+        self.path = path
+        self.embedder = embedder
+        self.retrieval_key = retrieval_key
+        self.built_by = built_by
+        self.created_at = created_at
+        self.updated_at = updated_at or created_at
+        self.copied_from = copied_from
+        # What load() had to fix in memory (persisted by the next save); for the CLI to show.
+        self.repairs: list[str] = []
+        # Candidates the last add() dropped as near-duplicates: (candidate, id it matched, cosine).
+        self.last_dropped: list[tuple[Experience, str, float]] = []
+        self._lock = threading.RLock()
+        self._items = items
+        self._vecs = np.ascontiguousarray(vectors, dtype=np.float32).reshape(len(items), embedder.dim)
+        self._pos = {e.id: i for i, e in enumerate(items)}
+        self._index = index if index is not None else _build_index(self._vecs)
+
+    # ---- construction -------------------------------------------------------------
+
+    @classmethod
+    def create(
+        cls,
+        path: str | Path,
+        embedder: Embedder,
+        retrieval_key: str = "usage_scenario",
+        built_by: dict[str, Any] | None = None,
+    ) -> Pool:
+        path = Path(path)
+        if path.exists() and (not path.is_dir() or any(path.iterdir())):
+            raise UserError(f"{path} already exists and is not empty; choose another pool path or delete it")
+        if retrieval_key not in RETRIEVAL_KEYS:
+            raise UserError(f"unknown retrieval key {retrieval_key!r}; choose one of {', '.join(RETRIEVAL_KEYS)}")
+        built_by = dict(built_by or {})
+        json.dumps(built_by)  # fail here, not at the first save, if it is not JSON
+        pool = cls(path, embedder, retrieval_key, built_by, now_iso(), [], np.zeros((0, embedder.dim), np.float32))
+        pool.save()
+        return pool
+
+    @classmethod
+    def load(cls, path: str | Path, embedder: Embedder) -> Pool:
+        path = Path(path)
+        _recover_interrupted_save(path)
+        manifest = _read_manifest(path)
+        emb = manifest["embedding"]
+        if emb["name"] != embedder.name or emb["dim"] != embedder.dim:
+            raise UserError(
+                f"pool {path} was embedded with {emb['name']} ({emb['dim']}-d) but the configured embedder is "
+                f"{embedder.name} ({embedder.dim}-d); pick the pool's model with embedding=..., "
+                "or rebuild/re-import the pool with this embedder"
+            )
+        items = _read_experiences(path / EXPERIENCES)
+        repairs: list[str] = []
+        vectors = _read_vectors(path, manifest, len(items), embedder.dim)
+        if vectors is None:
+            # The data files no longer match what the last save wrote (hand edit, lost file):
+            # re-embed rather than search with vectors of other text.
+            repairs.append(f"{EMBEDDINGS} missing or out of date: re-embedded {len(items)} experiences")
+            vectors = embedder.embed([e.retrieval_text(manifest["retrieval_key"]) for e in items])
+        index = _read_index(path / INDEX, vectors)
+        if index is None:
+            repairs.append(f"{INDEX} missing or stale: rebuilt from the embeddings")
+        pool = cls(
+            path,
+            embedder,
+            manifest["retrieval_key"],
+            manifest.get("built_by", {}),
+            manifest["created_at"],
+            items,
+            vectors,
+            updated_at=manifest.get("updated_at"),
+            copied_from=manifest.get("copied_from"),
+            index=index,
+        )
+        pool.repairs = repairs
+        return pool
+
+    def copy_to(self, path: str | Path, overwrite: bool = False) -> Pool:
+        """An independent pool at `path` (e.g. one per dynamic-mode stream)."""
+        path = Path(path)
+        if path.exists() and (not path.is_dir() or any(path.iterdir())) and not overwrite:
+            raise UserError(f"{path} already exists; choose another path or allow overwriting")
+        with self._lock:
+            other = Pool(
+                path,
+                self.embedder,
+                self.retrieval_key,
+                copy.deepcopy(self.built_by),
+                self.created_at,
+                copy.deepcopy(self._items),
+                self._vecs.copy(),
+                updated_at=self.updated_at,
+                copied_from=str(self.path),
+            )
+        other.save()
+        return other
+
+    # ---- reading ------------------------------------------------------------------
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __contains__(self, exp_id: object) -> bool:
+        return exp_id in self._pos
+
+    def __iter__(self) -> Iterator[Experience]:
+        # Copies throughout: mutating a returned experience must not silently desync it
+        # from its vector or bypass update_counts().
+        with self._lock:
+            items = copy.deepcopy(self._items)
+        return iter(items)
+
+    def get(self, exp_id: str) -> Experience | None:
+        with self._lock:
+            i = self._pos.get(exp_id)
+            return None if i is None else copy.deepcopy(self._items[i])
+
+    @property
+    def vectors(self) -> np.ndarray:
+        """Read-only (len, dim) view of the retrieval vectors, row i = i-th experience."""
+        view = self._vecs.view()
+        view.flags.writeable = False
+        return view
+
+    def search(self, query: str, top_k: int) -> list[tuple[Experience, float]]:
+        """Top-k experiences by cosine between `query` and the pool's retrieval key."""
+        return self.search_many([query], top_k)[0]
+
+    def search_many(self, queries: list[str], top_k: int) -> list[list[tuple[Experience, float]]]:
+        if top_k <= 0 or not self._items or not queries:
+            return [[] for _ in queries]
+        qv = self.embedder.embed(list(queries))
+        with self._lock:
+            scores, rows = self._index.search(qv, min(top_k, len(self._items)))
+            return [
+                [(copy.deepcopy(self._items[i]), float(s)) for s, i in zip(srow, irow, strict=True) if i >= 0]
+                for srow, irow in zip(scores, rows, strict=True)
+            ]
+
+    # ---- writing ------------------------------------------------------------------
+
+    def add(self, experiences: Iterable[Experience], dedup_threshold: float | None = None) -> list[Experience]:
+        """Embed and add; returns the experiences actually added.
+
+        With a threshold, a candidate whose cosine to any pool member or to an earlier
+        kept candidate of the same batch is >= threshold is dropped (see `last_dropped`).
+        """
+        cands = list(experiences)
+        with self._lock:
+            self.last_dropped = []
+            seen = set(self._pos)
+            for c in cands:
+                if c.id in seen:
+                    raise ValueError(f"experience id {c.id} is already in the pool or repeated in the batch")
+                seen.add(c.id)
+            if not cands:
+                return []
+            vecs = self.embedder.embed([c.retrieval_text(self.retrieval_key) for c in cands])
+            keep = self._select_novel(cands, vecs, dedup_threshold)
+            kept = [copy.deepcopy(cands[i]) for i in keep]
+            start = len(self._items)
+            self._items.extend(kept)
+            self._pos.update({e.id: start + j for j, e in enumerate(kept)})
+            new_vecs = vecs[keep]
+            self._vecs = np.concatenate([self._vecs, new_vecs])
+            self._index.add(new_vecs)
+            return copy.deepcopy(kept)
+
+    def _select_novel(self, cands: list[Experience], vecs: np.ndarray, threshold: float | None) -> list[int]:
+        if threshold is None:
+            return list(range(len(cands)))
+        best_sim = np.full(len(cands), -np.inf, dtype=np.float32)
+        best_id: list[str | None] = [None] * len(cands)
+        if self._items:
+            sims, rows = self._index.search(vecs, 1)
+            best_sim = sims[:, 0].copy()
+            best_id = [self._items[r].id for r in rows[:, 0]]
+        within = vecs @ vecs.T
+        keep: list[int] = []
+        for i in range(len(cands)):
+            if keep:
+                j = max(keep, key=lambda k: within[i, k])
+                if within[i, j] > best_sim[i]:
+                    best_sim[i], best_id[i] = within[i, j], cands[j].id
+            if best_sim[i] >= threshold:
+                self.last_dropped.append((copy.deepcopy(cands[i]), str(best_id[i]), float(best_sim[i])))
+            else:
+                keep.append(i)
+        return keep
+
+    def remove(self, ids: Iterable[str]) -> list[Experience]:
+        """Remove by id (KeyError for an unknown one); returns the removed experiences."""
+        with self._lock:
+            drop = {self._index_of(i) for i in ids}
+            if not drop:
+                return []
+            removed = [self._items[i] for i in sorted(drop)]
+            keep = [i for i in range(len(self._items)) if i not in drop]
+            self._items = [self._items[i] for i in keep]
+            self._vecs = np.ascontiguousarray(self._vecs[keep])
+            self._pos = {e.id: i for i, e in enumerate(self._items)}
+            # Flat index rebuild is a memcpy of n*dim floats; simpler than id remapping.
+            self._index = _build_index(self._vecs)
+            return removed
+
+    def update_counts(self, ids: Iterable[str], *, retrieved: bool = True, success: bool = False) -> list[Experience]:
+        """Refinement bookkeeping after a task: f += 1 if retrieved, u += 1 if the task succeeded."""
+        with self._lock:
+            rows = [self._index_of(i) for i in ids]
+            stamp = now_iso()
+            for r in rows:
+                e = self._items[r]
+                e.f += int(retrieved)
+                e.u += int(success)
+                e.updated_at = stamp
+            return [copy.deepcopy(self._items[r]) for r in rows]
+
+    def _index_of(self, exp_id: str) -> int:
+        try:
+            return self._pos[exp_id]
+        except KeyError:
+            raise KeyError(f"no experience {exp_id!r} in pool {self.path}") from None
+
+    def save(self) -> None:
+        with self._lock:
+            self.updated_at = now_iso()
+            staging = self._stage()
+            _swap_in(staging, self.path)
+
+    def _stage(self) -> Path:
+        """Write the complete new pool into a sibling directory; remove it on any failure."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        staging = self.path.parent / f".{self.path.name}.saving-{uuid.uuid4().hex[:8]}"
+        staging.mkdir()
+        try:
+            lines = "".join(json.dumps(e.to_dict(), ensure_ascii=False) + "\n" for e in self._items)
+            _write_bytes(staging / EXPERIENCES, lines.encode("utf-8"))
+            with open(staging / EMBEDDINGS, "wb") as fh:
+                np.save(fh, self._vecs, allow_pickle=False)
+                _flush(fh)
+            faiss.write_index(self._index, str(staging / INDEX))
+            _fsync_path(staging / INDEX)
+            _carry_foreign_entries(self.path, staging)
+            # Written last: a staging dir with a manifest is a complete pool.
+            _write_bytes(staging / MANIFEST, json.dumps(self._manifest(staging), indent=2).encode("utf-8"))
+            _fsync_path(staging)
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+        return staging
+
+    def _manifest(self, staging: Path) -> dict[str, Any]:
+        manifest: dict[str, Any] = {
+            "format": FORMAT,
+            "format_version": FORMAT_VERSION,
+            "embedding": {"name": self.embedder.name, "dim": self.embedder.dim},
+            "retrieval_key": self.retrieval_key,
+            "size": len(self._items),
+            "counts_by_source": _counts_by_source(self._items),
+            "built_by": self.built_by,
+            "created_at": self.created_at,
+            "updated_at": self.updated_at,
+            "files": {name: _sha256(staging / name) for name in (EXPERIENCES, EMBEDDINGS)},
+        }
+        if self.copied_from:
+            manifest["copied_from"] = self.copied_from
+        return manifest
+
+    # ---- summary ------------------------------------------------------------------
+
+    def stats(self) -> dict[str, Any]:
+        with self._lock:
+            items = list(self._items)
+        conf = np.array([e.confidence for e in items], dtype=float)
+        f = np.array([e.f for e in items], dtype=int)
+        u = np.array([e.u for e in items], dtype=int)
+        used = f > 0
+        return {
+            "size": len(items),
+            "counts_by_source": _counts_by_source(items),
+            "embedding": {"name": self.embedder.name, "dim": self.embedder.dim},
+            "retrieval_key": self.retrieval_key,
+            "confidence": _summary(conf),
+            "f": {**(_summary(f) or {}), "histogram": _histogram(f)},
+            "u": {**(_summary(u) or {}), "histogram": _histogram(u)},
+            # The deletion rule looks at u/f; only defined once an experience was retrieved.
+            "u_over_f": _summary(u[used] / f[used]),
+            "never_retrieved": int((~used).sum()),
+        }
+
+
+# ---- helpers: index ------------------------------------------------------------------
+
+
+def _build_index(vecs: np.ndarray) -> faiss.IndexFlatIP:
+    index = faiss.IndexFlatIP(vecs.shape[1])
+    if len(vecs):
+        index.add(vecs)
+    return index
+
+
+def _read_index(path: Path, vecs: np.ndarray) -> faiss.IndexFlatIP | None:
+    """The saved index if it holds exactly these vectors (a flat index stores them verbatim)."""
+    if not path.is_file():
+        return None
+    try:
+        index = faiss.read_index(str(path))
+    except RuntimeError:
+        return None
+    if not isinstance(index, faiss.IndexFlatIP) or index.d != vecs.shape[1] or index.ntotal != len(vecs):
+        return None
+    if len(vecs) and not np.array_equal(index.reconstruct_n(0, len(vecs)), vecs):
+        return None
+    return index
+
+
+# ---- helpers: reading ----------------------------------------------------------------
+
+
+def _read_manifest(path: Path) -> dict[str, Any]:
+    mpath = path / MANIFEST
+    if not mpath.is_file():
+        raise UserError(f"{path} is not an experience pool (no {MANIFEST}); build or import a pool there first")
+    try:
+        manifest = json.loads(mpath.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise UserError(f"{mpath} is unreadable ({exc}); rebuild the pool") from exc
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+        raise UserError(f"{mpath} is not a reme pool manifest; rebuild the pool")
+    if manifest.get("format_version", 0) > FORMAT_VERSION:
+        raise UserError(f"pool {path} has format version {manifest['format_version']}; upgrade reme to read it")
+    for key in ("embedding", "retrieval_key", "created_at"):
+        if key not in manifest:
+            raise UserError(f"{mpath} lacks {key!r}; rebuild the pool")
+    return manifest
+
+
+def _read_experiences(path: Path) -> list[Experience]:
+    if not path.is_file():
+        raise UserError(f"{path} is missing; the pool is incomplete, rebuild it")
+    items: list[Experience] = []
+    seen: set[str] = set()
+    with open(path, encoding="utf-8") as fh:
+        for n, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                exp = Experience.from_dict(json.loads(line))
+            except ValueError as exc:  # JSONDecodeError is a ValueError
+                raise UserError(f"{path} line {n}: {exc}; fix the line or rebuild the pool") from exc
+            if exp.id in seen:
+                raise UserError(f"{path} line {n}: duplicate id {exp.id}; fix the file or rebuild the pool")
+            seen.add(exp.id)
+            items.append(exp)
+    return items
+
+
+def _read_vectors(path: Path, manifest: dict[str, Any], n: int, dim: int) -> np.ndarray | None:
+    """The saved vectors if they still belong to the saved experiences, else None."""
+    recorded = manifest.get("files", {})
+    for name in (EXPERIENCES, EMBEDDINGS):
+        if not (path / name).is_file() or recorded.get(name) != _sha256(path / name):
+            return None
+    try:
+        vecs = np.load(path / EMBEDDINGS, allow_pickle=False)
+    except (OSError, ValueError):
+        return None
+    if vecs.dtype != np.float32 or vecs.shape != (n, dim):
+        return None
+    return vecs
+
+
+# ---- helpers: atomic save ------------------------------------------------------------
+
+
+def _swap_in(staging: Path, target: Path) -> None:
+    backup = target.parent / f".{target.name}.old-{uuid.uuid4().hex[:8]}"
+    had_old = target.exists()
+    if had_old:
+        os.rename(target, backup)
+    # A crash right here leaves no `target`; _recover_interrupted_save restores the backup.
+    os.rename(staging, target)
+    _fsync_path(target.parent)
+    if had_old:
+        shutil.rmtree(backup, ignore_errors=True)
+    _remove_leftovers(target)
+
+
+def _leftovers(target: Path, kind: str) -> list[Path]:
+    return [p for p in target.parent.glob(f".{target.name}.{kind}-*") if p.is_dir()]
+
+
+def _remove_leftovers(target: Path) -> None:
+    """Staging/backup dirs of earlier crashed saves; safe to drop once a save succeeded."""
+    for p in _leftovers(target, "saving") + _leftovers(target, "old"):
+        shutil.rmtree(p, ignore_errors=True)
+
+
+def _recover_interrupted_save(target: Path, wait_s: float = 1.0) -> None:
+    if target.exists():
+        return
+    backups = [p for p in _leftovers(target, "old") if (p / MANIFEST).is_file()]
+    if not backups:
+        return
+    # The writer may just be between its two renames: give it a moment before stepping in.
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        if target.exists():
+            return
+        time.sleep(0.05)
+    newest = max(backups, key=lambda p: p.stat().st_mtime)
+    try:
+        os.rename(newest, target)
+    except OSError:
+        if not target.exists():
+            raise
+
+
+def _carry_foreign_entries(src: Path, dst: Path) -> None:
+    if not src.is_dir():
+        return
+    for entry in src.iterdir():
+        if entry.name in _POOL_FILES:
+            continue
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.copytree(entry, dst / entry.name, symlinks=True, copy_function=_link_or_copy)
+        else:
+            _link_or_copy(entry, dst / entry.name)
+
+
+def _link_or_copy(src: str | Path, dst: str | Path) -> None:
+    # A hard link shares the inode, so a writer holding the file open keeps appending to it.
+    try:
+        os.link(src, dst, follow_symlinks=False)
+    except OSError:
+        shutil.copy2(src, dst, follow_symlinks=False)
+
+
+def _write_bytes(path: Path, data: bytes) -> None:
+    with open(path, "wb") as fh:
+        fh.write(data)
+        _flush(fh)
+
+
+def _flush(fh: Any) -> None:
+    fh.flush()
+    os.fsync(fh.fileno())
+
+
+def _fsync_path(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+# ---- helpers: stats ------------------------------------------------------------------
+
+
+def _counts_by_source(items: Iterable[Experience]) -> dict[str, int]:
+    counts: Counter[str] = Counter(e.source for e in items)
+    return {s: counts.get(s, 0) for s in SOURCES}
+
+
+def _summary(values: np.ndarray) -> dict[str, float] | None:
+    if values.size == 0:
+        return None
+    q = np.quantile(values, [0.0, 0.25, 0.5, 0.75, 1.0])
+    return {
+        "mean": float(values.mean()),
+        "min": float(q[0]),
+        "p25": float(q[1]),
+        "median": float(q[2]),
+        "p75": float(q[3]),
+        "max": float(q[4]),
+    }
+
+
+def _histogram(values: np.ndarray) -> dict[str, int]:
+    uniq, counts = np.unique(values, return_counts=True)
+    return {str(int(v)): int(c) for v, c in zip(uniq, counts, strict=True)}

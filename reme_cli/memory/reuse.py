@@ -1,0 +1,108 @@
+"""Reuse: how retrieved experiences reach the agent (guidance text, LLM rerank, LLM rewrite).
+
+`format_guidance` reproduces the official BFCL agent byte for byte
+(agentscope-ai/ReMe, benchmark/bfcl agent, `update_task_history_with_memory` and
+`get_query_with_memory`):
+
+    Some Related Experience to help you to complete the task:
+    Experience 1:
+     When to use: <when_to_use>
+     Content: <content>
+
+    Experience 2:
+     ...
+
+(the official code puts one space before "When to use"/"Content", ends every experience
+with a newline and joins them with another). The harness appends this after the first user
+message (`agent.loop.with_guidance`). Response caches key on this text: change it only on
+purpose.
+
+Rerank and rewrite are off in the released experiment scripts and part of the method in
+the paper; both fall back to the plain path on any unusable LLM answer.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from reme_cli.agent.loop import GUIDANCE_HEADER
+from reme_cli.llm.client import LLM
+from reme_cli.memory.distill import load_prompt
+from reme_cli.memory.experience import Experience
+from reme_cli.memory.llm_json import parse_json
+
+__all__ = ["GUIDANCE_HEADER", "format_experiences", "format_guidance", "rerank", "rewrite"]
+
+
+def format_experiences(experiences: list[Experience]) -> str:
+    """The numbered block without the header (also what the rewrite prompt reads)."""
+    return "\n".join(
+        f"Experience {i}:\n When to use: {e.when_to_use}\n Content: {e.content}\n"
+        for i, e in enumerate(experiences, 1)
+    )
+
+
+def format_guidance(experiences: list[Experience]) -> str | None:
+    """The official injected text for `experiences`, or None when there are none."""
+    if not experiences:
+        return None
+    return f"{GUIDANCE_HEADER}:\n{format_experiences(experiences)}"
+
+
+def _sampling(sampling: dict[str, Any], max_tokens: int) -> dict[str, Any]:
+    return {"temperature": 0.0, "max_tokens": max_tokens, **sampling}
+
+
+def _indices(parsed: Any, n: int) -> list[int]:
+    if isinstance(parsed, dict):
+        for key in ("ranked_indices", "ranking", "indices"):
+            if key in parsed:
+                parsed = parsed[key]
+                break
+    if not isinstance(parsed, list):
+        return []
+    out: list[int] = []
+    for x in parsed:
+        if isinstance(x, bool) or not isinstance(x, int) or not 0 <= x < n or x in out:
+            continue
+        out.append(x)
+    return out
+
+
+async def rerank(llm: LLM, query: str, candidates: list[Experience], top_k: int,
+                 **sampling: Any) -> list[Experience]:
+    """The top_k candidates in the LLM's order of usefulness for `query`.
+
+    As in the official RerankMemoryOp: the indices the LLM ranks come first, the
+    candidates it left out follow in their input order, then the list is cut to top_k.
+    No usable index in the answer: the input order. `sampling` goes to `llm.chat`
+    (temperature 0 and max_tokens 512 unless given). No call for 0 or 1 candidates.
+    """
+    if top_k <= 0 or not candidates:
+        return []
+    if len(candidates) == 1:
+        return list(candidates)
+    text = "\n---\n".join(
+        f"Candidate {i}:\nWhen to use: {e.when_to_use}\nContent: {e.content}"
+        for i, e in enumerate(candidates)
+    )
+    messages = load_prompt("rerank").messages(query=query, candidates=text)
+    result = await llm.chat(messages, **_sampling(sampling, 512))
+    order = _indices(parse_json(result.content, (dict, list)), len(candidates))
+    order += [i for i in range(len(candidates)) if i not in order]
+    return [candidates[i] for i in order[:top_k]]
+
+
+async def rewrite(llm: LLM, query: str, experiences: list[Experience], **sampling: Any) -> str | None:
+    """Task-specific guidance written by the LLM from the retrieved experiences, under the
+    same header as `format_guidance`; `format_guidance(experiences)` when the answer has no
+    usable "rewritten_context"; None when there is nothing to rewrite."""
+    if not experiences:
+        return None
+    messages = load_prompt("rewrite").messages(query=query, experiences=format_experiences(experiences))
+    result = await llm.chat(messages, **_sampling(sampling, 1024))
+    parsed = parse_json(result.content, dict)
+    text = parsed.get("rewritten_context") if isinstance(parsed, dict) else None
+    if not isinstance(text, str) or not text.strip():
+        return format_guidance(experiences)
+    return f"{GUIDANCE_HEADER}:\n{text.strip()}"

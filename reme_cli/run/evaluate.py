@@ -1,0 +1,114 @@
+"""`reme eval`: plan, run and score one evaluation; resumable from its run directory."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from reme_cli.agent.protocols import make_protocol
+from reme_cli.bench.registry import make_benchmark
+from reme_cli.config import Config, config_hash, to_dict
+from reme_cli.llm.endpoint import endpoint, make_client, request_extra_body
+from reme_cli.memory.base import Memory, NoMemory
+from reme_cli.run.metrics import compute_metrics
+from reme_cli.run.plan import plan_streams
+from reme_cli.run.progress import RunProgress
+from reme_cli.run.records import RunDir
+from reme_cli.run.report import metrics_table
+from reme_cli.run.runner import EpisodeSettings, Runner
+
+SMOKE_NOTE = ("Embedded 135M CPU model: smoke-level scores, not model results. "
+              "Real numbers need Qwen3 on vLLM (see README).")
+
+
+def run_dir_for(cfg: Config, kind: str = "eval") -> Path:
+    if cfg.out_dir:
+        return Path(cfg.out_dir)
+    mode = cfg.eval.mode if kind == "eval" else kind
+    name = f"{cfg.benchmark.name}-{cfg.model.name}-{mode}-{config_hash(cfg)}"
+    return Path(cfg.runs_root) / cfg.experiment / name
+
+
+def make_memory_factory(cfg: Config, run_dir: RunDir):
+    if cfg.eval.mode == "none":
+        shared = NoMemory()
+        return lambda stream: shared
+    from reme_cli.memory.reme import memory_factory  # issue: ReMe memory
+
+    return memory_factory(cfg, run_dir)
+
+
+def evaluate(cfg: Config, console: Console) -> Path:
+    bench = make_benchmark(cfg.benchmark)
+    task_ids = bench.task_ids()  # bad ids fail here, before anything is written
+    streams = plan_streams(task_ids, cfg.eval.seeds, cfg.eval.runs, cfg.eval.seed_base,
+                           sequential=cfg.eval.mode == "dynamic")
+    path = run_dir_for(cfg)
+
+    with endpoint(cfg) as ep:
+        run_dir = RunDir.open(path, to_dict(cfg), config_hash(cfg), kind="eval")
+        memory_for = make_memory_factory(cfg, run_dir)
+        run_dir.update_manifest(
+            status="running",
+            server=ep.identity,
+            task_ids=task_ids,
+            streams=[[u.key for u in s] for s in streams] if cfg.eval.mode == "dynamic" else None,
+            units_total=sum(len(s) for s in streams),
+        )
+        settings = EpisodeSettings(
+            protocol=make_protocol(cfg.model.tool_protocol),
+            temperature=cfg.model.sampling.temperature,
+            top_p=cfg.model.sampling.top_p,
+            max_tokens=cfg.model.sampling.max_tokens,
+            seed_base=cfg.eval.seed_base,
+            extra_body=request_extra_body(cfg),
+            system_prompt=cfg.benchmark.system_prompt,
+            max_interactions=cfg.benchmark.max_interactions,
+            max_steps_per_turn=cfg.benchmark.max_steps_per_turn,
+        )
+        progress = RunProgress(console, f"{cfg.benchmark.name} {cfg.model.name} {cfg.eval.mode}")
+        try:
+            usage = asyncio.run(_run(cfg, ep, bench, settings, run_dir, memory_for, progress, streams))
+        except BaseException:
+            run_dir.update_manifest(status="interrupted")
+            raise
+        finally:
+            progress.stop()
+
+    metrics = summarize(run_dir, cfg.eval.runs)
+    metrics["llm_usage"] = usage
+    run_dir.write_metrics(metrics)
+    complete = metrics["units"] == sum(len(s) for s in streams) and metrics["errors"] == 0
+    run_dir.update_manifest(status="complete" if complete else "incomplete")
+    console.print(metrics_table(metrics, f"{cfg.experiment}: {cfg.benchmark.name} / {cfg.model.name} / "
+                                         f"mode={cfg.eval.mode}", metrics.get("variants")))
+    if cfg.model.kind == "local" and not cfg.llm.base_url:
+        console.print(f"[yellow]{SMOKE_NOTE}[/yellow]")
+    if metrics["errors"]:
+        console.print(f"[red]{metrics['errors']} unit(s) failed with an error (see trials.jsonl); "
+                      "rerun the same command to retry them.[/red]")
+    return run_dir.path
+
+
+def summarize(run_dir: RunDir, k: int) -> dict[str, Any]:
+    trials = run_dir.trials()
+    metrics = compute_metrics(trials, k)
+    if any("first_success" in t for t in trials):
+        metrics["first_attempt"] = compute_metrics(trials, k, success_key="first_success")
+        metrics["variants"] = {"final": metrics.copy(), "first attempt": metrics["first_attempt"]}
+    return metrics
+
+
+async def _run(cfg, ep, bench, settings, run_dir, memory_for, progress, streams) -> dict[str, Any]:
+    client = make_client(cfg, ep)
+    try:
+        runner = Runner(bench, client, settings, run_dir, memory_for, cfg.llm.concurrency, progress)
+        await runner.run(streams)
+    finally:
+        await client.close()
+    u = client.usage
+    return {"calls": u.calls, "cached_calls": u.cached_calls, "prompt_tokens": u.prompt_tokens,
+            "completion_tokens": u.completion_tokens, "latency_s": round(u.latency_s, 3)}

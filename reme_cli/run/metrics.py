@@ -1,0 +1,48 @@
+"""Avg@k and Pass@k from unit records (never from re-running anything).
+
+Per seed: Avg@k = mean over tasks of the task's mean success over its k runs;
+Pass@k = fraction of tasks solved in at least one of the k runs. Across seeds: mean and
+sample standard deviation (ddof=1; 0 for a single seed).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+
+def compute_metrics(trials: list[dict[str, Any]], k: int, success_key: str = "success") -> dict[str, Any]:
+    if not trials:
+        return {"k": k, "tasks": 0, "units": 0, "errors": 0, "per_seed": {}}
+    df = pd.DataFrame(
+        {
+            "seed": [t["seed"] for t in trials],
+            "run": [t["run"] for t in trials],
+            "task_id": [t["task_id"] for t in trials],
+            "success": [bool(t.get(success_key)) for t in trials],
+            "error": [t.get("error") is not None for t in trials],
+        }
+    )
+    per_task = df.groupby(["seed", "task_id"])["success"].agg(["mean", "max", "count"])
+    per_seed = per_task.groupby(level="seed").agg(avg=("mean", "mean"), pass_=("max", "mean"),
+                                                  tasks=("mean", "size"))
+    out: dict[str, Any] = {
+        "k": k,
+        "tasks": int(df["task_id"].nunique()),
+        "units": int(len(df)),
+        "errors": int(df["error"].sum()),
+        "complete": bool((per_task["count"] == k).all()),
+        "per_seed": {
+            str(seed): {f"avg@{k}": float(row.avg), f"pass@{k}": float(row.pass_), "tasks": int(row.tasks)}
+            for seed, row in per_seed.iterrows()
+        },
+    }
+    for name, col in ((f"avg@{k}", "avg"), (f"pass@{k}", "pass_")):
+        values = per_seed[col]
+        out[name] = {
+            "mean": float(values.mean()),
+            "std": float(values.std(ddof=1)) if len(values) > 1 else 0.0,
+            "n_seeds": int(len(values)),
+        }
+    return out

@@ -1,0 +1,60 @@
+"""Live progress: done / total, ETA, success rate so far, tokens."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
+
+class RunProgress:
+    def __init__(self, console: Console, label: str):
+        self.label = label
+        self._progress = Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TextColumn("ETA"),
+            TimeRemainingColumn(),
+            TextColumn("{task.fields[stats]}"),
+            console=console,
+            transient=False,
+        )
+        self._task = None
+        self.finished = self.successes = self.errors = self.tokens = 0
+
+    def start(self, total: int, done: list[dict[str, Any]]) -> None:
+        self._progress.start()
+        self._task = self._progress.add_task(self.label, total=total, stats="")
+        for rec in done:
+            if rec.get("error") is None:
+                self._count(rec)
+        self._progress.update(self._task, completed=self.finished, stats=self._stats())
+
+    def advance(self, record: dict[str, Any]) -> None:
+        self._count(record)
+        self._progress.update(self._task, completed=self.finished, stats=self._stats())
+
+    def stop(self) -> None:
+        self._progress.stop()
+
+    def _count(self, rec: dict[str, Any]) -> None:
+        self.finished += 1
+        self.successes += bool(rec.get("success"))
+        self.errors += rec.get("error") is not None
+        tokens = rec.get("tokens") or {}
+        self.tokens += tokens.get("prompt", 0) + tokens.get("completion", 0)
+
+    def _stats(self) -> str:
+        rate = self.successes / self.finished if self.finished else 0.0
+        err = f" errors {self.errors}" if self.errors else ""
+        return f"success {rate:.1%}  tokens {self.tokens:,}{err}"

@@ -1,0 +1,120 @@
+"""Run every unit of an evaluation concurrently, record each as it ends, resume on rerun."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+import traceback
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from reme_cli.agent.loop import Sampling, Trajectory, run_episode
+from reme_cli.agent.protocols import ToolProtocol
+from reme_cli.bench.base import Benchmark, Outcome
+from reme_cli.llm.client import LLM
+from reme_cli.memory.base import Memory, Retrieval
+from reme_cli.run.plan import Unit
+from reme_cli.run.progress import RunProgress
+from reme_cli.run.records import RunDir, now
+
+
+@dataclass
+class EpisodeSettings:
+    protocol: ToolProtocol
+    temperature: float
+    top_p: float
+    max_tokens: int
+    seed_base: int
+    extra_body: dict[str, Any] | None
+    system_prompt: str | None
+    max_interactions: int
+    max_steps_per_turn: int
+
+
+@dataclass
+class Runner:
+    bench: Benchmark
+    llm: LLM
+    settings: EpisodeSettings
+    run_dir: RunDir
+    # Independent modes share one memory; dynamic mode gets one per stream.
+    memory_for: Callable[[tuple[int, int]], Memory]
+    concurrency: int
+    progress: RunProgress | None = None
+    _done: set[str] = field(default_factory=set)
+
+    async def run(self, streams: list[list[Unit]]) -> None:
+        self._done = {t["unit"] for t in self.run_dir.trials() if t.get("error") is None}
+        slots = asyncio.Semaphore(self.concurrency)
+        writer = self.run_dir.trial_writer()
+        todo = [s for s in streams if any(u.key not in self._done for u in s)]
+        if self.progress:
+            self.progress.start(total=sum(len(s) for s in streams), done=self.run_dir.trials())
+
+        async def run_stream(stream: list[Unit]) -> None:
+            async with slots:
+                memory = self.memory_for((stream[0].seed, stream[0].run))
+                for unit in stream:
+                    # A finished unit is skipped; its memory effects are the memory's to
+                    # restore (dynamic mode replays its event log).
+                    if unit.key in self._done:
+                        continue
+                    record = await self.run_unit(unit, memory)
+                    await writer.write(record)
+                    if self.progress:
+                        self.progress.advance(record)
+
+        await asyncio.gather(*(run_stream(s) for s in todo))
+
+    async def run_unit(self, unit: Unit, memory: Memory) -> dict[str, Any]:
+        started, t0 = now(), time.perf_counter()
+        task = self.bench.load(unit.task_id)
+        record: dict[str, Any] = {
+            "unit": unit.key, "task_id": unit.task_id, "seed": unit.seed, "run": unit.run,
+            "position": unit.position, "success": False, "reward": 0.0,
+        }
+        episode_key = _episode_key(unit)
+        traj: Trajectory | None = None
+        retrieval = Retrieval()
+        env = None
+        try:
+            retrieval = await memory.retrieve(task)
+            env = self.bench.open(task, episode_key)
+            s = self.settings
+            traj = await run_episode(
+                self.llm, s.protocol, env, task,
+                Sampling(s.temperature, s.top_p, s.max_tokens, unit.sampling_seed(s.seed_base), s.extra_body),
+                guidance=retrieval.guidance,
+                system_prompt=s.system_prompt,
+                max_interactions=s.max_interactions,
+                max_steps_per_turn=s.max_steps_per_turn,
+                headers={"X-Reme-Task-Id": unit.task_id, "X-Reme-Episode": episode_key},
+            )
+            outcome: Outcome = env.evaluate()
+            record.update(success=outcome.success, reward=outcome.reward, checker=outcome.details)
+            record["memory"] = await memory.after_task(task, traj, outcome, retrieval)
+            record["error"] = None
+        except Exception as exc:  # recorded with its traceback, like bfcl-eval; the run goes on
+            record["error"] = f"{type(exc).__name__}: {exc}"
+            record["traceback"] = traceback.format_exc()
+        finally:
+            if env is not None:
+                env.close()
+        record["retrieved_ids"] = retrieval.ids
+        record["retrieval_scores"] = retrieval.scores
+        record["guidance"] = retrieval.guidance
+        if traj is not None:
+            record["trajectory"] = traj.to_dict()
+            record["tokens"] = {"prompt": traj.prompt_tokens, "completion": traj.completion_tokens}
+            record["llm_latency_s"] = round(traj.latency_s, 4)
+            record["interactions"] = traj.interactions
+        record["started_at"], record["finished_at"] = started, now()
+        record["wall_s"] = round(time.perf_counter() - t0, 4)
+        return record
+
+
+def _episode_key(unit: Unit) -> str:
+    # Unique per attempt, so concurrent attempts of one task never share backend state.
+    return re.sub(r"[^A-Za-z0-9_]", "_", f"{unit.key}_{uuid.uuid4().hex[:8]}")

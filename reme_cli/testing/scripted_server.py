@@ -1,0 +1,437 @@
+"""TEST DOUBLE: an OpenAI-compatible chat server that answers from a script, not a model.
+
+Used by tests and by benchmarks of the harness itself (its overhead, and end-to-end
+runs whose correct verdict is known in advance). Never use it for results.
+
+    with ScriptedServer(BFCLReplayPolicy()) as srv:
+        client = OpenAI(base_url=srv.base_url, api_key="x")
+
+    python -m reme_cli.testing.scripted_server --policy bfcl-replay [--corrupt ID ...]
+        [--delay S] [--port N]          # first stdout line: the base_url
+
+Policies:
+* ``FixedPolicy(text)``: always answers ``text``.
+* ``BFCLReplayPolicy(corrupt)``: replays BFCL ground truth for the task named in the
+  ``X-Reme-Task-Id`` header; tasks in ``corrupt`` get one argument changed so that they
+  fail the official checker.
+
+Requests with ``response_format`` get the harness's JSON tool-call protocol in
+``content`` (``{"tool_calls": [{"name", "arguments"}], "answer"?}``) instead of native
+``tool_calls``; in that protocol tool results come back as user messages starting with
+``[tool results]``, which are not turns.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import itertools
+import json
+import sys
+import threading
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Protocol
+
+TASK_HEADER = "X-Reme-Task-Id"
+TOOL_RESULTS_PREFIX = "[tool results]"
+DONE_TEXT = "Done."
+
+Call = tuple[str, dict[str, Any]]
+
+
+class PolicyError(Exception):
+    """A request the policy cannot answer; becomes an HTTP 400 with this message."""
+
+
+@dataclass
+class Reply:
+    content: str | None = None
+    tool_calls: list[Call] = field(default_factory=list)
+
+
+class Policy(Protocol):
+    name: str
+
+    def reply(self, body: dict[str, Any], headers: Mapping[str, str]) -> Reply: ...
+
+
+class FixedPolicy:
+    """Always the same text: measures the harness, not a model."""
+
+    name = "fixed"
+
+    def __init__(self, text: str = "ok"):
+        self.text = text
+
+    def reply(self, body: dict[str, Any], headers: Mapping[str, str]) -> Reply:
+        return Reply(content=self.text)
+
+
+# ------------------------------------------------------------------ BFCL replay
+
+
+def _text_of(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):  # OpenAI content parts
+        return "".join(p.get("text", "") for p in content if isinstance(p, dict))
+    return ""
+
+
+def conversation_position(messages: list[dict[str, Any]]) -> tuple[int, int]:
+    """(turn index, step within the turn) of the reply being asked for.
+
+    Turn = user messages so far - 1 (tool-result wrappers of the JSON protocol are not
+    user turns); step = assistant messages since the last user turn.
+    """
+    last_user = -1
+    turns = 0
+    for i, msg in enumerate(messages):
+        if msg.get("role") == "user" and not _text_of(msg.get("content")).lstrip().startswith(
+            TOOL_RESULTS_PREFIX
+        ):
+            turns += 1
+            last_user = i
+    if turns == 0:
+        raise PolicyError("the request has no user message")
+    step = sum(1 for m in messages[last_user + 1 :] if m.get("role") == "assistant")
+    return turns - 1, step
+
+
+def _strings_in(value: Any, out: dict[str, None]) -> dict[str, None]:
+    """Every string (keys and values) in a task's initial state, in first-seen order."""
+    if isinstance(value, str):
+        out.setdefault(value)
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            _strings_in(k, out)
+            _strings_in(v, out)
+    elif isinstance(value, list):
+        for v in value:
+            _strings_in(v, out)
+    return out
+
+
+def _variants(value: Any, domain: list[str]) -> list[Any]:
+    """Wrong values to try for one argument, mildest first. ``domain`` holds strings from
+    the task's state: an unknown name is sometimes a silent no-op (adding an unknown
+    stock to a watchlist), while another valid name changes the outcome."""
+    if isinstance(value, bool):
+        return [not value]
+    if isinstance(value, str):
+        return [value + "_corrupted", "corrupted", ""] + [d for d in domain if d != value]
+    if isinstance(value, int):
+        return [value + 1, value * 10 + 7, -value - 1]
+    if isinstance(value, float):
+        return [value + 1.0, value * 10 + 7.5, -value - 1.0]
+    if isinstance(value, list):
+        return [value[:-1], value + value[:1]] if value else [["corrupted"]]
+    if isinstance(value, dict):
+        return [{**value, "corrupted": True}]
+    return ["corrupted"]
+
+
+class BFCLReplayPolicy:
+    """Answers with the BFCL ground truth of the task named in ``X-Reme-Task-Id``.
+
+    Step 0 of a turn: all ground-truth calls of the turn, as parallel tool calls. Later
+    steps, and turns whose ground truth is empty: the text "Done.".
+    """
+
+    name = "bfcl-replay"
+
+    def __init__(self, corrupt: Iterable[str] = (), benchmark: Any = None):
+        from reme_cli.bench.bfcl import BFCLBenchmark
+
+        self.benchmark = benchmark if benchmark is not None else BFCLBenchmark(split="all")
+        self.corrupt = frozenset(corrupt)
+        for task_id in self.corrupt:
+            self.benchmark.ground_truth(task_id)  # UserError for an unknown id
+        self._plans: dict[str, list[list[Call]]] = {}
+        self._corruptions: dict[str, dict[str, Any]] = {}
+        self._lock = threading.Lock()
+
+    def plan(self, task_id: str) -> list[list[Call]]:
+        """The calls this policy will answer with, per turn (a copy)."""
+        with self._lock:
+            if task_id not in self._plans:
+                calls = self.benchmark.ground_truth_calls(task_id)
+                if task_id in self.corrupt:
+                    calls, info = self._corrupt(task_id, calls)
+                    self._corruptions[task_id] = info
+                self._plans[task_id] = calls
+            return copy.deepcopy(self._plans[task_id])
+
+    def corruption(self, task_id: str) -> dict[str, Any] | None:
+        """What was changed for a corrupt task: turn, call index, name, arg, old, new."""
+        if task_id not in self.corrupt:
+            return None
+        self.plan(task_id)
+        return copy.deepcopy(self._corruptions[task_id])
+
+    def _corrupt(
+        self, task_id: str, calls: list[list[Call]]
+    ) -> tuple[list[list[Call]], dict[str, Any]]:
+        # Start with the first argument of the first call of the first non-empty turn. Some
+        # changes leave the verdict unchanged (ls(a=False) in a folder without hidden
+        # files), so each candidate is checked with the official checker and the first one
+        # that fails wins; later calls/arguments are tried only when needed.
+        positions = [(t, i) for t, turn in enumerate(calls) for i in range(len(turn))]
+        domain = list(_strings_in(self.benchmark.load(task_id).meta["initial_config"], {}))
+        for t, i in positions:
+            name, args = calls[t][i]
+            for arg, old in args.items():
+                for new in _variants(old, domain):
+                    candidate = copy.deepcopy(calls)
+                    candidate[t][i][1][arg] = new
+                    if not self._passes(task_id, candidate):
+                        info = {
+                            "turn": t,
+                            "index": i,
+                            "name": name,
+                            "arg": arg,
+                            "old": old,
+                            "new": new,
+                        }
+                        return candidate, info
+        raise PolicyError(f"no single-argument change makes {task_id} fail the checker")
+
+    def _passes(self, task_id: str, calls: list[list[Call]]) -> bool:
+        task = self.benchmark.load(task_id)
+        env = self.benchmark.open(task, f"scripted-corrupt-{task_id}")
+        try:
+            for turn in calls:
+                for name, args in turn:
+                    env.execute(name, args)
+                env.end_turn()
+            return env.evaluate().success
+        finally:
+            env.close()
+
+    def reply(self, body: dict[str, Any], headers: Mapping[str, str]) -> Reply:
+        task_id = headers.get(TASK_HEADER)
+        if not task_id:
+            raise PolicyError(f"the {TASK_HEADER} header is required by the bfcl-replay policy")
+        try:
+            plan = self.plan(task_id)
+        except Exception as exc:  # unknown id -> UserError; say which
+            raise PolicyError(f"cannot replay task {task_id!r}: {exc}") from exc
+        messages = body.get("messages")
+        if not isinstance(messages, list):
+            raise PolicyError("'messages' must be a list")
+        turn, step = conversation_position(messages)
+        if step > 0 or turn >= len(plan) or not plan[turn]:
+            return Reply(content=DONE_TEXT)
+        return Reply(tool_calls=plan[turn])
+
+
+# ----------------------------------------------------------------------- server
+
+
+def _completion(body: dict[str, Any], reply: Reply, turn_id: int) -> dict[str, Any]:
+    json_protocol = body.get("response_format") is not None
+    message: dict[str, Any] = {"role": "assistant", "content": reply.content}
+    finish = "stop"
+    if json_protocol:
+        payload: dict[str, Any] = {
+            "tool_calls": [{"name": n, "arguments": a} for n, a in reply.tool_calls]
+        }
+        if not reply.tool_calls:
+            payload["answer"] = reply.content if reply.content is not None else DONE_TEXT
+        message["content"] = json.dumps(payload)
+    elif reply.tool_calls:
+        message["tool_calls"] = [
+            {
+                "id": f"call_{turn_id}_{i}",
+                "type": "function",
+                "function": {"name": n, "arguments": json.dumps(a)},
+            }
+            for i, (n, a) in enumerate(reply.tool_calls)
+        ]
+        finish = "tool_calls"
+    # Rough token counts (4 characters ~ 1 token): enough for the harness's bookkeeping.
+    prompt_tokens = max(1, len(json.dumps(body.get("messages", []))) // 4)
+    completion_tokens = max(1, len(json.dumps(message)) // 4)
+    return {
+        "id": f"chatcmpl-scripted-{turn_id}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": body.get("model") or "scripted",
+        "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": None}],
+        "usage": {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+        },
+    }
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    policy: Policy
+    delay: float
+    requests: list[dict[str, Any]]
+    counter: itertools.count
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # keep-alive: client connection reuse like a real server
+    # Headers and body go out in separate writes; with Nagle on, keep-alive clients wait
+    # ~40 ms for a delayed ACK on every request, which would swamp harness benchmarks.
+    disable_nagle_algorithm = True
+    server: _Server
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib name
+        pass
+
+    def _send(self, status: int, payload: dict[str, Any]) -> None:
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _error(self, status: int, message: str) -> None:
+        self._send(
+            status, {"error": {"message": message, "type": "invalid_request_error", "code": None}}
+        )
+
+    def do_GET(self) -> None:  # noqa: N802 - stdlib name
+        path = self.path.split("?", 1)[0].rstrip("/")
+        if path in ("/health", "/v1/health"):
+            self._send(200, {"status": "ok"})
+        elif path == "/v1/models":
+            model = {
+                "id": f"scripted-{self.server.policy.name}",
+                "object": "model",
+                "created": 0,
+                "owned_by": "reme-testing",
+            }
+            self._send(200, {"object": "list", "data": [model]})
+        else:
+            self._error(404, f"no route for GET {path}")
+
+    def do_POST(self) -> None:  # noqa: N802 - stdlib name
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        path = self.path.split("?", 1)[0].rstrip("/")
+        if path != "/v1/chat/completions":
+            self._error(404, f"no route for POST {path}")
+            return
+        try:
+            body = json.loads(raw or b"{}")
+        except ValueError:
+            self._error(400, "the request body is not valid JSON")
+            return
+        if not isinstance(body, dict):
+            self._error(400, "the request body must be a JSON object")
+            return
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        self.server.requests.append({"path": path, "body": body, "headers": headers})
+        if body.get("stream"):
+            self._error(400, "streaming is not supported by this test double")
+            return
+        try:
+            reply = self.server.policy.reply(body, self.headers)
+        except PolicyError as exc:
+            self._error(400, str(exc))
+            return
+        if self.server.delay > 0:
+            time.sleep(self.server.delay)
+        self._send(200, _completion(body, reply, next(self.server.counter)))
+
+
+class ScriptedServer:
+    """TEST DOUBLE: serve ``policy`` on 127.0.0.1 from a background thread."""
+
+    def __init__(self, policy: Policy, delay: float = 0.0, host: str = "127.0.0.1", port: int = 0):
+        self.policy = policy
+        self._httpd = _Server((host, port), _Handler)
+        self._httpd.policy = policy
+        self._httpd.delay = delay
+        self._httpd.requests = []
+        self._httpd.counter = itertools.count()
+        self._thread: threading.Thread | None = None
+
+    @property
+    def port(self) -> int:
+        return self._httpd.server_address[1]
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{self._httpd.server_address[0]}:{self.port}/v1"
+
+    @property
+    def requests(self) -> list[dict[str, Any]]:
+        """Every chat request received: ``{"path", "body", "headers"}`` (header names
+        lower-cased)."""
+        return self._httpd.requests
+
+    def start(self) -> ScriptedServer:
+        if self._thread is None:
+            self._thread = threading.Thread(
+                target=self._httpd.serve_forever, name="scripted-server", daemon=True
+            )
+            self._thread.start()
+        return self
+
+    def serve_forever(self) -> None:
+        self._httpd.serve_forever()
+
+    def stop(self) -> None:
+        if self._thread is not None:
+            self._httpd.shutdown()
+            self._thread.join(timeout=5)
+            self._thread = None
+        self._httpd.server_close()
+
+    def __enter__(self) -> ScriptedServer:
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+
+def make_policy(name: str, corrupt: Iterable[str] = (), text: str = "ok") -> Policy:
+    if name == "fixed":
+        return FixedPolicy(text)
+    if name == "bfcl-replay":
+        return BFCLReplayPolicy(corrupt=corrupt)
+    raise ValueError(f"unknown policy {name!r}; choose fixed or bfcl-replay")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m reme_cli.testing.scripted_server",
+        description="TEST DOUBLE: OpenAI-compatible server answering from a script.",
+    )
+    parser.add_argument("--policy", choices=["fixed", "bfcl-replay"], default="fixed")
+    parser.add_argument("--text", default="ok", help="answer of the fixed policy")
+    parser.add_argument("--corrupt", nargs="+", action="extend", default=[], metavar="TASK_ID")
+    parser.add_argument("--delay", type=float, default=0.0, help="seconds before each answer")
+    parser.add_argument("--port", type=int, default=0, help="0 = any free port")
+    args = parser.parse_args(argv)
+    if args.corrupt and args.policy != "bfcl-replay":
+        parser.error("--corrupt needs --policy bfcl-replay")
+    try:
+        policy = make_policy(args.policy, corrupt=args.corrupt, text=args.text)
+    except Exception as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    server = ScriptedServer(policy, delay=args.delay, port=args.port)
+    print(server.base_url, flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server._httpd.server_close()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,28 @@
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = REPO.parent / "shared"
+
+
+def run_reme(args: list[str], cwd: Path, timeout: float = 600, env: dict | None = None,
+             check: bool = False) -> subprocess.CompletedProcess:
+    """The real CLI in a subprocess, as a user runs it."""
+    full_env = {**os.environ, "REME_CACHE_DIR": str(cwd / ".reme_cache"), **(env or {})}
+    proc = subprocess.run([sys.executable, "-m", "reme_cli.cli", *args], cwd=cwd, env=full_env,
+                          capture_output=True, text=True, timeout=timeout)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"reme {' '.join(args)} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
+    return proc
+
+
+@pytest.fixture
+def reme(tmp_path):
+    def _run(*args: str, **kw) -> subprocess.CompletedProcess:
+        return run_reme(list(args), tmp_path, **kw)
+    _run.cwd = tmp_path
+    return _run

@@ -1,0 +1,124 @@
+"""`reme eval` end to end through the real CLI, against the scripted BFCL-replay server.
+
+The scripted server is a test double: it replays the BFCL ground truth as tool calls, so a
+correct pipeline (dispatch, per-episode backends, official checker, metrics) scores 100%.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from reme_cli.testing.scripted_server import BFCLReplayPolicy, ScriptedServer
+from tests.conftest import REPO
+
+REPLAY = ["model=qwen3-8b", "llm.model=replay", "llm.cache=false"]
+
+
+def _trials(run: Path) -> list[dict]:
+    return [json.loads(l) for l in (run / "trials.jsonl").read_text().splitlines() if l.strip()]
+
+
+@pytest.fixture(scope="module")
+def replay_server():
+    with ScriptedServer(BFCLReplayPolicy()) as srv:
+        yield srv
+
+
+@pytest.fixture(scope="module")
+def corrupt_server():
+    with ScriptedServer(BFCLReplayPolicy(corrupt={"multi_turn_base_2"})) as srv:
+        yield srv
+
+
+def test_replay_scores_100_percent_through_the_cli(reme, replay_server):
+    proc = reme("eval", "--mode", "none", *REPLAY, f"llm.base_url={replay_server.base_url}",
+                "benchmark.limit=10", "eval.runs=2", "eval.seeds=2", check=True)
+    run = Path(proc.stdout.strip().splitlines()[-1])
+    run = run if run.is_absolute() else reme.cwd / run
+    metrics = json.loads((run / "metrics.json").read_text())
+    assert metrics["avg@2"]["mean"] == 1.0 and metrics["pass@2"]["mean"] == 1.0
+    assert (metrics["units"], metrics["tasks"], metrics["errors"]) == (40, 10, 0)
+    trials = _trials(run)
+    assert len({t["unit"] for t in trials}) == 40
+    for t in trials:
+        # Every episode went through the official checker with the calls the model made.
+        assert t["success"] is True and t["checker"]["error_type"] is None
+        assert any(step for turn in t["checker"]["decoded_calls"] for step in turn)
+    manifest = json.loads((run / "manifest.json").read_text())
+    assert manifest["status"] == "complete"
+    assert manifest["packages"]["bfcl-eval"] == "2026.3.23"
+    assert "Avg@2" in proc.stderr
+
+
+def test_a_corrupted_call_fails_exactly_that_task(reme, corrupt_server):
+    proc = reme("eval", *REPLAY, f"llm.base_url={corrupt_server.base_url}", "benchmark.split=test",
+                "benchmark.task_ids=[multi_turn_base_0,multi_turn_base_2,multi_turn_base_4]",
+                "eval.runs=1", "eval.seeds=1", "out_dir=run", check=True)
+    trials = {t["task_id"]: t for t in _trials(reme.cwd / "run")}
+    assert {k: v["success"] for k, v in trials.items()} == {
+        "multi_turn_base_0": True, "multi_turn_base_2": False, "multi_turn_base_4": True}
+    assert trials["multi_turn_base_2"]["checker"]["error_type"].startswith("multi_turn:")
+    assert proc.stdout.strip().splitlines()[-1] == "run"
+
+
+def test_resume_after_kill_9_skips_finished_units_and_never_duplicates(tmp_path):
+    # A slow replay server, so the run is killed mid-way with units in flight.
+    server = subprocess.Popen(
+        [sys.executable, "-m", "reme_cli.testing.scripted_server", "--policy", "bfcl-replay",
+         "--delay", "0.15"], stdout=subprocess.PIPE, text=True, cwd=REPO)
+    try:
+        base_url = server.stdout.readline().strip()
+        args = [sys.executable, "-m", "reme_cli.cli", "eval", *REPLAY, f"llm.base_url={base_url}",
+                "benchmark.limit=6", "eval.runs=2", "eval.seeds=2", "llm.concurrency=4", "out_dir=run"]
+        env = {**os.environ, "REME_CACHE_DIR": str(tmp_path / "cache")}
+        proc = subprocess.Popen(args, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        trials_file = tmp_path / "run" / "trials.jsonl"
+        deadline = time.time() + 120
+        while time.time() < deadline:
+            if trials_file.exists() and len(trials_file.read_text().splitlines()) >= 5:
+                break
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        killed_with = len(_trials(tmp_path / "run"))
+        assert 5 <= killed_with < 24, "the kill must land mid-run"
+        first_units = {t["unit"]: t["finished_at"] for t in _trials(tmp_path / "run")}
+
+        done = subprocess.run(args, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr[-2000:]
+        trials = _trials(tmp_path / "run")
+        units = [t["unit"] for t in trials]
+        assert len(units) == len(set(units)) == 24  # nothing duplicated, nothing missing
+        for t in trials:  # finished units were not run again
+            if t["unit"] in first_units:
+                assert t["finished_at"] == first_units[t["unit"]]
+        metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
+        assert metrics["avg@2"]["mean"] == 1.0 and metrics["units"] == 24
+    finally:
+        server.kill()
+        server.wait()
+
+
+def test_out_dir_with_another_config_is_refused(reme, replay_server):
+    common = [*REPLAY, f"llm.base_url={replay_server.base_url}", "benchmark.limit=1", "eval.seeds=1",
+              "out_dir=run"]
+    reme("eval", *common, "eval.runs=1", check=True)
+    before = (reme.cwd / "run" / "trials.jsonl").read_text()
+    proc = reme("eval", *common, "eval.runs=2")
+    assert proc.returncode != 0 and "different config" in proc.stderr
+    assert (reme.cwd / "run" / "trials.jsonl").read_text() == before
+
+
+def test_multirun_sweep_runs_every_point(reme, replay_server):
+    proc = reme("eval", "-m", *REPLAY, f"llm.base_url={replay_server.base_url}", "benchmark.limit=1",
+                "eval.seeds=1", "eval.runs=1,2", check=True)
+    paths = proc.stdout.strip().splitlines()
+    assert len(paths) == 2 and len(set(paths)) == 2
+    ks = sorted(json.loads((reme.cwd / p / "metrics.json").read_text())["k"] for p in paths)
+    assert ks == [1, 2]
