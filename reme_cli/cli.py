@@ -163,7 +163,8 @@ def build_pool_cmd(
     def body() -> None:
         from reme_cli.memory.build import build_pool
 
-        paths = [build_pool(compose(["benchmark.split=train"] + job), console)
+        # Defaults first, so the user's own overrides win.
+        paths = [build_pool(compose(["benchmark.split=train", "memory=reme"] + job), console)
                  for job in _expand(overrides or [], multirun)]
         for p in paths:
             print(p)

@@ -185,6 +185,11 @@ def compose(overrides: list[str], config_name: str = "config") -> Config:
     from hydra import initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
 
+    from hydra.core.config_store import ConfigStore
+
+    # The schema is the base of config.yaml's defaults list: every key it declares can be
+    # overridden even where a group file does not mention it (memory=none, ...).
+    ConfigStore.instance().store(name="reme_schema", node=Config)
     GlobalHydra.instance().clear()
     try:
         with initialize_config_dir(config_dir=str(config_dir()), version_base="1.3"):
@@ -245,6 +250,8 @@ def _get(cfg: Any, dotted: str) -> Any:
 
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip() or type(exc).__name__
+    if isinstance(exc.__cause__, OmegaConfBaseException):  # the schema's verdict
+        return _omegaconf_message(exc.__cause__)
     cause = str(exc.__cause__ or "")
     unknown = re.match(r"Could not override '([^']+)'", text)
     if unknown and "not in struct" in cause:
@@ -263,6 +270,6 @@ def _first_line(exc: BaseException) -> str:
 def _omegaconf_message(exc: OmegaConfBaseException) -> str:
     key = getattr(exc, "full_key", None)
     msg = str(exc).splitlines()[0]
-    if "Key" in msg and "not in" in msg and key:
+    if msg.startswith("Key") and " not in " in msg and key:
         return f"unknown key '{key}' (check the spelling, or see `reme eval --help`)"
     return f"{key}: {msg}" if key and key not in msg else msg

@@ -49,6 +49,15 @@ class Trajectory:
             "stop_reason": self.stop_reason,
         }
 
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Trajectory":
+        """A recorded trajectory (messages are not recorded: turns hold what happened)."""
+        return cls(
+            turns=[[Step(**s) for s in turn] for turn in data.get("turns", [])],
+            interactions=data.get("interactions", 0),
+            stop_reason=data.get("stop_reason", "completed"),
+        )
+
 
 @dataclass
 class Sampling:

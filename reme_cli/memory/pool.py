@@ -240,7 +240,7 @@ class Pool:
         keep: list[int] = []
         for i in range(len(cands)):
             if keep:
-                j = max(keep, key=lambda k: within[i, k])
+                j = keep[int(np.argmax(within[i, keep]))]
                 if within[i, j] > best_sim[i]:
                     best_sim[i], best_id[i] = within[i, j], cands[j].id
             if best_sim[i] >= threshold:
@@ -388,11 +388,14 @@ def _read_manifest(path: Path) -> dict[str, Any]:
         raise UserError(f"{mpath} is unreadable ({exc}); rebuild the pool") from exc
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
         raise UserError(f"{mpath} is not a reme pool manifest; rebuild the pool")
-    if manifest.get("format_version", 0) > FORMAT_VERSION:
-        raise UserError(f"pool {path} has format version {manifest['format_version']}; upgrade reme to read it")
-    for key in ("embedding", "retrieval_key", "created_at"):
-        if key not in manifest:
-            raise UserError(f"{mpath} lacks {key!r}; rebuild the pool")
+    version = manifest.get("format_version")
+    if not isinstance(version, int) or version > FORMAT_VERSION:
+        raise UserError(f"pool {path} has format version {version!r}; this reme reads up to {FORMAT_VERSION}")
+    emb = manifest.get("embedding")
+    if not (isinstance(emb, dict) and isinstance(emb.get("name"), str) and isinstance(emb.get("dim"), int)):
+        raise UserError(f"{mpath} lacks embedding name/dim; rebuild the pool")
+    if manifest.get("retrieval_key") not in RETRIEVAL_KEYS or not isinstance(manifest.get("created_at"), str):
+        raise UserError(f"{mpath} has no valid retrieval_key/created_at; rebuild the pool")
     return manifest
 
 

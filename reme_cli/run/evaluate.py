@@ -11,6 +11,7 @@ from rich.console import Console
 from reme_cli.agent.protocols import make_protocol
 from reme_cli.bench.registry import make_benchmark
 from reme_cli.config import Config, config_hash, to_dict
+from reme_cli.llm.client import ChatClient
 from reme_cli.llm.endpoint import endpoint, make_client, request_extra_body
 from reme_cli.memory.base import Memory, NoMemory
 from reme_cli.run.metrics import compute_metrics
@@ -32,13 +33,16 @@ def run_dir_for(cfg: Config, kind: str = "eval") -> Path:
     return Path(cfg.runs_root) / cfg.experiment / name
 
 
-def make_memory_factory(cfg: Config, run_dir: RunDir):
+def make_memory_factory(cfg: Config, run_dir: RunDir, client: ChatClient, finished: set[str]):
+    """A function (seed, run) -> Memory, and a client to close afterwards (or None)."""
     if cfg.eval.mode == "none":
         shared = NoMemory()
-        return lambda stream: shared
-    from reme_cli.memory.reme import memory_factory  # issue: ReMe memory
+        return (lambda stream: shared), None
+    from reme_cli.memory.reme import memory_factory
+    from reme_cli.memory.summarizer import summarizer_settings
 
-    return memory_factory(cfg, run_dir)
+    summarizer, own_client = summarizer_settings(cfg, client)
+    return memory_factory(cfg, run_dir, summarizer, finished), own_client
 
 
 def evaluate(cfg: Config, console: Console) -> Path:
@@ -50,7 +54,6 @@ def evaluate(cfg: Config, console: Console) -> Path:
 
     with endpoint(cfg) as ep:
         run_dir = RunDir.open(path, to_dict(cfg), config_hash(cfg), kind="eval")
-        memory_for = make_memory_factory(cfg, run_dir)
         run_dir.update_manifest(
             status="running",
             server=ep.identity,
@@ -71,14 +74,14 @@ def evaluate(cfg: Config, console: Console) -> Path:
         )
         progress = RunProgress(console, f"{cfg.benchmark.name} {cfg.model.name} {cfg.eval.mode}")
         try:
-            usage = asyncio.run(_run(cfg, ep, bench, settings, run_dir, memory_for, progress, streams))
+            usage = asyncio.run(_run(cfg, ep, bench, settings, run_dir, progress, streams))
         except BaseException:
             run_dir.update_manifest(status="interrupted")
             raise
         finally:
             progress.stop()
 
-    metrics = summarize(run_dir, cfg.eval.runs)
+    metrics = summarize(run_dir, cfg.eval.runs, cfg.eval.mode)
     metrics["llm_usage"] = usage
     run_dir.write_metrics(metrics)
     complete = metrics["units"] == sum(len(s) for s in streams) and metrics["errors"] == 0
@@ -93,22 +96,27 @@ def evaluate(cfg: Config, console: Console) -> Path:
     return run_dir.path
 
 
-def summarize(run_dir: RunDir, k: int) -> dict[str, Any]:
+def summarize(run_dir: RunDir, k: int, mode: str) -> dict[str, Any]:
     trials = run_dir.trials()
     metrics = compute_metrics(trials, k)
-    if any("first_success" in t for t in trials):
+    if mode == "dynamic":  # retries make first-attempt and final success differ
         metrics["first_attempt"] = compute_metrics(trials, k, success_key="first_success")
         metrics["variants"] = {"final": metrics.copy(), "first attempt": metrics["first_attempt"]}
     return metrics
 
 
-async def _run(cfg, ep, bench, settings, run_dir, memory_for, progress, streams) -> dict[str, Any]:
+async def _run(cfg, ep, bench, settings, run_dir, progress, streams) -> dict[str, Any]:
     client = make_client(cfg, ep)
+    own_client = None
     try:
+        finished = {t["unit"] for t in run_dir.trials() if t.get("error") is None}
+        memory_for, own_client = make_memory_factory(cfg, run_dir, client, finished)
         runner = Runner(bench, client, settings, run_dir, memory_for, cfg.llm.concurrency, progress)
         await runner.run(streams)
     finally:
         await client.close()
+        if own_client is not None:
+            await own_client.close()
     u = client.usage
     return {"calls": u.calls, "cached_calls": u.cached_calls, "prompt_tokens": u.prompt_tokens,
             "completion_tokens": u.completion_tokens, "latency_s": round(u.latency_s, 3)}

@@ -57,14 +57,19 @@ class Runner:
             async with slots:
                 memory = self.memory_for((stream[0].seed, stream[0].run))
                 for unit in stream:
-                    # A finished unit is skipped; its memory effects are the memory's to
-                    # restore (dynamic mode replays its event log).
+                    # A finished unit is skipped; its memory effects were restored from
+                    # the stream's event log when the memory was built.
                     if unit.key in self._done:
                         continue
                     record = await self.run_unit(unit, memory)
+                    if record["error"] is None:
+                        await asyncio.to_thread(memory.commit)
+                    else:
+                        memory.discard()
                     await writer.write(record)
                     if self.progress:
                         self.progress.advance(record)
+                await asyncio.to_thread(memory.finish)
 
         await asyncio.gather(*(run_stream(s) for s in todo))
 
@@ -73,46 +78,81 @@ class Runner:
         task = self.bench.load(unit.task_id)
         record: dict[str, Any] = {
             "unit": unit.key, "task_id": unit.task_id, "seed": unit.seed, "run": unit.run,
-            "position": unit.position, "success": False, "reward": 0.0,
+            "position": unit.position, "success": False, "first_success": False, "reward": 0.0,
         }
-        episode_key = _episode_key(unit)
-        traj: Trajectory | None = None
+        attempts: list[tuple[Trajectory, Outcome]] = []
+        lessons: list[str] = []
         retrieval = Retrieval()
-        env = None
         try:
-            retrieval = await memory.retrieve(task)
-            env = self.bench.open(task, episode_key)
-            s = self.settings
+            retrieval = await memory.retrieve(task, unit.key)
+            for attempt in range(1 + memory.max_retries):
+                guidance = _with_lessons(retrieval.guidance, lessons)
+                traj, outcome = await self._episode(unit, task, guidance, attempt)
+                attempts.append((traj, outcome))
+                if outcome.success or attempt == memory.max_retries:
+                    break
+                lesson = await memory.reflect(task, traj, outcome, lessons)
+                if lesson is None:
+                    break
+                lessons.append(lesson)
+            final = attempts[-1][1]
+            record.update(success=final.success, reward=final.reward, checker=final.details,
+                          first_success=attempts[0][1].success)
+            record["memory"] = await memory.after_task(task, attempts, retrieval, lessons, unit.key)
+            record["error"] = None
+        except Exception as exc:  # recorded with its traceback, like bfcl-eval; the run goes on
+            record["error"] = f"{type(exc).__name__}: {exc}"
+            record["traceback"] = traceback.format_exc()
+        record["retrieved_ids"] = retrieval.ids
+        record["retrieval_scores"] = retrieval.scores
+        record["guidance"] = retrieval.guidance
+        if attempts:
+            trajs = [t for t, _ in attempts]
+            record["trajectory"] = trajs[-1].to_dict()
+            record["attempts"] = len(attempts)
+            if len(attempts) > 1:
+                record["earlier_attempts"] = [
+                    {"success": o.success, "checker": o.details, "trajectory": t.to_dict()}
+                    for t, o in attempts[:-1]]
+                record["lessons"] = lessons
+            record["tokens"] = {"prompt": sum(t.prompt_tokens for t in trajs),
+                                "completion": sum(t.completion_tokens for t in trajs)}
+            record["llm_latency_s"] = round(sum(t.latency_s for t in trajs), 4)
+            record["interactions"] = sum(t.interactions for t in trajs)
+        record["started_at"], record["finished_at"] = started, now()
+        record["wall_s"] = round(time.perf_counter() - t0, 4)
+        return record
+
+    async def _episode(self, unit: Unit, task, guidance: str | None, attempt: int) -> tuple[Trajectory, Outcome]:
+        s = self.settings
+        episode_key = _episode_key(unit)
+        env = self.bench.open(task, episode_key)
+        try:
             traj = await run_episode(
                 self.llm, s.protocol, env, task,
-                Sampling(s.temperature, s.top_p, s.max_tokens, unit.sampling_seed(s.seed_base), s.extra_body),
-                guidance=retrieval.guidance,
+                Sampling(s.temperature, s.top_p, s.max_tokens, unit.sampling_seed(s.seed_base) + attempt,
+                         s.extra_body),
+                guidance=guidance,
                 system_prompt=s.system_prompt,
                 max_interactions=s.max_interactions,
                 max_steps_per_turn=s.max_steps_per_turn,
                 headers={"X-Reme-Task-Id": unit.task_id, "X-Reme-Episode": episode_key},
             )
-            outcome: Outcome = env.evaluate()
-            record.update(success=outcome.success, reward=outcome.reward, checker=outcome.details)
-            record["memory"] = await memory.after_task(task, traj, outcome, retrieval)
-            record["error"] = None
-        except Exception as exc:  # recorded with its traceback, like bfcl-eval; the run goes on
-            record["error"] = f"{type(exc).__name__}: {exc}"
-            record["traceback"] = traceback.format_exc()
+            return traj, env.evaluate()
         finally:
-            if env is not None:
-                env.close()
-        record["retrieved_ids"] = retrieval.ids
-        record["retrieval_scores"] = retrieval.scores
-        record["guidance"] = retrieval.guidance
-        if traj is not None:
-            record["trajectory"] = traj.to_dict()
-            record["tokens"] = {"prompt": traj.prompt_tokens, "completion": traj.completion_tokens}
-            record["llm_latency_s"] = round(traj.latency_s, 4)
-            record["interactions"] = traj.interactions
-        record["started_at"], record["finished_at"] = started, now()
-        record["wall_s"] = round(time.perf_counter() - t0, 4)
-        return record
+            env.close()
+
+
+LESSONS_HEADER = "Lessons from your previous failed attempts at this task:"
+
+
+def _with_lessons(guidance: str | None, lessons: list[str]) -> str | None:
+    """A retry sees the retrieved experiences plus what reflection learned so far."""
+    if not lessons:
+        return guidance
+    block = LESSONS_HEADER + "\n" + "\n".join(
+        f"- {lesson}" for lesson in lessons)
+    return f"{guidance}\n\n{block}" if guidance else block
 
 
 def _episode_key(unit: Unit) -> str:

@@ -11,9 +11,12 @@ runs whose correct verdict is known in advance). Never use it for results.
 
 Policies:
 * ``FixedPolicy(text)``: always answers ``text``.
-* ``BFCLReplayPolicy(corrupt)``: replays BFCL ground truth for the task named in the
-  ``X-Reme-Task-Id`` header; tasks in ``corrupt`` get one argument changed so that they
-  fail the official checker.
+* ``BFCLReplayPolicy(corrupt, heal_on_retry)``: replays BFCL ground truth for the task
+  named in the ``X-Reme-Task-Id`` header; tasks in ``corrupt`` get one argument changed so
+  that they fail the official checker (with ``heal_on_retry``, only until the prompt carries
+  a reflection lesson).
+* ``ScriptedSummarizerPolicy``: canned distillation / judge / reflection answers.
+* ``AgentAndSummarizerPolicy``: replay for agent requests, the summarizer for the rest.
 
 Requests with ``response_format`` get the harness's JSON tool-call protocol in
 ``content`` (``{"tool_calls": [{"name", "arguments"}], "answer"?}``) instead of native
@@ -143,11 +146,14 @@ class BFCLReplayPolicy:
 
     name = "bfcl-replay"
 
-    def __init__(self, corrupt: Iterable[str] = (), benchmark: Any = None):
+    def __init__(self, corrupt: Iterable[str] = (), benchmark: Any = None, heal_on_retry: bool = False):
         from reme_cli.bench.bfcl import BFCLBenchmark
 
         self.benchmark = benchmark if benchmark is not None else BFCLBenchmark(split="all")
         self.corrupt = frozenset(corrupt)
+        # A corrupt task answers correctly once the prompt carries a reflection lesson:
+        # exercises "a retry after reflection succeeds" deterministically.
+        self.heal_on_retry = heal_on_retry
         for task_id in self.corrupt:
             self.benchmark.ground_truth(task_id)  # UserError for an unknown id
         self._plans: dict[str, list[list[Call]]] = {}
@@ -222,10 +228,74 @@ class BFCLReplayPolicy:
         messages = body.get("messages")
         if not isinstance(messages, list):
             raise PolicyError("'messages' must be a list")
+        if self.heal_on_retry and task_id in self.corrupt and _has_lessons(messages):
+            plan = self.benchmark.ground_truth_calls(task_id)
         turn, step = conversation_position(messages)
         if step > 0 or turn >= len(plan) or not plan[turn]:
             return Reply(content=DONE_TEXT)
         return Reply(tool_calls=plan[turn])
+
+
+def _has_lessons(messages: list[dict[str, Any]]) -> bool:
+    from reme_cli.run.runner import LESSONS_HEADER
+
+    first_user = next((m for m in messages if m.get("role") == "user"), {})
+    return LESSONS_HEADER in _text_of(first_user.get("content"))
+
+
+class ScriptedSummarizerPolicy:
+    """Canned summarizer/judge answers, keyed on which prompt file a request comes from.
+
+    Distillation returns one experience naming the task's first words (so retrieval has
+    something to find), the judge scores ``judge_score``, reflection returns a fixed lesson,
+    rerank keeps the order and rewrite echoes. ``junk_every`` > 0 makes every n-th answer
+    junk, to exercise the skip-and-count paths."""
+
+    name = "summarizer"
+    LESSON = "Re-check every argument against the task text before calling a tool."
+
+    def __init__(self, judge_score: float = 0.8, junk_every: int = 0):
+        self.judge_score = judge_score
+        self.junk_every = junk_every
+        self._count = itertools.count(1)
+
+    def reply(self, body: dict[str, Any], headers: Mapping[str, str]) -> Reply:
+        messages = body.get("messages") or []
+        system = _text_of(messages[0].get("content")) if messages else ""
+        user = _text_of(messages[-1].get("content")) if messages else ""
+        if self.junk_every and next(self._count) % self.junk_every == 0:
+            return Reply(content="I think the agent did fine.")
+        if "strict reviewer of experiences" in system:
+            return Reply(content=json.dumps({"score": self.judge_score, "reason": "scripted"}))
+        if "FAILED. It will retry" in system:
+            return Reply(content=json.dumps({"guidance": self.LESSON}))
+        if "Rank the candidates" in system:
+            return Reply(content=json.dumps({"ranked_indices": []}))
+        if "Rewrite them into short guidance" in system:
+            return Reply(content=json.dumps({"rewritten_context": "Scripted guidance."}))
+        for kind in ("SUCCESSFUL", "FAILED", "two attempts", "ONE reusable"):
+            if kind in system:
+                words = " ".join(user.split()[:40])
+                return Reply(content=json.dumps([{
+                    "when_to_use": f"When a task says: {words[-160:]}",
+                    "experience": f"Scripted {kind} lesson: check the state before each call.",
+                    "tags": ["scripted"], "confidence": 0.9, "tools_used": [],
+                }]))
+        raise PolicyError("the summarizer script does not know this prompt")
+
+
+class AgentAndSummarizerPolicy:
+    """Replay for the agent's requests (they carry the task header), the summarizer script
+    for the rest: one server for ``summarizer=same``."""
+
+    name = "bfcl-replay+summarizer"
+
+    def __init__(self, agent: Policy, summarizer: Policy):
+        self.agent, self.summarizer = agent, summarizer
+
+    def reply(self, body: dict[str, Any], headers: Mapping[str, str]) -> Reply:
+        policy = self.agent if headers.get(TASK_HEADER) else self.summarizer
+        return policy.reply(body, headers)
 
 
 # ----------------------------------------------------------------------- server
@@ -396,12 +466,20 @@ class ScriptedServer:
         self.stop()
 
 
-def make_policy(name: str, corrupt: Iterable[str] = (), text: str = "ok") -> Policy:
+POLICIES = ("fixed", "bfcl-replay", "summarizer", "bfcl-replay+summarizer")
+
+
+def make_policy(name: str, corrupt: Iterable[str] = (), text: str = "ok", heal_on_retry: bool = False) -> Policy:
     if name == "fixed":
         return FixedPolicy(text)
     if name == "bfcl-replay":
-        return BFCLReplayPolicy(corrupt=corrupt)
-    raise ValueError(f"unknown policy {name!r}; choose fixed or bfcl-replay")
+        return BFCLReplayPolicy(corrupt=corrupt, heal_on_retry=heal_on_retry)
+    if name == "summarizer":
+        return ScriptedSummarizerPolicy()
+    if name == "bfcl-replay+summarizer":
+        return AgentAndSummarizerPolicy(BFCLReplayPolicy(corrupt=corrupt, heal_on_retry=heal_on_retry),
+                                        ScriptedSummarizerPolicy())
+    raise ValueError(f"unknown policy {name!r}; choose one of {', '.join(POLICIES)}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -409,16 +487,18 @@ def main(argv: list[str] | None = None) -> int:
         prog="python -m reme_cli.testing.scripted_server",
         description="TEST DOUBLE: OpenAI-compatible server answering from a script.",
     )
-    parser.add_argument("--policy", choices=["fixed", "bfcl-replay"], default="fixed")
+    parser.add_argument("--policy", choices=POLICIES, default="fixed")
+    parser.add_argument("--heal-on-retry", action="store_true",
+                        help="corrupt tasks answer correctly once the prompt carries a reflection lesson")
     parser.add_argument("--text", default="ok", help="answer of the fixed policy")
     parser.add_argument("--corrupt", nargs="+", action="extend", default=[], metavar="TASK_ID")
     parser.add_argument("--delay", type=float, default=0.0, help="seconds before each answer")
     parser.add_argument("--port", type=int, default=0, help="0 = any free port")
     args = parser.parse_args(argv)
-    if args.corrupt and args.policy != "bfcl-replay":
-        parser.error("--corrupt needs --policy bfcl-replay")
+    if args.corrupt and not args.policy.startswith("bfcl-replay"):
+        parser.error("--corrupt needs a bfcl-replay policy")
     try:
-        policy = make_policy(args.policy, corrupt=args.corrupt, text=args.text)
+        policy = make_policy(args.policy, corrupt=args.corrupt, text=args.text, heal_on_retry=args.heal_on_retry)
     except Exception as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -1,0 +1,68 @@
+"""The summarizer/judge LLM: the executor's server (``summarizer=same``) or another one
+(e.g. executor qwen3-8b, summarizer qwen3-32b on a second vLLM server)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from reme_cli.config import Config
+from reme_cli.llm.cache import ResponseCache
+from reme_cli.llm.client import LLM, ChatClient, ChatResult, check_server
+from reme_cli.llm.endpoint import request_extra_body
+from reme_cli.memory.reme import SummarizerSettings
+
+_STR_LIST = {"type": "array", "items": {"type": "string"}}
+
+# For small local models, whose free text is rarely JSON: the server's grammar makes the
+# answer parse; whether its content is any good is another matter (smoke-level).
+CONSTRAINED_FORMATS: dict[str, dict[str, Any]] = {
+    "distill": {"type": "json_object", "schema": {
+        "type": "object",
+        "properties": {"experiences": {"type": "array", "items": {
+            "type": "object",
+            "properties": {"when_to_use": {"type": "string"}, "experience": {"type": "string"},
+                           "tags": _STR_LIST, "confidence": {"type": "number"}, "tools_used": _STR_LIST},
+            "required": ["when_to_use", "experience", "tags", "confidence", "tools_used"]}}},
+        "required": ["experiences"]}},
+    "judge": {"type": "json_object", "schema": {
+        "type": "object", "properties": {"score": {"type": "number"}, "reason": {"type": "string"}},
+        "required": ["score", "reason"]}},
+    "reflection": {"type": "json_object", "schema": {
+        "type": "object", "properties": {"guidance": {"type": "string"}}, "required": ["guidance"]}},
+}
+
+
+class _WithExtraBody:
+    """Adds the model's request extras (e.g. Qwen3's thinking switch) to every call."""
+
+    def __init__(self, llm: LLM, extra_body: dict[str, Any] | None):
+        self._llm = llm
+        self._extra = extra_body
+        self.model = llm.model
+        self.usage = llm.usage
+
+    async def chat(self, messages: list[dict[str, Any]], **kwargs: Any) -> ChatResult:
+        if self._extra and "extra_body" not in kwargs:
+            kwargs["extra_body"] = self._extra
+        return await self._llm.chat(messages, **kwargs)
+
+
+def summarizer_settings(cfg: Config, executor: ChatClient) -> tuple[SummarizerSettings, ChatClient | None]:
+    """The settings, and a client of our own to close (None when sharing the executor's)."""
+    s = cfg.summarizer
+    own: ChatClient | None = None
+    if s.name == "same" or not s.base_url:
+        llm: LLM = _WithExtraBody(executor, request_extra_body(cfg))
+        author = cfg.model.name
+        constrained = cfg.model.tool_protocol == "json"
+    else:
+        served = check_server(s.base_url, cfg.llm.api_key)
+        model = s.model or (served[0] if served else s.name)
+        cache = ResponseCache(executor.cache.path.with_name(f"summarizer-{s.name}.sqlite")) \
+            if executor.cache is not None else None
+        own = ChatClient(base_url=s.base_url, model=model, api_key=cfg.llm.api_key,
+                         concurrency=cfg.llm.concurrency, timeout=cfg.llm.timeout,
+                         max_retries=cfg.llm.max_retries, cache=cache)
+        llm, author, constrained = own, s.name, False
+    formats = dict(CONSTRAINED_FORMATS) if constrained else {}
+    return SummarizerSettings(llm, author, s.temperature, s.max_tokens, formats), own

@@ -1,0 +1,77 @@
+"""`reme pool import|stats|show`: pools as files a researcher can inspect."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import uuid
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from reme_cli.config import Config
+from reme_cli.errors import UserError
+from reme_cli.memory.official import import_official
+from reme_cli.memory.pool import Pool
+from reme_cli.memory.reme import make_embedder_for, resolve_pool_path
+
+
+def import_pool(file: Path, out: Path, cfg: Config, console: Console) -> Path:
+    if out.exists():
+        raise UserError(f"{out} already exists; choose another --out or delete it")
+    # Built beside the target and renamed at the end: a failed import leaves nothing at --out.
+    staging = out.parent / f".{out.name}.importing-{uuid.uuid4().hex[:8]}"
+    try:
+        pool = import_official(file, staging, make_embedder_for(cfg), retrieval_key=cfg.memory.retrieval_key)
+        os.replace(staging, out)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    report = pool.built_by["import"]
+    by_source = ", ".join(f"{n} {s}" for s, n in sorted(report["by_source"].items()))
+    console.print(f"imported {report['imported']} experiences ({by_source}) from {file}; "
+                  f"skipped {report.get('skipped', 0)} line(s)")
+    return out
+
+
+def _load(path: Path, cfg: Config) -> Pool:
+    return Pool.load(resolve_pool_path(path), make_embedder_for(cfg))
+
+
+def show_stats(path: Path, cfg: Config, console: Console) -> None:
+    pool = _load(path, cfg)
+    st = pool.stats()
+    table = Table(title=f"pool {pool.path}", show_header=False)
+    table.add_column("what", style="bold")
+    table.add_column("value")
+    table.add_row("size", str(st["size"]))
+    for source, n in sorted(st["counts_by_source"].items()):
+        table.add_row(f"  {source}", str(n))
+    table.add_row("embedding", f"{st['embedding']['name']} ({st['embedding']['dim']}-d)")
+    table.add_row("retrieval key", st["retrieval_key"])
+    for name in ("confidence", "f", "u", "u_over_f"):
+        summary = st.get(name) or {}
+        shown = ", ".join(f"{k} {v:.3g}" for k, v in summary.items() if isinstance(v, (int, float)))
+        table.add_row(name, shown or "-")
+    for name in ("f", "u"):
+        hist = (st.get(name) or {}).get("histogram") or {}
+        table.add_row(f"{name} histogram", "  ".join(f"{k}: {v}" for k, v in hist.items()) or "-")
+    table.add_row("never retrieved", str(st["never_retrieved"]))
+    console.print(table)
+
+
+def show_pool(path: Path, query: str | None, limit: int, cfg: Config, console: Console) -> None:
+    pool = _load(path, cfg)
+    if query:
+        rows = pool.search(query, limit)
+        title = f"top {limit} for: {query}"
+    else:
+        rows = [(e, None) for e in list(pool)[:limit]]
+        title = f"{min(limit, len(pool))} of {len(pool)} experiences in {pool.path}"
+    table = Table(title=title, show_lines=True)
+    for col in ("score", "id", "source", "f/u", "when to use", "content"):
+        table.add_column(col, overflow="fold")
+    for exp, score in rows:
+        table.add_row("" if score is None else f"{score:.3f}", exp.id[:8], exp.source, f"{exp.f}/{exp.u}",
+                      exp.when_to_use, exp.content)
+    console.print(table)

@@ -1,0 +1,232 @@
+"""ReMe memory through the real CLI: fixed and dynamic eval, build-pool, resume after kill.
+
+The LLM is a test double (scripted server): BFCL ground-truth replay for the agent, canned
+JSON for the summarizer/judge. Embeddings (all-MiniLM-L6-v2) and faiss are real.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from reme_cli.config import MemoryCfg
+from reme_cli.memory.embed import make_embedder
+from reme_cli.memory.events import EventLog, apply_events
+from reme_cli.memory.experience import Experience
+from reme_cli.memory.pool import Pool
+from reme_cli.memory.reme import deletable
+from reme_cli.testing.scripted_server import (
+    AgentAndSummarizerPolicy,
+    BFCLReplayPolicy,
+    ScriptedServer,
+    ScriptedSummarizerPolicy,
+)
+from tests.conftest import REPO, run_reme
+
+CORRUPT = "multi_turn_base_2"  # fails until a reflection lesson is in the prompt
+
+
+def _trials(run: Path) -> list[dict]:
+    return [json.loads(l) for l in (run / "trials.jsonl").read_text().splitlines() if l.strip()]
+
+
+def _pool_state(path: Path) -> list[tuple]:
+    rows = [json.loads(l) for l in (path / "experiences.jsonl").read_text().splitlines()]
+    return sorted((r["id"], r["source"], r["f"], r["u"], r["content"]) for r in rows)
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory):
+    return tmp_path_factory.mktemp("memflow")
+
+
+@pytest.fixture(scope="module")
+def embedder(workdir):
+    return make_embedder({"kind": "sentence_transformers", "model": "all-MiniLM-L6-v2",
+                          "cache_dir": str(workdir / ".reme_cache" / "embeddings")})
+
+
+@pytest.fixture(scope="module")
+def base_pool(workdir, embedder):
+    pool = Pool.create(workdir / "base_pool", embedder)
+    pool.add([
+        Experience(when_to_use="When moving or copying files between directories", source="success",
+                   content="cd into the folder first, then use mv or cp with names relative to it."),
+        Experience(when_to_use="When sending a message to another user", source="failure",
+                   content="Log in with message_login before send_message."),
+        Experience(when_to_use="When buying or selling stocks", source="success",
+                   content="Look up the symbol with get_symbol_by_name before place_order."),
+        Experience(when_to_use="When creating a ticket for a support issue", source="comparative",
+                   content="Authenticate with ticket_login, then create_ticket with all fields."),
+    ])
+    pool.save()
+    return pool.path
+
+
+@pytest.fixture(scope="module")
+def server():
+    policy = AgentAndSummarizerPolicy(BFCLReplayPolicy(corrupt={CORRUPT}, heal_on_retry=True),
+                                      ScriptedSummarizerPolicy())
+    with ScriptedServer(policy) as srv:
+        yield srv
+
+
+def _args(server, *extra):
+    return ["model=qwen3-8b", "llm.model=replay", f"llm.base_url={server.base_url}", *extra]
+
+
+def reme(workdir, *args, **kw):
+    return run_reme(list(args), workdir, check=True, **kw)
+
+
+def test_deletion_rule_at_its_boundaries():
+    paper, code = MemoryCfg(), MemoryCfg()
+    code.deletion.rule = "lt"
+
+    def exp(f, u):
+        return Experience(when_to_use="w", content="c", source="success", f=f, u=u)
+
+    assert not deletable(exp(4, 0), paper)  # f < alpha: never
+    assert deletable(exp(5, 0), paper)
+    assert deletable(exp(6, 3), paper) and not deletable(exp(6, 3), code)  # u/f == beta: le vs lt
+    assert not deletable(exp(6, 4), paper)
+    off = MemoryCfg()
+    off.deletion.enabled = False
+    assert not deletable(exp(9, 0), off)
+
+
+def test_fixed_mode_records_retrieval_and_injects_guidance(workdir, base_pool, server):
+    before = len(server.requests)
+    reme(workdir, "eval", "--mode", "fixed", *_args(server, f"memory.pool={base_pool}", "memory.top_k=2",
+         "benchmark.limit=2", "eval.runs=1", "eval.seeds=1", "out_dir=fixed"))
+    trials = _trials(workdir / "fixed")
+    assert len(trials) == 2
+    for t in trials:
+        assert len(t["retrieved_ids"]) == 2
+        assert t["guidance"].startswith("Some Related Experience to help you to complete the task:")
+    # The exact guidance reached the model, after the task text of the first user message.
+    firsts = [next(m for m in r["body"]["messages"] if m["role"] == "user")["content"]
+              for r in server.requests[before:] if r["headers"].get("x-reme-task-id")]
+    assert any(t["guidance"] in text and not text.startswith(t["guidance"]) for t in trials for text in firsts)
+
+
+def test_dynamic_refines_deterministically_and_events_rebuild_the_pool(workdir, base_pool, server, embedder):
+    common = ["--mode", "dynamic", *_args(server, f"memory.pool={base_pool}", "benchmark.limit=4",
+              "eval.runs=2", "eval.seeds=1", "memory.deletion.alpha=2")]
+    reme(workdir, "eval", *common, "out_dir=dyn_a")
+    # Same command, other directory: every response now comes from the cache.
+    reme(workdir, "eval", *common, "out_dir=dyn_b")
+    a, b = workdir / "dyn_a", workdir / "dyn_b"
+    ma, mb = (json.loads((d / "metrics.json").read_text()) for d in (a, b))
+    # (A's own streams share some temperature-0 summarizer prompts, hence some hits in A.)
+    assert ma["llm_usage"]["cached_calls"] < ma["llm_usage"]["calls"]
+    assert mb["llm_usage"]["cached_calls"] == mb["llm_usage"]["calls"]
+    for key in ("avg@2", "pass@2", "first_attempt"):
+        assert ma[key] == mb[key]
+    assert ma["avg@2"]["mean"] == 1.0 and ma["first_attempt"]["avg@2"]["mean"] == 0.75
+
+    trials = {t["unit"]: t for t in _trials(a)}
+    retried = trials[f"s0/r0/{CORRUPT}"]
+    assert retried["first_success"] is False and retried["success"] is True and retried["attempts"] == 2
+    assert retried["lessons"] == [ScriptedSummarizerPolicy.LESSON]
+
+    for stream in ("s0_r0", "s0_r1"):
+        final_a = _pool_state(a / "streams" / stream / "pool")
+        assert final_a == _pool_state(b / "streams" / stream / "pool")
+        events = EventLog(a / "streams" / stream / "events.jsonl").read()
+        ops = {e["op"] for e in events}
+        assert {"retrieve", "use", "add"} <= ops and ops <= {"retrieve", "use", "add", "delete"}
+        assert any(e["op"] == "add" and e["source"] == "reflection" for e in events)
+        for e in events:
+            if e["op"] == "delete":
+                assert e["f"] >= 2 and e["u"] / e["f"] <= 0.5
+        # Starting pool + the event log = the stream's final pool.
+        rebuilt = Pool.load(base_pool, embedder).copy_to(workdir / f"rebuilt_{stream}")
+        apply_events(rebuilt, events)
+        rebuilt.save()
+        assert _pool_state(rebuilt.path) == final_a
+        # Every unit of the stream is in the log, in the stream's order.
+        units = [e["unit"] for e in events if e["op"] == "retrieve"]
+        assert len(units) == 4 and len(set(units)) == 4
+
+
+def _kill_when(proc, path: Path, lines: int, timeout: float = 180) -> None:
+    deadline = time.time() + timeout
+    while time.time() < deadline and proc.poll() is None:
+        if path.exists() and len(path.read_text().splitlines()) >= lines:
+            break
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+
+
+@pytest.fixture(scope="module")
+def slow_server():
+    """A separate process with a delay, so a run can be killed mid-way."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "reme_cli.testing.scripted_server", "--policy", "bfcl-replay+summarizer",
+         "--corrupt", CORRUPT, "--heal-on-retry", "--delay", "0.1"], stdout=subprocess.PIPE, text=True, cwd=REPO)
+    url = proc.stdout.readline().strip()
+
+    class S:
+        base_url = url
+    yield S
+    proc.kill()
+    proc.wait()
+
+
+def test_dynamic_resume_after_kill_matches_an_uninterrupted_run(workdir, base_pool, slow_server):
+    args = [sys.executable, "-m", "reme_cli.cli", "eval", "--mode", "dynamic",
+            *_args(slow_server, f"memory.pool={base_pool}", "benchmark.limit=4", "eval.runs=2", "eval.seeds=1",
+                   "memory.deletion.alpha=2", "llm.cache=false", "out_dir=dyn_killed")]
+    env = {**os.environ, "REME_CACHE_DIR": str(workdir / ".reme_cache")}
+    proc = subprocess.Popen(args, cwd=workdir, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    _kill_when(proc, workdir / "dyn_killed" / "trials.jsonl", 3)
+    assert 3 <= len(_trials(workdir / "dyn_killed")) < 8
+    done = subprocess.run(args, cwd=workdir, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    trials = _trials(workdir / "dyn_killed")
+    assert sorted(t["unit"] for t in trials) == sorted({t["unit"] for t in trials}) and len(trials) == 8
+    for stream in ("s0_r0", "s0_r1"):
+        # Same pool as the uninterrupted run of the previous test (stable ids, same script).
+        assert _pool_state(workdir / "dyn_killed" / "streams" / stream / "pool") == \
+            _pool_state(workdir / "dyn_a" / "streams" / stream / "pool")
+
+
+def test_build_pool_survives_junk_and_its_pool_serves_fixed_eval(workdir, server):
+    with ScriptedServer(ScriptedSummarizerPolicy(junk_every=3)) as summarizer:
+        proc = reme(workdir, "build-pool", *_args(server, "benchmark.limit=3", "memory.build_samples=2",
+                    "summarizer.name=scripted", f"summarizer.base_url={summarizer.base_url}", "out_dir=built"))
+    out = workdir / "built"
+    assert proc.stdout.strip().splitlines()[-1] == "built"
+    report = json.loads((out / "build" / "report.json").read_text())
+    assert report["trajectories"] == 6 and report["tasks_distilled"] == 3
+    assert report["invalid_llm_outputs"] > 0  # junk was skipped and counted
+    assert report["pool_size"] == len((out / "pool" / "experiences.jsonl").read_text().splitlines()) > 0
+    assert report["pool_size"] + report["removed_as_duplicates"] + report["rejected_by_judge"] \
+        + report["invalid_llm_outputs"] >= sum(report["candidates_by_source"].values())
+    # memory.pool accepts the build-pool output directory.
+    reme(workdir, "eval", "--mode", "fixed", *_args(server, "memory.pool=built", "benchmark.limit=1",
+         "eval.runs=1", "eval.seeds=1", "out_dir=fixed_built"))
+    assert _trials(workdir / "fixed_built")[0]["retrieved_ids"]
+
+
+def test_build_pool_resume_after_kill(workdir, slow_server):
+    args = [sys.executable, "-m", "reme_cli.cli", "build-pool",
+            *_args(slow_server, "benchmark.limit=3", "memory.build_samples=3", "llm.cache=false",
+                   "out_dir=built_killed")]
+    env = {**os.environ, "REME_CACHE_DIR": str(workdir / ".reme_cache")}
+    proc = subprocess.Popen(args, cwd=workdir, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    _kill_when(proc, workdir / "built_killed" / "build" / "trials.jsonl", 3)
+    assert not (workdir / "built_killed" / "pool").exists()
+    done = subprocess.run(args, cwd=workdir, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    trials = _trials(workdir / "built_killed" / "build")
+    assert len(trials) == len({t["unit"] for t in trials}) == 9
+    report = json.loads((workdir / "built_killed" / "build" / "report.json").read_text())
+    assert report["trajectories"] == 9 and report["pool_size"] > 0
