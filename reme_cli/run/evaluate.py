@@ -13,7 +13,7 @@ from reme_cli.bench.registry import make_benchmark
 from reme_cli.config import Config, config_hash, to_dict
 from reme_cli.llm.client import ChatClient
 from reme_cli.llm.endpoint import endpoint, make_client, request_extra_body
-from reme_cli.memory.base import Memory, NoMemory
+from reme_cli.memory.base import NoMemory
 from reme_cli.run.metrics import compute_metrics
 from reme_cli.run.plan import plan_streams
 from reme_cli.run.progress import RunProgress
@@ -45,6 +45,20 @@ def make_memory_factory(cfg: Config, run_dir: RunDir, client: ChatClient, finish
     return memory_factory(cfg, run_dir, summarizer, finished), own_client
 
 
+def episode_settings(cfg: Config, temperature: float | None = None) -> EpisodeSettings:
+    return EpisodeSettings(
+        protocol=make_protocol(cfg.model.tool_protocol),
+        temperature=cfg.model.sampling.temperature if temperature is None else temperature,
+        top_p=cfg.model.sampling.top_p,
+        max_tokens=cfg.model.sampling.max_tokens,
+        seed_base=cfg.eval.seed_base,
+        extra_body=request_extra_body(cfg),
+        system_prompt=cfg.benchmark.system_prompt,
+        max_interactions=cfg.benchmark.max_interactions,
+        max_steps_per_turn=cfg.benchmark.max_steps_per_turn,
+    )
+
+
 def evaluate(cfg: Config, console: Console) -> Path:
     bench = make_benchmark(cfg.benchmark)
     task_ids = bench.task_ids()  # bad ids fail here, before anything is written
@@ -61,17 +75,7 @@ def evaluate(cfg: Config, console: Console) -> Path:
             streams=[[u.key for u in s] for s in streams] if cfg.eval.mode == "dynamic" else None,
             units_total=sum(len(s) for s in streams),
         )
-        settings = EpisodeSettings(
-            protocol=make_protocol(cfg.model.tool_protocol),
-            temperature=cfg.model.sampling.temperature,
-            top_p=cfg.model.sampling.top_p,
-            max_tokens=cfg.model.sampling.max_tokens,
-            seed_base=cfg.eval.seed_base,
-            extra_body=request_extra_body(cfg),
-            system_prompt=cfg.benchmark.system_prompt,
-            max_interactions=cfg.benchmark.max_interactions,
-            max_steps_per_turn=cfg.benchmark.max_steps_per_turn,
-        )
+        settings = episode_settings(cfg)
         progress = RunProgress(console, f"{cfg.benchmark.name} {cfg.model.name} {cfg.eval.mode}")
         try:
             usage = asyncio.run(_run(cfg, ep, bench, settings, run_dir, progress, streams))

@@ -1,0 +1,191 @@
+"""The embedded CPU model server, for real: llama-cpp-python + the SmolLM2-135M GGUF."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("llama_cpp.server", reason='needs llama-cpp-python[server]: pip install "reme[local]"')
+
+from reme_cli.errors import UserError  # noqa: E402
+from reme_cli.llm.local_server import LocalServer, default_model_path  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+ENUM_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "tool_calls": {"type": "array", "items": {
+            "type": "object",
+            "properties": {"name": {"type": "string", "enum": ["cd", "ls", "mkdir"]},
+                           "arguments": {"type": "object"}},
+            "required": ["name", "arguments"]}},
+        "answer": {"type": "string"}},
+    "required": ["tool_calls"],
+}
+
+
+def server_processes(port: int) -> list[str]:
+    """`ps` lines of llama_cpp.server processes on this port (other runs may have their own)."""
+    out = subprocess.run(["ps", "-ww", "-eo", "pid,stat,args"], capture_output=True, text=True).stdout
+    rows = [ln.split(None, 2) for ln in out.splitlines()[1:]]
+    return [" ".join(r) for r in rows if len(r) == 3 and not r[1].startswith("Z")
+            and "llama_cpp.server" in r[2] and f"--port {port} " in r[2] + " "]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    log = tmp_path_factory.mktemp("llama") / "server.log"
+    with LocalServer(log_path=log) as s:
+        yield s
+    assert server_processes(s.port) == []
+
+
+def test_serves_the_model_alias_and_logs_to_file(server, capfd):
+    with urllib.request.urlopen(server.base_url + "/models", timeout=5) as r:
+        ids = [m["id"] for m in json.load(r)["data"]]
+    assert ids == [server.model_name]
+    assert server.base_url.startswith("http://127.0.0.1:") and server.base_url.endswith("/v1")
+    assert server.running and len(server_processes(server.port)) == 1
+    assert "llama" in server.log_path.read_text()
+    out, err = capfd.readouterr()
+    assert "llama" not in out + err  # the server's chatter stays in its log
+
+
+def test_constrained_tool_call_is_valid_json_obeying_the_enum(server):
+    from openai import OpenAI
+
+    client = OpenAI(base_url=server.base_url, api_key="none", max_retries=0, timeout=120)
+    r = client.chat.completions.create(
+        model=server.model_name, temperature=0.9, seed=1, max_tokens=256,
+        messages=[{"role": "system", "content": "You operate a file system. Reply with JSON tool calls."},
+                  {"role": "user", "content": "Go into the folder 'docs' and create a folder named 'old'."}],
+        response_format={"type": "json_object", "schema": ENUM_SCHEMA})
+    assert r.choices[0].finish_reason == "stop"
+    step = json.loads(r.choices[0].message.content)
+    assert isinstance(step["tool_calls"], list)
+    assert all(c["name"] in {"cd", "ls", "mkdir"} and isinstance(c["arguments"], dict) for c in step["tool_calls"])
+
+
+def test_assistant_content_null_is_rejected(server):
+    from openai import BadRequestError, InternalServerError, OpenAI
+
+    client = OpenAI(base_url=server.base_url, api_key="none", max_retries=0, timeout=60)
+    messages = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": None},
+                {"role": "user", "content": "ok"}]
+    with pytest.raises((BadRequestError, InternalServerError)):
+        client.chat.completions.create(model=server.model_name, messages=messages, max_tokens=2)
+    messages[1]["content"] = ""
+    client.chat.completions.create(model=server.model_name, messages=messages, max_tokens=2)
+
+
+def test_stop_leaves_no_process_and_is_idempotent(tmp_path):
+    s = LocalServer(log_path=tmp_path / "log")
+    with s:
+        pid, port = s._proc.pid, s.port
+        assert len(server_processes(port)) == 1
+    assert not s.running and server_processes(port) == []
+    with pytest.raises(ProcessLookupError):
+        os.killpg(pid, 0)  # the whole process group is gone
+    s.stop()
+    s.stop()
+
+
+def test_a_port_taken_before_the_server_binds_it_is_retried(tmp_path, monkeypatch):
+    import socket
+
+    from reme_cli.llm import local_server
+
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    ports = [taken.getsockname()[1]]
+    real = local_server._free_port
+    monkeypatch.setattr(local_server, "_free_port", lambda: ports.pop() if ports else real())
+    try:
+        with LocalServer(log_path=tmp_path / "log") as s:
+            assert s.port != taken.getsockname()[1] and s.running
+        assert "address already in use" in (tmp_path / "log").read_text()
+    finally:
+        taken.close()
+
+
+def test_missing_model_file_is_a_one_line_user_error(tmp_path):
+    with pytest.raises(UserError) as e:
+        LocalServer(model_path=str(tmp_path / "nope.gguf")).start()
+    assert "nope.gguf" in str(e.value) and "\n" not in str(e.value)
+
+
+def test_broken_model_file_reports_the_server_log_in_one_line(tmp_path):
+    junk = tmp_path / "junk.gguf"
+    junk.write_bytes(b"not a gguf file" * 100)
+    s = LocalServer(model_path=str(junk), log_path=tmp_path / "log", startup_timeout=60)
+    with pytest.raises(UserError) as e:
+        s.start()
+    msg = str(e.value)
+    assert "\n" not in msg and "exited" in msg and str(tmp_path / "log") in msg
+    assert not s.running and server_processes(s.port) == []
+
+
+def test_missing_llama_cpp_server_says_how_to_install(tmp_path):
+    # A real install without the [server] extra: llama_cpp imports, llama_cpp.server does not.
+    (tmp_path / "llama_cpp").mkdir()
+    (tmp_path / "llama_cpp" / "__init__.py").write_text("")
+    code = textwrap.dedent("""
+        from reme_cli.errors import UserError
+        from reme_cli.llm.local_server import LocalServer
+        try:
+            LocalServer(startup_timeout=30).start()
+        except UserError as e:
+            print("USERERROR", e)
+    """)
+    env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{REPO}"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60).stdout
+    assert 'pip install "reme[local]"' in out and "llama_cpp.server" in out, out
+
+
+def test_default_model_path_is_the_packaged_gguf():
+    path = Path(default_model_path())
+    assert path.name == "SmolLM2-135M-Instruct.Q4_1.gguf" and path.stat().st_size > 50_000_000
+
+
+CHILD = textwrap.dedent("""
+    import sys, time
+    from reme_cli.llm.local_server import LocalServer
+    s = LocalServer()
+    if sys.argv[1] == "atexit":
+        s.start()
+        print(s.port, flush=True)
+        sys.exit(0)
+    with s:
+        print(s.port, flush=True)
+        time.sleep(120)
+""")
+
+
+@pytest.mark.parametrize("how", ["SIGINT", "SIGTERM", "atexit"])
+def test_parent_exit_stops_the_server(how):
+    """Ctrl-C (KeyboardInterrupt through the `with`), SIGTERM, and a plain exit all stop it."""
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    parent = subprocess.Popen([sys.executable, "-c", CHILD, how], stdout=subprocess.PIPE, text=True, env=env)
+    try:
+        port = int(parent.stdout.readline())
+        assert len(server_processes(port)) == 1
+        if how != "atexit":
+            parent.send_signal(getattr(signal, how))
+        parent.wait(30)
+    finally:
+        parent.kill()
+        parent.wait()
+    deadline = time.monotonic() + 5
+    while server_processes(port) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert server_processes(port) == []
