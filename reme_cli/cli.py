@@ -85,8 +85,7 @@ def eval_cmd(
 ) -> None:
     """Evaluate the agent: Avg@k / Pass@k over seeds, scored by the official checker.
 
-    Writes a run directory (config.yaml, manifest.json, trials.jsonl, metrics.json) and
-    prints its path as the last line. Rerunning the same command resumes it.
+    Writes a run directory (config.yaml, manifest.json, trials.jsonl, metrics.json) and prints its path as the last line. Rerunning the same command resumes it.
 
     Example: reme eval --mode none experiment=quickstart
 
@@ -156,6 +155,8 @@ def build_pool_cmd(
     overrides: Optional[list[str]] = OverridesArg,
 ) -> None:
     """Distill an experience pool from training-task trajectories (ReMe acquisition).
+
+    Writes DIR/pool (the pool) and DIR/build (sampled trajectories, distillation records, report.json) and prints DIR last. Rerunning resumes.
 
     Example: reme build-pool benchmark.limit=3 out_dir=pools/smoke
     """

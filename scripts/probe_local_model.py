@@ -1,12 +1,82 @@
-"""Probe the embedded CPU model (SmolLM2-135M-Instruct Q4_1 via llama-cpp-python's server).
+r"""Probe the embedded CPU model (SmolLM2-135M-Instruct Q4_1 via llama-cpp-python's server).
 
-Run:  python scripts/probe_local_model.py [--quick] [--samples N] [--out results.json]
+Run:  python scripts/probe_local_model.py [--quick] [--samples N] [--threads N]
+                [--only protocol_ab] [--out results.json]
 Prints one line per measurement and a JSON summary. Everything goes through the openai
 client against reme_cli.llm.local_server.LocalServer, exactly as the harness talks to it.
 
 RESULTS (filled in from a run on the dev box; rerun to refresh)
 ---------------------------------------------------------------
-@RESULTS@
+Box: 2 vCPU Xeon (AVX-512), no GPU; llama-cpp-python 0.3.36 built from source;
+SmolLM2-135M-Instruct Q4_1 (92 MiB), n_ctx 8192. The box is shared: numbers were taken at
+1-min load average 0.7-2; under heavier load see "threads". Server start: ~1 s.
+
+Request shape (openai client, chat.completions.create):
+- response_format={"type": "json_object", "schema": S}: works; output follows S.
+- response_format={"type": "json_schema", ...}: HTTP 500, pydantic "Input should be 'text'
+  or 'json_object'". Not supported by this server version.
+- extra_body={"grammar": GBNF}: works (raw grammar).
+- tools + tool_choice="auto": never tool_calls. The GGUF chat template ignores `tools`
+  and `tool_calls` entirely, so the model never even sees the tools; free text comes back.
+- tools + tool_choice={"type":"function","function":{"name":X}}: grammar from X's schema,
+  message.tool_calls=[X(args)]. One forced tool only, so no choice and no "done".
+- enum is enforced: in 20+20+20 samples at T=0.9, tool names were only ever cd/ls/mkdir.
+- per-tool `anyOf` (and `oneOf`, same grammar) of {name: {const}, arguments: schema}:
+  3 tools: 20/20 stop, strict-JSON, schema-valid (mean 58 tokens, 1.8 s).
+  Enum + free `arguments: {"type":"object"}`: 17/20 stop, 16/20 json.loads, 17/20 with
+  strict=False (89 tokens, 2.8 s). The free-object grammar lets the model run away in keys.
+- A/B on real BFCL tool sets, same prompt, n=10, max_tokens=128, scored by per-tool schema:
+    18 tools  loose:  7/10 stop, 3/10 args valid, 2.8 s/step | anyOf: 10/10, 10/10, 1.7 s
+    32 tools  loose:  7/10 stop, 4/10 args valid, 3.6 s/step | anyOf: 10/10, 10/10, 2.6 s
+  Sampling speed is the same for both (17-22 tok/s); anyOf steps are shorter. 46 tools
+  (3 classes, 5.0k-token prompt): 6/6 valid, 3.6 s mean, 6.3 s max.
+- Not always parseable: (a) finish_reason="length" truncates JSON; (b) llama-cpp-python's
+  schema->GBNF `char ::= [^"\\] | ...` admits raw control characters in strings, so
+  json.loads(text) can fail where json.loads(text, strict=False) succeeds. Seen only with
+  free-form strings/objects (1/20), never with the per-tool schema.
+- BFCL function docs use "dict"/"float": json_schema_to_gbnf raises on them and the server
+  then *silently* falls back to an unconstrained JSON grammar. Map dict->object,
+  float->number (all 12 BFCL classes then convert; grammar 3-15k chars).
+- maxItems / maxLength are supported and bound the output (bounded 18-tool step: 8/8 valid).
+
+Determinism: same seed + T=0.9 gives identical text on repeat, also after an intervening
+different request and with --cache true (prefix reuse / restored state). 4 other seeds gave 4
+different outputs.
+
+Speed (idle box; 1 thread / 2 threads):
+- decode, plain: 58-62 / 106 tok/s.
+- prompt processing: 118-120 / 210-224 tok/s at 1.1k tokens; 76 / 137-141 at 5.7k tokens.
+  --logits_all false: +20% prompt speed (default server value is true, we pass false).
+- constrained decode (grammar sampling is single-threaded, so threads matter little):
+  3 tools 30-40 tok/s; BFCL 18 tools at 2.1k-token context 21-23 tok/s; 32 tools 17;
+  46 tools at 5k context 15.6.
+- a cold BFCL prompt (18 tools, 2.1k tokens): 20 s / 11 s; then cached as a prefix.
+- threads under load: with one other CPU-bound process, 2 threads fell to 8-43 tok/s decode
+  (38-112 prompt), 1 thread kept 32-54 (87-119). With another llama server busy on the box
+  2 threads fell to 0.6-7.5 tok/s decode; 1 thread kept 44-54. llama.cpp's threads
+  spin-wait on each other, so a stolen core stalls both: LocalServer defaults to cpus-1.
+- --cache true (RAM prompt cache): two episodes sharing the 18-tool system prompt (3.2k
+  tokens) alternating: the next step of episode A after B costs 1.1-1.3 s instead of
+  7.5-13.7 s. Without it only the common prefix with the *previous* request is reused.
+- --flash_attn true: ~10% faster cold prompts, not consistently faster decode; not used.
+
+Roles (GGUF template: '<|im_start|>' + role + '\n' + content + '<|im_end|>'):
+- system, user, assistant, tool all render (any role string is pasted in verbatim).
+  Without a leading system message the template inserts "You are a helpful AI assistant
+  named SmolLM...".
+- content null -> HTTP 500 (pydantic, 7 validation errors): send "".
+- content as a list of parts -> HTTP 500 "can only concatenate str (not "list") to str".
+- assistant.tool_calls are dropped by the template: put the step's JSON in content.
+- prompt + max_tokens > 8192 -> HTTP 400 "maximum context length is 8192 tokens" at once.
+- errors are HTTP 500, which the openai SDK retries by default (max_retries=2).
+
+Concurrency: one request at a time. 4 concurrent constrained requests finished at 1.3, 2.7,
+5.3, 6.7 s (single 1.7 s); the others wait in the server's queue (their latency includes the
+wait, so client timeouts must cover n_concurrent x step time).
+
+max_tokens for one JSON step under ~10 s: 128. Observed steps average 35-60 tokens
+(max_s 3.9 s at 18 tools, 6.3 s at 46 tools, fresh ~500-token suffix included); at 64,
+1/8 BFCL steps were truncated; at 128 and 256, 0/8.
 """
 
 from __future__ import annotations
@@ -26,7 +96,7 @@ from pathlib import Path
 from openai import OpenAI
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from reme_cli.llm.local_server import LocalServer  # noqa: E402
+from reme_cli.llm.local_server import LocalServer
 
 ENUM_SCHEMA = {
     "type": "object",
@@ -53,50 +123,14 @@ TASK = "Go into the folder 'docs' and create a folder named 'old'."
 
 
 # ---- schemas -------------------------------------------------------------------------
-BFCL_TYPES = {"dict": "object", "float": "number", "tuple": "array", "any": None}
-
-
+# The harness's own schema builders, so the probe measures what the agent loop sends.
 def to_json_schema(s, max_str: int | None = None):
-    """BFCL function docs say "dict"/"float"/"tuple"/"any"; JSON Schema (and llama.cpp's
-    converter, which otherwise silently falls back to free JSON) needs standard types.
-    max_str bounds every string, so a runaway string cannot eat the token budget."""
-    if isinstance(s, list):
-        return [to_json_schema(x, max_str) for x in s]
-    if not isinstance(s, dict):
-        return s
-    out = {}
-    for k, v in s.items():
-        if k == "type" and isinstance(v, str) and v in BFCL_TYPES:
-            if BFCL_TYPES[v]:
-                out[k] = BFCL_TYPES[v]
-        elif k in ("description", "default", "response"):
-            continue  # prose and defaults only bloat the grammar
-        elif k == "properties":
-            out[k] = {name: to_json_schema(p, max_str) for name, p in v.items()}
-        else:
-            out[k] = to_json_schema(v, max_str)
-    if out.get("type") == "object":
-        out["additionalProperties"] = False
-    if out.get("type") == "string" and max_str and "enum" not in out:
-        out["maxLength"] = max_str
-    return out
+    return grammar_schema(s, max_str)
 
 
 def step_schema(tools: list[dict], max_calls: int | None = None, max_str: int | None = None) -> dict:
-    """One agent step: zero or more calls whose arguments follow the named tool's schema."""
-    per_tool = [{"type": "object",
-                 "properties": {"name": {"const": t["name"]},
-                                "arguments": to_json_schema(t["parameters"], max_str)},
-                 "required": ["name", "arguments"], "additionalProperties": False}
-                for t in tools]
-    calls = {"type": "array", "items": {"anyOf": per_tool}}
-    answer = {"type": "string"}
-    if max_calls:
-        calls["maxItems"] = max_calls
-    if max_str:
-        answer["maxLength"] = max_str
-    return {"type": "object", "properties": {"tool_calls": calls, "answer": answer},
-            "required": ["tool_calls"], "additionalProperties": False}
+    """Probe tools are BFCL function docs; the harness takes OpenAI-style tool entries."""
+    return _step_schema([{"function": t} for t in tools], max_calls=max_calls, max_str=max_str)
 
 
 def validate(x, s) -> bool:
@@ -156,12 +190,12 @@ def request_shapes(c, s) -> dict:
     tools = [{"type": "function", "function": {**t, "parameters": to_json_schema(t["parameters"])}}
              for t in SMALL_TOOLS]
     cases = {
-        "json_object+schema": dict(response_format={"type": "json_object", "schema": ENUM_SCHEMA}),
-        "json_schema": dict(response_format={"type": "json_schema",
-                                             "json_schema": {"name": "step", "schema": ENUM_SCHEMA}}),
-        "extra_body.grammar": dict(extra_body={"grammar": 'root ::= "{\\"name\\": \\"" ("cd" | "ls" | "mkdir") "\\"}"'}),
-        "tools+auto": dict(tools=tools, tool_choice="auto"),
-        "tools+forced(mkdir)": dict(tools=tools, tool_choice={"type": "function", "function": {"name": "mkdir"}}),
+        "json_object+schema": {"response_format": {"type": "json_object", "schema": ENUM_SCHEMA}},
+        "json_schema": {"response_format": {"type": "json_schema",
+                                             "json_schema": {"name": "step", "schema": ENUM_SCHEMA}}},
+        "extra_body.grammar": {"extra_body": {"grammar": 'root ::= "{\\"name\\": \\"" ("cd" | "ls" | "mkdir") "\\"}"'}},
+        "tools+auto": {"tools": tools, "tool_choice": "auto"},
+        "tools+forced(mkdir)": {"tools": tools, "tool_choice": {"type": "function", "function": {"name": "mkdir"}}},
     }
     for name, kw in cases.items():
         try:
@@ -175,7 +209,10 @@ def request_shapes(c, s) -> dict:
     return out
 
 
-def validity(c, s, schema, messages, n, max_tokens, label) -> dict:
+def validity(c, s, schema, messages, n, max_tokens, label, check=None) -> dict:
+    """n seeded samples at T=0.9 constrained by `schema`; outputs are judged against `check`
+    (default: `schema`), so a loose grammar can be scored by the strict per-tool schema."""
+    check = check or schema
     parsed = lenient = valid = stop = 0
     names, times, toks = set(), [], []
     for seed in range(n):
@@ -197,7 +234,7 @@ def validity(c, s, schema, messages, n, max_tokens, label) -> dict:
         except json.JSONDecodeError:
             continue
         lenient += 1
-        valid += validate(x, schema)
+        valid += validate(x, check)
         names |= {tc.get("name") for tc in x.get("tool_calls", []) if isinstance(tc, dict)}
     res = {"n": n, "max_tokens": max_tokens, "finish_stop": stop, "parsed": parsed, "parsed_strict_false": lenient, "schema_valid": valid,
            "names_seen": sorted(map(str, names)), "mean_s": round(statistics.mean(times), 2),
@@ -208,7 +245,7 @@ def validity(c, s, schema, messages, n, max_tokens, label) -> dict:
 
 
 def determinism(c, s) -> dict:
-    kw = dict(temperature=0.9, max_tokens=60, response_format={"type": "json_object", "schema": ENUM_SCHEMA})
+    kw = {"temperature": 0.9, "max_tokens": 60, "response_format": {"type": "json_object", "schema": ENUM_SCHEMA}}
     same = [chat(c, s, msgs(), seed=7, **kw)[0].choices[0].message.content]
     chat(c, s, msgs(user="List the files here."), seed=3, **kw)  # different prompt: KV prefix reuse changes
     same.append(chat(c, s, msgs(), seed=7, **kw)[0].choices[0].message.content)
@@ -347,12 +384,49 @@ def bfcl_step(c, s, max_tokens_list, n) -> dict:
     return out
 
 
+def bfcl_tools(*doc_files: str) -> list[dict]:
+    spec = importlib.util.find_spec("bfcl_eval")
+    d = Path(next(iter(spec.submodule_search_locations))) / "data/multi_turn_func_doc"
+    return [json.loads(ln) for f in doc_files for ln in (d / f).read_text().splitlines() if ln.strip()]
+
+
+def loose_schema(tools: list[dict]) -> dict:
+    """Tool name as an enum, arguments a free JSON object."""
+    return {"type": "object", "properties": {
+        "tool_calls": {"type": "array", "items": {
+            "type": "object",
+            "properties": {"name": {"type": "string", "enum": [t["name"] for t in tools]},
+                           "arguments": {"type": "object"}},
+            "required": ["name", "arguments"]}},
+        "answer": {"type": "string"}}, "required": ["tool_calls"]}
+
+
+def protocol_ab(c, s, n) -> dict:
+    """Loose (enum + free arguments) vs per-tool anyOf grammar on real BFCL tool sets, same
+    prompt, alternating; both scored by the per-tool schema."""
+    if importlib.util.find_spec("bfcl_eval") is None:
+        return {"skipped": "bfcl_eval not installed"}
+    out = {}
+    for files in (("gorilla_file_system.json",), ("gorilla_file_system.json", "posting_api.json")):
+        tools = bfcl_tools(*files)
+        strict = step_schema(tools, max_calls=4, max_str=64)
+        m = [{"role": "system", "content": tools_system_prompt(tools)},
+             {"role": "user", "content": "Create a folder named 'temp' in the current directory and list its contents."}]
+        r, dt = chat(c, s, m, max_tokens=1)
+        key = f"{len(tools)}_tools"
+        out[key] = {"prompt_tokens": r.usage.prompt_tokens, "cold_prompt_s": round(dt, 2)}
+        for name, schema in (("loose", loose_schema(tools)), ("per_tool_anyOf", strict)):
+            out[key][name] = validity(c, s, schema, m, n, 128, f"{key} {name}", check=strict)
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="fewer samples, skip the thread sweep")
     ap.add_argument("--samples", type=int, default=20)
     ap.add_argument("--out", type=Path)
     ap.add_argument("--threads", type=int, help="n_threads for the main server (default: LocalServer's)")
+    ap.add_argument("--only", help="run just this section: protocol_ab")
     a = ap.parse_args()
     n = 5 if a.quick else a.samples
     res: dict = {"loadavg_1min_at_start": round(os.getloadavg()[0], 2)}
@@ -362,6 +436,10 @@ def main() -> None:
         res["startup_s"] = round(time.perf_counter() - t, 2)
         res["server_cmd"] = " ".join(s.command("<model>", 0)[1:])
         c = OpenAI(base_url=s.base_url, api_key="none", max_retries=0, timeout=600)
+        if a.only == "protocol_ab":
+            res["protocol_ab"] = protocol_ab(c, s, n)
+            print(json.dumps(res, indent=1))
+            return
         res["speed"] = speed(c, s)
         res["shapes"] = request_shapes(c, s)
         res["enum_schema"] = validity(c, s, ENUM_SCHEMA, msgs(), n, 200, "enum schema")
@@ -373,6 +451,7 @@ def main() -> None:
         res["roles"] = roles(c, s)
         res["concurrency"] = concurrency(c, s)
         res["bfcl_step"] = bfcl_step(c, s, [64, 128] if a.quick else [64, 128, 256], 4 if a.quick else 8)
+        res["protocol_ab"] = protocol_ab(c, s, 4 if a.quick else 10)
     res["interleaved_no_cache"] = interleaved_episodes(["--cache", "false"], a.threads)
     res["interleaved_cache"] = interleaved_episodes([], a.threads)
     if not a.quick:

@@ -37,10 +37,19 @@ def test_qwen3_models_think_on_bfcl_and_use_hermes():
 
 
 def test_defaults_match_the_paper():
-    cfg = compose([])
+    cfg = compose(["model=qwen3-8b", "memory=reme"])
     assert (cfg.eval.runs, cfg.eval.seeds) == (4, 3)
-    assert cfg.benchmark.max_interactions == 30
-    assert cfg.model.name == "local"
+    assert (cfg.benchmark.max_interactions, cfg.memory.build_samples, cfg.memory.top_k) == (30, 8, 5)
+    assert (cfg.memory.judge_threshold, cfg.memory.dedup_threshold) == (0.3, 0.85)
+    assert (cfg.memory.deletion.alpha, cfg.memory.deletion.beta, cfg.memory.deletion.rule) == (5, 0.5, "le")
+
+
+def test_the_cpu_model_is_the_default_and_sized_for_two_cores():
+    cfg = compose([])
+    assert cfg.model.name == "local" and cfg.model.tool_protocol == "json"
+    assert cfg.benchmark.max_interactions == 12 and cfg.llm.concurrency == 2
+    # The command line still wins over what model=local sets.
+    assert compose(["benchmark.max_interactions=30"]).benchmark.max_interactions == 30
 
 
 def test_hash_ignores_execution_knobs_but_not_results_knobs():

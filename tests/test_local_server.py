@@ -14,10 +14,8 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("llama_cpp.server", reason='needs llama-cpp-python[server]: pip install "reme[local]"')
-
-from reme_cli.errors import UserError  # noqa: E402
-from reme_cli.llm.local_server import LocalServer, default_model_path  # noqa: E402
+from reme_cli.errors import UserError
+from reme_cli.llm.local_server import LocalServer, default_model_path
 
 REPO = Path(__file__).resolve().parents[1]
 ENUM_SCHEMA = {
@@ -35,7 +33,7 @@ ENUM_SCHEMA = {
 
 def server_processes(port: int) -> list[str]:
     """`ps` lines of llama_cpp.server processes on this port (other runs may have their own)."""
-    out = subprocess.run(["ps", "-ww", "-eo", "pid,stat,args"], capture_output=True, text=True).stdout
+    out = subprocess.run(["ps", "-ww", "-eo", "pid,stat,args"], capture_output=True, text=True, check=False).stdout
     rows = [ln.split(None, 2) for ln in out.splitlines()[1:]]
     return [" ".join(r) for r in rows if len(r) == 3 and not r[1].startswith("Z")
             and "llama_cpp.server" in r[2] and f"--port {port} " in r[2] + " "]
@@ -139,16 +137,16 @@ def test_missing_llama_cpp_server_says_how_to_install(tmp_path):
     # A real install without the [server] extra: llama_cpp imports, llama_cpp.server does not.
     (tmp_path / "llama_cpp").mkdir()
     (tmp_path / "llama_cpp" / "__init__.py").write_text("")
-    code = textwrap.dedent("""
+    code = textwrap.dedent(f"""
         from reme_cli.errors import UserError
         from reme_cli.llm.local_server import LocalServer
         try:
-            LocalServer(startup_timeout=30).start()
+            LocalServer(startup_timeout=30, log_path={str(tmp_path / "log")!r}).start()
         except UserError as e:
             print("USERERROR", e)
     """)
     env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{REPO}"}
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60).stdout
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60, check=False).stdout
     assert 'pip install "reme[local]"' in out and "llama_cpp.server" in out, out
 
 

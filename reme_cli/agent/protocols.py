@@ -93,36 +93,15 @@ class JSONProtocol:
         return "\n".join(lines)
 
     def request_kwargs(self, tools: list[dict[str, Any]]) -> dict[str, Any]:
-        # Tool names are an enum, arguments a free JSON object. Per-tool argument schemas
-        # (an anyOf of every tool) give more valid calls with 3 tools, but llama.cpp's
-        # grammar sampling then slows to ~0.4 tok/s with a BFCL task's 18-32 tools
-        # (measured here; scripts/probe_local_model.py). The env validates the arguments.
-        names = [t["function"]["name"] for t in tools]
-        schema = {
-            "type": "object",
-            "properties": {
-                "tool_calls": {
-                    "type": "array",
-                    "items": {
-                        "type": "object",
-                        "properties": {
-                            "name": {"type": "string", "enum": names},
-                            "arguments": {"type": "object"},
-                        },
-                        "required": ["name", "arguments"],
-                    },
-                },
-                "answer": {"type": "string"},
-            },
-            "required": ["tool_calls"],
-        }
-        return {"response_format": {"type": "json_object", "schema": schema}}
+        return {"response_format": {"type": "json_object",
+                                    "schema": step_schema(tools, max_calls=4, max_str=64)}}
 
     def read(self, result: ChatResult) -> Reply:
         raw = result.content.strip()
         message = {"role": "assistant", "content": raw}
         try:
-            data = json.loads(raw)
+            # strict=False: llama.cpp's grammar lets raw control characters into strings.
+            data = json.loads(raw, strict=False)
         except json.JSONDecodeError:
             return Reply(text=raw, calls=[], message=message)
         if not isinstance(data, dict):
@@ -146,6 +125,66 @@ PROTOCOLS: dict[str, type] = {"openai": OpenAIProtocol, "json": JSONProtocol}
 
 def make_protocol(name: str) -> ToolProtocol:
     return PROTOCOLS[name]()
+
+
+_BFCL_TYPES = {"dict": "object", "float": "number", "tuple": "array", "any": None}
+_GRAMMAR_DROP = ("description", "default", "response", "title", "examples")
+
+
+def grammar_schema(schema: Any, max_str: int | None = None) -> Any:
+    """A parameter schema reduced to what constrains the output. BFCL's own type names
+    would make llama.cpp's converter silently fall back to free JSON; prose and defaults
+    only bloat the grammar; closed objects stop invented argument names; bounded strings
+    stop a runaway string from eating the token budget."""
+    if isinstance(schema, list):
+        return [grammar_schema(s, max_str) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key == "type" and isinstance(value, str) and value in _BFCL_TYPES:
+            if _BFCL_TYPES[value]:
+                out[key] = _BFCL_TYPES[value]
+        elif key in _GRAMMAR_DROP:
+            continue
+        elif key == "properties":
+            out[key] = {name: grammar_schema(p, max_str) for name, p in value.items()}
+        else:
+            out[key] = grammar_schema(value, max_str)
+    if out.get("type") == "object":
+        out["additionalProperties"] = False
+    if out.get("type") == "string" and max_str and "enum" not in out:
+        out["maxLength"] = max_str
+    return out
+
+
+def step_schema(tools: list[dict[str, Any]], max_calls: int | None = None,
+                max_str: int | None = None) -> dict[str, Any]:
+    """One agent step: zero or more calls, each following its named tool's parameters.
+
+    Per-tool alternatives, measured on SmolLM2 with a BFCL prompt (scripts/
+    probe_local_model.py): 10/10 steps with valid arguments for 18 and for 32 tools, vs
+    3-4/10 with a free-form arguments object, at the same sampling speed."""
+    per_tool = [
+        {
+            "type": "object",
+            "properties": {
+                "name": {"const": t["function"]["name"]},
+                "arguments": grammar_schema(t["function"].get("parameters") or {"type": "object"}, max_str),
+            },
+            "required": ["name", "arguments"],
+            "additionalProperties": False,
+        }
+        for t in tools
+    ]
+    calls: dict[str, Any] = {"type": "array", "items": {"anyOf": per_tool}}
+    answer: dict[str, Any] = {"type": "string"}
+    if max_calls:
+        calls["maxItems"] = max_calls
+    if max_str:
+        answer["maxLength"] = max_str
+    return {"type": "object", "properties": {"tool_calls": calls, "answer": answer},
+            "required": ["tool_calls"], "additionalProperties": False}
 
 
 def _hermes_calls(text: str) -> list[ToolCallRequest]:

@@ -1,9 +1,14 @@
 """The embedded CPU model: llama-cpp-python's OpenAI-compatible server as a child process.
 
-Used when no GPU server is configured. The model (SmolLM2-135M-Instruct) only produces
-usable tool calls under schema-constrained decoding, so callers should send
-``response_format={"type": "json_object", "schema": ...}`` rather than ``tools=`` (see
-scripts/probe_local_model.py for the measurements behind this).
+Used when no GPU server is configured. What callers must know (numbers and how they were
+measured: scripts/probe_local_model.py):
+- SmolLM2's chat template ignores `tools`/`tool_calls`, so ask for tool calls as JSON with
+  ``response_format={"type": "json_object", "schema": ...}`` (``json_schema`` is rejected),
+  one ``anyOf`` branch per tool (name ``const`` + that tool's argument schema, BFCL
+  "dict"/"float" mapped to "object"/"number", or the server silently drops the schema).
+- Parse with ``json.loads(text, strict=False)`` and treat finish_reason "length" as invalid.
+- Message content must be a string: null is an HTTP 500, so send "".
+- The server answers one request at a time; with a fixed seed the output is reproducible.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Self
 
 from reme_cli.errors import UserError
 
@@ -70,7 +76,7 @@ def _die_with_parent() -> None:
 
 
 # Servers still running; stopped at interpreter exit and on SIGTERM.
-_live: set["LocalServer"] = set()
+_live: set[LocalServer] = set()
 _live_lock = threading.Lock()
 _prev_sigterm = None
 
@@ -114,8 +120,8 @@ class LocalServer:
         self.n_ctx = n_ctx
         # One core is left free: llama.cpp's threads spin-wait on each other, so when another
         # CPU-heavy process (the harness's embedder, a second server, a test run) takes a core
-        # that a thread needs, decode on 2 cores fell from ~100 to 1-8 tok/s, while 1 thread
-        # kept 45-55 tok/s. On an idle box n_threads=cpus is ~2x faster (probe_local_model.py).
+        # that a thread needs, decode on 2 cores fell from ~100 to 0.6-43 tok/s, while 1 thread
+        # kept 32-54 tok/s. On an idle box n_threads=cpus is ~2x faster (probe_local_model.py).
         self.n_threads = n_threads or max(1, _cpu_count() - 1)
         self.startup_timeout = startup_timeout
         self.log_path = Path(log_path) if log_path else None
@@ -143,7 +149,7 @@ class LocalServer:
                 "--cache", "true",
                 *self.extra_args]  # last, so argparse lets them override the above
 
-    def start(self) -> "LocalServer":
+    def start(self) -> Self:
         if self._proc is not None:
             return self
         model_path = self.model_path or default_model_path()
@@ -174,7 +180,7 @@ class LocalServer:
         return self
 
     def _launch(self, model_path: str) -> None:
-        self._log = open(self.log_path, "ab")
+        self._log = open(self.log_path, "ab")  # noqa: SIM115 - held for the server's lifetime
         self._log_start = self._log.tell()
         self.port = _free_port()
         self.base_url = f"http://127.0.0.1:{self.port}/v1"
@@ -186,7 +192,7 @@ class LocalServer:
             # order (a half-killed server mid-request would log noise to the user's terminal).
             start_new_session=True,
             # PDEATHSIG fires when the forking *thread* exits, so only from the main thread.
-            preexec_fn=_die_with_parent if use_pdeathsig else None,
+            preexec_fn=_die_with_parent if use_pdeathsig else None,  # noqa: PLW1509 - only prctl
         )
         with _live_lock:
             _live.add(self)
@@ -249,7 +255,7 @@ class LocalServer:
     def running(self) -> bool:
         return self._proc is not None and self._proc.poll() is None
 
-    def __enter__(self) -> "LocalServer":
+    def __enter__(self) -> Self:
         return self.start()
 
     def __exit__(self, *exc) -> None:
