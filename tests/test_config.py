@@ -85,9 +85,14 @@ def test_bad_config_is_a_user_error(overrides, fragment):
     ["eval", "benchmark.task_ids=[multi_turn_base_99999]"],
     # Nothing listens on port 9 (discard): an unreachable server.
     ["eval", "model=qwen3-8b", "llm.base_url=http://127.0.0.1:9/v1"],
+    ["eval", "--mode", "fixed"],  # no memory.pool
+    ["eval", "--mode", "dynamic", "memory.pool=/nonexistent"],
+    ["build-pool", "embedding.dim=7"],
+    ["pool", "import", "/nonexistent.jsonl", "--out", "run"],
+    ["pool", "stats", "/nonexistent"],
 ])
 def test_cli_bad_input_one_line_no_traceback_no_run_dir(reme, args):
-    proc = reme(*args, "out_dir=run")
+    proc = reme(*args, *(["out_dir=run"] if args[0] != "pool" else []))
     assert proc.returncode != 0
     lines = [l for l in proc.stderr.splitlines() if l.strip()]
     assert len(lines) == 1, proc.stderr

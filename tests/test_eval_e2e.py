@@ -122,3 +122,32 @@ def test_multirun_sweep_runs_every_point(reme, replay_server):
     assert len(paths) == 2 and len(set(paths)) == 2
     ks = sorted(json.loads((reme.cwd / p / "metrics.json").read_text())["k"] for p in paths)
     assert ks == [1, 2]
+
+
+def test_ctrl_c_stops_cleanly_and_keeps_finished_units(tmp_path):
+    server = subprocess.Popen(
+        [sys.executable, "-m", "reme_cli.testing.scripted_server", "--policy", "bfcl-replay",
+         "--delay", "0.15"], stdout=subprocess.PIPE, text=True, cwd=REPO)
+    try:
+        base_url = server.stdout.readline().strip()
+        args = [sys.executable, "-m", "reme_cli.cli", "eval", *REPLAY, f"llm.base_url={base_url}",
+                "benchmark.limit=6", "eval.runs=2", "eval.seeds=1", "llm.concurrency=2", "out_dir=run"]
+        env = {**os.environ, "REME_CACHE_DIR": str(tmp_path / "cache")}
+        proc = subprocess.Popen(args, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True)
+        trials_file = tmp_path / "run" / "trials.jsonl"
+        deadline = time.time() + 120
+        while time.time() < deadline and not (trials_file.exists() and trials_file.read_text().strip()):
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+        assert proc.returncode == 130
+        assert "Traceback" not in err and "rerun the same command to resume" in err
+        assert json.loads((tmp_path / "run" / "manifest.json").read_text())["status"] == "interrupted"
+        kept = _trials(tmp_path / "run")
+        assert kept and len(kept) < 12
+        done = subprocess.run(args, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0 and len(_trials(tmp_path / "run")) == 12
+    finally:
+        server.kill()
+        server.wait()

@@ -48,12 +48,16 @@ def make_embedder_for(cfg: Config) -> Embedder:
                           "cache_dir": e.cache_dir})
 
 
-def load_pool(cfg: Config, embedder: Embedder, workdir: Path) -> Pool:
-    """The configured pool, re-keyed into ``workdir`` if the ablation asks for another key."""
+def require_pool(cfg: Config) -> Path:
     if not cfg.memory.pool:
         raise UserError(f"--mode {cfg.eval.mode} needs memory.pool=DIR (build one with `reme build-pool`, "
                         "or `reme pool import FILE --out DIR`)")
-    pool = Pool.load(resolve_pool_path(cfg.memory.pool), embedder)
+    return resolve_pool_path(cfg.memory.pool)
+
+
+def load_pool(cfg: Config, embedder: Embedder, workdir: Path) -> Pool:
+    """The configured pool, re-keyed into ``workdir`` if the ablation asks for another key."""
+    pool = Pool.load(require_pool(cfg), embedder)
     if pool.retrieval_key == cfg.memory.retrieval_key:
         return pool
     rekeyed = workdir / f"pool-{cfg.memory.retrieval_key}"

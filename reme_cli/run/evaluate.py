@@ -25,11 +25,10 @@ SMOKE_NOTE = ("Embedded 135M CPU model: smoke-level scores, not model results. "
               "Real numbers need Qwen3 on vLLM (see README).")
 
 
-def run_dir_for(cfg: Config, kind: str = "eval") -> Path:
+def run_dir_for(cfg: Config) -> Path:
     if cfg.out_dir:
         return Path(cfg.out_dir)
-    mode = cfg.eval.mode if kind == "eval" else kind
-    name = f"{cfg.benchmark.name}-{cfg.model.name}-{mode}-{config_hash(cfg)}"
+    name = f"{cfg.benchmark.name}-{cfg.model.name}-{cfg.eval.mode}-{config_hash(cfg)}"
     return Path(cfg.runs_root) / cfg.experiment / name
 
 
@@ -65,6 +64,10 @@ def evaluate(cfg: Config, console: Console) -> Path:
     streams = plan_streams(task_ids, cfg.eval.seeds, cfg.eval.runs, cfg.eval.seed_base,
                            sequential=cfg.eval.mode == "dynamic")
     path = run_dir_for(cfg)
+    if cfg.eval.mode != "none":
+        from reme_cli.memory.reme import require_pool
+
+        require_pool(cfg)  # a missing pool is bad input: fail before anything is written
 
     with endpoint(cfg) as ep:
         run_dir = RunDir.open(path, to_dict(cfg), config_hash(cfg), kind="eval")
