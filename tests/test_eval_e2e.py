@@ -31,6 +31,20 @@ def replay_server():
 
 
 @pytest.fixture(scope="module")
+def slow_replay_url():
+    """A replay server in its own process, answering after a delay, so a run can be
+    interrupted with units in flight."""
+    server = subprocess.Popen(
+        [sys.executable, "-m", "reme_cli.testing.scripted_server", "--policy", "bfcl-replay",
+         "--delay", "0.15"], stdout=subprocess.PIPE, text=True, cwd=REPO)
+    try:
+        yield server.stdout.readline().strip()
+    finally:
+        server.kill()
+        server.wait()
+
+
+@pytest.fixture(scope="module")
 def corrupt_server():
     with ScriptedServer(BFCLReplayPolicy(corrupt={"multi_turn_base_2"})) as srv:
         yield srv
@@ -67,42 +81,33 @@ def test_a_corrupted_call_fails_exactly_that_task(reme, corrupt_server):
     assert proc.stdout.strip().splitlines()[-1] == "run"
 
 
-def test_resume_after_kill_9_skips_finished_units_and_never_duplicates(tmp_path):
-    # A slow replay server, so the run is killed mid-way with units in flight.
-    server = subprocess.Popen(
-        [sys.executable, "-m", "reme_cli.testing.scripted_server", "--policy", "bfcl-replay",
-         "--delay", "0.15"], stdout=subprocess.PIPE, text=True, cwd=REPO)
-    try:
-        base_url = server.stdout.readline().strip()
-        args = [sys.executable, "-m", "reme_cli.cli", "eval", *REPLAY, f"llm.base_url={base_url}",
-                "benchmark.limit=6", "eval.runs=2", "eval.seeds=2", "llm.concurrency=4", "out_dir=run"]
-        env = {**os.environ, "REME_CACHE_DIR": str(tmp_path / "cache")}
-        proc = subprocess.Popen(args, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        trials_file = tmp_path / "run" / "trials.jsonl"
-        deadline = time.time() + 120
-        while time.time() < deadline:
-            if trials_file.exists() and len(trials_file.read_text().splitlines()) >= 5:
-                break
-            time.sleep(0.05)
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
-        killed_with = len(_trials(tmp_path / "run"))
-        assert 5 <= killed_with < 24, "the kill must land mid-run"
-        first_units = {t["unit"]: t["finished_at"] for t in _trials(tmp_path / "run")}
+def test_resume_after_kill_9_skips_finished_units_and_never_duplicates(tmp_path, slow_replay_url):
+    args = [sys.executable, "-m", "reme_cli.cli", "eval", *REPLAY, f"llm.base_url={slow_replay_url}",
+            "benchmark.limit=6", "eval.runs=2", "eval.seeds=2", "llm.concurrency=4", "out_dir=run"]
+    env = {**os.environ, "REME_CACHE_DIR": str(tmp_path / "cache")}
+    proc = subprocess.Popen(args, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    trials_file = tmp_path / "run" / "trials.jsonl"
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        if trials_file.exists() and len(trials_file.read_text().splitlines()) >= 5:
+            break
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    killed_with = len(_trials(tmp_path / "run"))
+    assert 5 <= killed_with < 24, "the kill must land mid-run"
+    first_units = {t["unit"]: t["finished_at"] for t in _trials(tmp_path / "run")}
 
-        done = subprocess.run(args, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
-        assert done.returncode == 0, done.stderr[-2000:]
-        trials = _trials(tmp_path / "run")
-        units = [t["unit"] for t in trials]
-        assert len(units) == len(set(units)) == 24  # nothing duplicated, nothing missing
-        for t in trials:  # finished units were not run again
-            if t["unit"] in first_units:
-                assert t["finished_at"] == first_units[t["unit"]]
-        metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
-        assert metrics["avg@2"]["mean"] == 1.0 and metrics["units"] == 24
-    finally:
-        server.kill()
-        server.wait()
+    done = subprocess.run(args, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    trials = _trials(tmp_path / "run")
+    units = [t["unit"] for t in trials]
+    assert len(units) == len(set(units)) == 24  # nothing duplicated, nothing missing
+    for t in trials:  # finished units were not run again
+        if t["unit"] in first_units:
+            assert t["finished_at"] == first_units[t["unit"]]
+    metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    assert metrics["avg@2"]["mean"] == 1.0 and metrics["units"] == 24
 
 
 def test_out_dir_with_another_config_is_refused(reme, replay_server):
@@ -124,30 +129,22 @@ def test_multirun_sweep_runs_every_point(reme, replay_server):
     assert ks == [1, 2]
 
 
-def test_ctrl_c_stops_cleanly_and_keeps_finished_units(tmp_path):
-    server = subprocess.Popen(
-        [sys.executable, "-m", "reme_cli.testing.scripted_server", "--policy", "bfcl-replay",
-         "--delay", "0.15"], stdout=subprocess.PIPE, text=True, cwd=REPO)
-    try:
-        base_url = server.stdout.readline().strip()
-        args = [sys.executable, "-m", "reme_cli.cli", "eval", *REPLAY, f"llm.base_url={base_url}",
-                "benchmark.limit=6", "eval.runs=2", "eval.seeds=1", "llm.concurrency=2", "out_dir=run"]
-        env = {**os.environ, "REME_CACHE_DIR": str(tmp_path / "cache")}
-        proc = subprocess.Popen(args, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                text=True)
-        trials_file = tmp_path / "run" / "trials.jsonl"
-        deadline = time.time() + 120
-        while time.time() < deadline and not (trials_file.exists() and trials_file.read_text().strip()):
-            time.sleep(0.05)
-        proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=60)
-        assert proc.returncode == 130
-        assert "Traceback" not in err and "rerun the same command to resume" in err
-        assert json.loads((tmp_path / "run" / "manifest.json").read_text())["status"] == "interrupted"
-        kept = _trials(tmp_path / "run")
-        assert kept and len(kept) < 12
-        done = subprocess.run(args, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
-        assert done.returncode == 0 and len(_trials(tmp_path / "run")) == 12
-    finally:
-        server.kill()
-        server.wait()
+def test_ctrl_c_stops_cleanly_and_keeps_finished_units(tmp_path, slow_replay_url):
+    args = [sys.executable, "-m", "reme_cli.cli", "eval", *REPLAY, f"llm.base_url={slow_replay_url}",
+            "benchmark.limit=6", "eval.runs=2", "eval.seeds=1", "llm.concurrency=2", "out_dir=run"]
+    env = {**os.environ, "REME_CACHE_DIR": str(tmp_path / "cache")}
+    proc = subprocess.Popen(args, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    trials_file = tmp_path / "run" / "trials.jsonl"
+    deadline = time.time() + 120
+    while time.time() < deadline and not (trials_file.exists() and trials_file.read_text().strip()):
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err[-2000:]
+    assert "Traceback" not in err and "rerun the same command to resume" in err
+    assert json.loads((tmp_path / "run" / "manifest.json").read_text())["status"] == "interrupted"
+    kept = _trials(tmp_path / "run")
+    assert kept and len(kept) < 12
+    done = subprocess.run(args, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and len(_trials(tmp_path / "run")) == 12

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import signal
 import time
 import traceback
 import uuid
@@ -53,6 +54,8 @@ class Runner:
         if self.progress:
             self.progress.start(total=sum(len(s) for s in streams), done=self.run_dir.trials())
 
+        interrupted = False
+
         async def run_stream(stream: list[Unit]) -> None:
             async with slots:
                 memory = self.memory_for((stream[0].seed, stream[0].run))
@@ -62,6 +65,8 @@ class Runner:
                     if unit.key in self._done:
                         continue
                     record = await self.run_unit(unit, memory)
+                    if interrupted:  # its error may be the interruption itself: not a result
+                        return
                     if record["error"] is None:
                         await asyncio.to_thread(memory.commit)
                     else:
@@ -71,7 +76,33 @@ class Runner:
                         self.progress.advance(record)
                 await asyncio.to_thread(memory.finish)
 
-        await asyncio.gather(*(run_stream(s) for s in todo))
+        tasks = [asyncio.ensure_future(run_stream(s)) for s in todo]
+
+        def on_sigint() -> None:
+            # Our own handler rather than asyncio.run's: a library that turns the
+            # cancellation into an ordinary exception would otherwise let streams go on
+            # and the run end "normally".
+            nonlocal interrupted
+            interrupted = True
+            for t in tasks:
+                t.cancel()
+
+        loop = asyncio.get_running_loop()
+        try:
+            loop.add_signal_handler(signal.SIGINT, on_sigint)
+            handler_installed = True
+        except (NotImplementedError, RuntimeError, ValueError):  # not the main thread / platform
+            handler_installed = False
+        try:
+            results = await asyncio.gather(*tasks, return_exceptions=True)
+        finally:
+            if handler_installed:
+                loop.remove_signal_handler(signal.SIGINT)
+        if interrupted:
+            raise KeyboardInterrupt
+        for r in results:
+            if isinstance(r, BaseException):
+                raise r
 
     async def run_unit(self, unit: Unit, memory: Memory) -> dict[str, Any]:
         started, t0 = now(), time.perf_counter()
