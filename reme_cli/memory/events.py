@@ -48,6 +48,8 @@ class EventLog:
 
     def keep_only(self, finished_units: set[str]) -> list[dict[str, Any]]:
         """Drop events of unfinished units (atomically) and return the rest in order."""
+        if not self.path.exists():
+            return []
         events = [e for e in self.read() if e.get("unit") in finished_units]
         tmp = self.path.with_name(self.path.name + ".tmp")
         with open(tmp, "w") as f:
@@ -59,7 +61,8 @@ class EventLog:
 
 
 def apply_events(pool: Pool, events: list[dict[str, Any]]) -> None:
-    """Bring a copy of the stream's starting pool to the state the events describe."""
+    """Bring a copy of the stream's starting pool to the state the events describe
+    (``retrieve`` events are a record of what was read; they change nothing)."""
     for event in events:
         op = event["op"]
         if op == "use":

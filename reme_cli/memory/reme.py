@@ -116,9 +116,8 @@ class ReMeMemory:
         hits = await asyncio.to_thread(self.pool.search, task.query, 2 * k if self.cfg.rerank else k)
         scores = {e.id: s for e, s in hits}
         exps = [e for e, _ in hits]
-        s = self._sampling("rerank")
         if self.cfg.rerank and len(exps) > 1:
-            exps = await rerank(self.summ.llm, task.query, exps, k, **s)
+            exps = await rerank(self.summ.llm, task.query, exps, k, **self._sampling("rerank"))
         exps = exps[:k]
         guidance = (await rewrite(self.summ.llm, task.query, exps, **self._sampling("rewrite"))
                     if self.cfg.rewrite else format_guidance(exps))
@@ -184,7 +183,8 @@ class ReMeMemory:
 
     def _sampling(self, role: str) -> dict[str, Any]:
         out: dict[str, Any] = {"temperature": self.summ.temperature, "max_tokens": self.summ.max_tokens}
-        if self.summ.formats.get(role) is not None and role not in ("rerank", "rewrite"):
+        # Only the roles whose answer the summarizer module constrains have a format.
+        if self.summ.formats.get(role) is not None:
             out["response_format"] = self.summ.formats[role]
         return out
 
@@ -207,8 +207,7 @@ def memory_factory(cfg: Config, run_dir: RunDir, summarizer: SummarizerSettings,
         events = EventLog(d / "events.jsonl")
         # Starting pool + the events of finished units = where the stream left off.
         pool = base.copy_to(d / "pool", overwrite=True)
-        apply_events(pool, [e for e in events.keep_only(finished_units) if e["op"] != "retrieve"]
-                     if events.path.exists() else [])
+        apply_events(pool, events.keep_only(finished_units))
         return ReMeMemory(pool, cfg.memory, summarizer, dynamic=True, events=events)
 
     return for_stream

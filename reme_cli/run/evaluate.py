@@ -116,8 +116,7 @@ async def _run(cfg, ep, bench, settings, run_dir, progress, streams) -> dict[str
     client = make_client(cfg, ep)
     own_client = None
     try:
-        finished = {t["unit"] for t in run_dir.trials() if t.get("error") is None}
-        memory_for, own_client = make_memory_factory(cfg, run_dir, client, finished)
+        memory_for, own_client = make_memory_factory(cfg, run_dir, client, run_dir.finished_units())
         runner = Runner(bench, client, settings, run_dir, memory_for, cfg.llm.concurrency, progress)
         await runner.run(streams)
     finally:

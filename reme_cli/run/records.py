@@ -132,6 +132,10 @@ class RunDir:
             seen[rec["unit"]] = rec
         return list(seen.values())
 
+    def finished_units(self) -> set[str]:
+        """Units that need not run again (an errored unit is retried)."""
+        return {t["unit"] for t in self.trials() if t.get("error") is None}
+
     def append_trial(self, record: dict[str, Any]) -> None:
         append_lines(self.path / TRIALS_FILE, [record])
 

@@ -47,7 +47,7 @@ class Runner:
     _done: set[str] = field(default_factory=set)
 
     async def run(self, streams: list[list[Unit]]) -> None:
-        self._done = {t["unit"] for t in self.run_dir.trials() if t.get("error") is None}
+        self._done = self.run_dir.finished_units()
         slots = asyncio.Semaphore(self.concurrency)
         writer = self.run_dir.trial_writer()
         todo = [s for s in streams if any(u.key not in self._done for u in s)]
