@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import shlex
+import signal
 import subprocess
 import sys
+import threading
 from enum import Enum
 from pathlib import Path
 from typing import Callable, Optional
@@ -13,7 +15,7 @@ import typer
 from rich.console import Console
 
 from reme_cli.config import Config, compose
-from reme_cli.errors import UserError
+from reme_cli.errors import EXIT_UNIT_ERRORS, Interrupted, UserError
 
 console = Console(stderr=True)  # progress and tables; stdout carries only paths, for scripts
 app = typer.Typer(
@@ -34,6 +36,8 @@ OverridesArg = typer.Argument(
 )
 MultirunOpt = typer.Option(False, "--multirun", "-m",
                            help="Sweep: run once per combination of comma-separated override values.")
+WaitOpt = typer.Option(False, "--wait",
+                       help="If another reme is writing the same directory, wait for it instead of refusing.")
 
 
 class Mode(str, Enum):
@@ -57,16 +61,37 @@ def _expand(overrides: list[str], multirun: bool) -> list[list[str]]:
     return [list(job) for batch in batches for job in batch]
 
 
+def _raise_interrupted(signum: int, frame: object) -> None:
+    raise Interrupted(signum)
+
+
 def _run(body: Callable[[], None]) -> None:
     """Turn expected failures into one line on stderr and a non-zero exit."""
+    # SIGTERM (SLURM preemption, `timeout`, `docker stop`) unwinds like Ctrl-C: manifests
+    # say "interrupted", servers we started are stopped. The runner's own handler takes
+    # over while units run.
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _raise_interrupted)
     try:
         body()
     except UserError as exc:
         console.print(f"[red]error:[/red] {exc}", highlight=False, soft_wrap=True)
         raise typer.Exit(exc.exit_code) from None
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         console.print("[yellow]interrupted:[/yellow] finished units are saved; rerun the same command to resume")
-        raise typer.Exit(130) from None
+        raise typer.Exit(getattr(exc, "exit_code", 130)) from None
+
+
+def _finish(results: list, sweep_table: bool = False) -> None:
+    """Print each run's path (stdout: for scripts) and exit non-zero if any unit errored."""
+    if sweep_table and len(results) > 1:
+        from reme_cli.run.sweep import print_sweep
+
+        print_sweep([r.path for r in results], console)
+    for r in results:
+        print(r.path)
+    if any(r.errors for r in results):
+        raise typer.Exit(EXIT_UNIT_ERRORS)
 
 
 def _mode_overrides(mode: Mode, overrides: list[str]) -> list[str]:
@@ -81,6 +106,7 @@ def eval_cmd(
     mode: Mode = typer.Option(Mode.none, "--mode", help="none: no memory; fixed: retrieve from a pool; "
                                                         "dynamic: retrieve and refine the pool as tasks go."),
     multirun: bool = MultirunOpt,
+    wait: bool = WaitOpt,
     overrides: Optional[list[str]] = OverridesArg,
 ) -> None:
     """Evaluate the agent: Avg@k / Pass@k over seeds, scored by the official checker.
@@ -94,15 +120,8 @@ def eval_cmd(
     from reme_cli.run.evaluate import evaluate
 
     def body() -> None:
-        paths = []
-        for job in _expand(_mode_overrides(mode, overrides or []), multirun):
-            paths.append(evaluate(compose(job), console))
-        if len(paths) > 1:
-            from reme_cli.run.sweep import print_sweep
-
-            print_sweep(paths, console)
-        for p in paths:
-            print(p)
+        _finish([evaluate(compose(job), console, wait=wait)
+                  for job in _expand(_mode_overrides(mode, overrides or []), multirun)], sweep_table=True)
 
     _run(body)
 
@@ -152,6 +171,7 @@ def serve_cmd(
 @app.command("build-pool", context_settings=_OVERRIDES)
 def build_pool_cmd(
     multirun: bool = MultirunOpt,
+    wait: bool = WaitOpt,
     overrides: Optional[list[str]] = OverridesArg,
 ) -> None:
     """Distill an experience pool from training-task trajectories (ReMe acquisition).
@@ -165,10 +185,8 @@ def build_pool_cmd(
         from reme_cli.memory.build import build_pool
 
         # Defaults first, so the user's own overrides win.
-        paths = [build_pool(compose(["benchmark.split=train", "memory=reme"] + job), console)
-                 for job in _expand(overrides or [], multirun)]
-        for p in paths:
-            print(p)
+        _finish([build_pool(compose(["benchmark.split=train", "memory=reme"] + job), console, wait=wait)
+                 for job in _expand(overrides or [], multirun)])
 
     _run(body)
 

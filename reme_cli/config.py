@@ -47,6 +47,8 @@ class LLMCfg:
     concurrency: int = 8
     timeout: float = 600.0
     max_retries: int = 6
+    # Consecutive requests that cannot reach the server before the run stops (exit 4).
+    breaker_threshold: int = 5
     cache: bool = True
     cache_dir: str = ".reme_cache/llm"
 
@@ -154,6 +156,7 @@ _AT_LEAST = {
     "eval.seed_base": 0,
     "llm.concurrency": 1,
     "llm.max_retries": 0,
+    "llm.breaker_threshold": 1,
     "benchmark.limit": 1,
     "benchmark.max_interactions": 1,
     "benchmark.max_steps_per_turn": 1,
@@ -167,6 +170,7 @@ _AT_LEAST = {
 # Keys that change how fast a run goes, not what it computes: excluded from the run hash,
 # so a resume with more concurrency continues the same run.
 _EXECUTION_KEYS = ("out_dir", "runs_root", "llm.concurrency", "llm.timeout", "llm.max_retries",
+                   "llm.breaker_threshold",
                    "llm.cache", "llm.cache_dir", "llm.api_key", "llm.base_url")
 
 

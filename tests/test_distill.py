@@ -271,12 +271,12 @@ def test_render_trajectory_shows_turns_calls_errors_and_outcome():
 def test_render_trajectory_cuts_the_middle_and_notes_unreached_turns():
     long_out = {"name": "cat", "arguments": {}, "call": "cat()", "output": "x" * 500, "error": False}
     steps = [Step(f"step {i}", [long_out], 0, 0, 0.0, False) for i in range(60)]
-    t = Trajectory(turns=[steps], interactions=60, stop_reason="max_interactions")
+    t = Trajectory(turns=[steps], interactions=60, stop_reason="interaction_limit")
     text = render_trajectory(TASK, t, None, max_chars=3000)
     assert len(text) <= 3000
     assert text.startswith("## Turn 1\n[user] List the files")
     assert re.search(r"\.\.\.\[\d+ chars omitted\]\.\.\.", text)
-    assert text.endswith("(1 later user turn(s) never reached)\n(stopped: max_interactions)")
+    assert text.endswith("(1 later user turn(s) never reached)\n(stopped: interaction_limit)")
 
 
 def test_render_never_shows_injected_guidance():

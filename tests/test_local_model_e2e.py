@@ -3,7 +3,11 @@ GGUF, runs an episode, records it, and stops the server. Kept to a few model cal
 cores each costs seconds."""
 
 import json
+import os
+import signal
 import subprocess
+import sys
+import time
 from pathlib import Path
 
 SMALL = ["eval.runs=1", "eval.seeds=1", "benchmark.max_interactions=3", "llm.concurrency=1"]
@@ -44,3 +48,58 @@ def test_embedded_model_builds_a_pool(reme):
     assert (out / "pool" / "manifest.json").exists()
     assert report["summarizer_llm_calls"] >= 1
     assert "pool size" in proc.stderr
+
+
+def _server_child(parent: int) -> int | None:
+    out = subprocess.run(["ps", "-eo", "pid,ppid,args"], capture_output=True, text=True).stdout
+    for line in out.splitlines()[1:]:
+        pid, ppid, args = line.split(None, 2)
+        if int(ppid) == parent and "llama_cpp.server" in args:
+            return int(pid)
+    return None
+
+
+def test_embedded_server_crash_stops_the_run_with_one_line_and_a_rerun_completes(tmp_path):
+    args = [sys.executable, "-m", "reme_cli.cli", "eval", "benchmark.task_ids=[multi_turn_base_1]", *SMALL,
+            "out_dir=run"]
+    env = {**os.environ, "REME_CACHE_DIR": str(tmp_path / "cache")}
+    proc = subprocess.Popen(args, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    manifest = tmp_path / "run" / "manifest.json"
+    deadline = time.time() + 180
+    while time.time() < deadline and not (manifest.exists() and '"running"' in manifest.read_text()):
+        time.sleep(0.1)
+    time.sleep(1.0)  # the first request (a ~3k-token prompt: seconds on a CPU) is in flight
+    server = _server_child(proc.pid)
+    assert server is not None, "the embedded server must be running under reme"
+    os.kill(server, signal.SIGSEGV)
+    t0 = time.monotonic()
+    out, err = proc.communicate(timeout=60)
+    assert time.monotonic() - t0 < 10
+    assert proc.returncode == 4, err[-2000:]
+    lines = [l for l in err.splitlines() if l.startswith("error:")]
+    assert len(lines) == 1 and "signal 11 (SIGSEGV)" in lines[0] and "local_server.log" in lines[0]
+    assert "Traceback" not in err
+    assert not (tmp_path / "run" / "trials.jsonl").exists() or not (tmp_path / "run" / "trials.jsonl").read_text()
+    assert json.loads(manifest.read_text())["status"] == "interrupted"
+
+    again = subprocess.run(args, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0, again.stderr[-2000:]
+    (trial,) = [json.loads(l) for l in (tmp_path / "run" / "trials.jsonl").read_text().splitlines()]
+    assert trial["error"] is None and json.loads(manifest.read_text())["status"] == "complete"
+
+
+def test_install_smoke_check_passes_on_the_bundled_model_and_fails_on_a_truncated_gguf(tmp_path):
+    ok = subprocess.run([sys.executable, "-m", "reme_cli.llm.smoke"], capture_output=True, text=True, timeout=300)
+    assert ok.returncode == 0, ok.stderr[-2000:]
+    assert "Paris" in ok.stdout
+
+    from reme_cli.llm.local_server import default_model_path
+
+    broken = tmp_path / "truncated.gguf"
+    with open(default_model_path(), "rb") as f:
+        broken.write_bytes(f.read(4 * 1024 * 1024))  # the header survives, the tensors do not
+    bad = subprocess.run([sys.executable, "-m", "reme_cli.llm.smoke", "--model", str(broken)],
+                         capture_output=True, text=True, timeout=300)
+    assert bad.returncode == 1
+    lines = bad.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: smoke check failed:"), bad.stderr[-2000:]

@@ -1,5 +1,13 @@
 """The multi-turn tool-using episode: user turn, then model <-> tools until the model
-answers without calls, under per-turn and per-task interaction limits."""
+answers without calls, under per-turn and per-task interaction limits.
+
+Every episode ends with a stop reason. All but ``error`` are results the checker scores
+(what was done so far), as bfcl-eval's own runner does: ``answered`` (every turn ended with
+an answer), ``turn_step_limit`` (a turn used all its steps: bfcl force-quits the entry),
+``interaction_limit`` (the task's model-call budget ran out), ``context_overflow`` (the
+server refused the prompt for length), ``truncated`` (a reply hit ``max_tokens`` with no
+usable call). ``error`` is set by the runner for a unit that failed.
+"""
 
 from __future__ import annotations
 
@@ -8,9 +16,11 @@ from typing import Any
 
 from reme_cli.agent.protocols import ToolProtocol
 from reme_cli.bench.base import Env, Task
-from reme_cli.llm.client import LLM
+from reme_cli.llm.client import LLM, ContextOverflow
 
 GUIDANCE_HEADER = "Some Related Experience to help you to complete the task"
+STOP_REASONS = ("answered", "turn_step_limit", "interaction_limit", "context_overflow", "truncated", "error")
+_OLD_STOP_REASONS = {"completed": "answered", "max_interactions": "interaction_limit"}  # records before 0.2
 
 
 @dataclass
@@ -28,7 +38,13 @@ class Trajectory:
     turns: list[list[Step]] = field(default_factory=list)
     messages: list[dict[str, Any]] = field(default_factory=list)
     interactions: int = 0
-    stop_reason: str = "completed"  # completed | max_interactions
+    stop_reason: str = "answered"  # one of STOP_REASONS
+    stop_detail: str | None = None  # the server's words for context_overflow
+
+    @property
+    def max_prompt_tokens(self) -> int:
+        """The largest prompt sent: how close the episode came to the context limit."""
+        return max((s.prompt_tokens for t in self.turns for s in t), default=0)
 
     @property
     def prompt_tokens(self) -> int:
@@ -47,6 +63,7 @@ class Trajectory:
             "turns": [[asdict(s) for s in turn] for turn in self.turns],
             "interactions": self.interactions,
             "stop_reason": self.stop_reason,
+            "stop_detail": self.stop_detail,
         }
 
     @classmethod
@@ -55,7 +72,8 @@ class Trajectory:
         return cls(
             turns=[[Step(**s) for s in turn] for turn in data.get("turns", [])],
             interactions=data.get("interactions", 0),
-            stop_reason=data.get("stop_reason", "completed"),
+            stop_reason=_OLD_STOP_REASONS.get(data.get("stop_reason"), data.get("stop_reason") or "answered"),
+            stop_detail=data.get("stop_detail"),
         )
 
 
@@ -102,20 +120,24 @@ async def run_episode(
                 content = with_guidance(content, guidance)
             traj.messages.append({"role": msg.get("role", "user"), "content": content})
 
-        for _ in range(max_steps_per_turn):
+        for step_index in range(max_steps_per_turn):
             if traj.interactions >= max_interactions:
-                traj.stop_reason = "max_interactions"
+                traj.stop_reason = "interaction_limit"
                 break
-            result = await llm.chat(
-                traj.messages,
-                temperature=sampling.temperature,
-                top_p=sampling.top_p,
-                max_tokens=sampling.max_tokens,
-                seed=sampling.seed,
-                extra_body=sampling.extra_body,
-                headers=headers,
-                **request_extra,
-            )
+            try:
+                result = await llm.chat(
+                    traj.messages,
+                    temperature=sampling.temperature,
+                    top_p=sampling.top_p,
+                    max_tokens=sampling.max_tokens,
+                    seed=sampling.seed,
+                    extra_body=sampling.extra_body,
+                    headers=headers,
+                    **request_extra,
+                )
+            except ContextOverflow as exc:
+                traj.stop_reason, traj.stop_detail = "context_overflow", str(exc)
+                break
             traj.interactions += 1
             reply = protocol.read(result)
             traj.messages.append(reply.message)
@@ -129,8 +151,14 @@ async def run_episode(
             steps.append(Step(reply.text, calls, result.prompt_tokens, result.completion_tokens,
                               result.latency_s, result.cached))
             if not reply.calls:
+                if result.finish_reason == "length":
+                    traj.stop_reason = "truncated"
                 break
             env.end_step()
             traj.messages.extend(protocol.result_messages(reply.calls, outputs))
+            if step_index == max_steps_per_turn - 1:
+                traj.stop_reason = "turn_step_limit"
         env.end_turn()
+        if traj.stop_reason != "answered":
+            break
     return traj

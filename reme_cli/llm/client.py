@@ -7,6 +7,7 @@ token/latency accounting per call and an on-disk response cache.
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -20,7 +21,7 @@ from tenacity import (
     wait_exponential_jitter,
 )
 
-from reme_cli.errors import UserError
+from reme_cli.errors import RunAborted, UserError
 from reme_cli.llm.cache import ResponseCache, request_key
 
 # Transient by nature: the same request may succeed a moment later.
@@ -50,6 +51,62 @@ class ChatResult:
     latency_s: float
     cached: bool
     finish_reason: str | None = None
+
+
+# How servers say "prompt + max_tokens do not fit the context": vLLM ("This model's maximum
+# context length is ...", "... is longer than the maximum model length of ..."), OpenAI and
+# llama-cpp-python (code context_length_exceeded, the same sentence), llama.cpp's own
+# server ("the request exceeds the available context size", exceed_context_size_error).
+_OVERFLOW = re.compile(r"maximum context length|longer than the maximum model length|context_length_exceeded|"
+                       r"exceeds? the available context size|exceed_context_size|exceeds? context window",
+                       re.IGNORECASE)
+
+
+class ContextOverflow(Exception):
+    """The server refused the request because it does not fit the model's context: the
+    episode has outgrown the model (a result), not a failure of the run."""
+
+
+def is_context_overflow(exc: openai.APIStatusError) -> bool:
+    body = exc.body if isinstance(exc.body, dict) else {}
+    text = " ".join(str(x) for x in (exc.message, body.get("code"), body.get("type"), body.get("message")))
+    return exc.status_code in (400, 413, 422) and bool(_OVERFLOW.search(text))
+
+
+# The server is unreachable or silent, as opposed to answering with an error.
+_UNREACHABLE = (openai.APIConnectionError,)  # APITimeoutError is a subclass
+
+
+@dataclass
+class CircuitBreaker:
+    """Trips after ``threshold`` consecutive attempts that could not reach the server.
+
+    One slow request is one failure and the next answer resets the count; a dead server
+    fails every attempt of every request in flight, so the count climbs at once and the run
+    stops instead of retrying each unit into an error record.
+    """
+
+    threshold: int = 5
+    base_url: str = ""
+    failures: int = 0
+    last_error: str = ""
+    tripped: bool = False
+
+    def success(self) -> None:
+        self.failures = 0
+
+    def failure(self, exc: BaseException) -> None:
+        self.failures += 1
+        self.last_error = f"{type(exc).__name__}: {exc}".splitlines()[0]
+        if self.failures >= self.threshold:
+            self.tripped = True
+
+    def check(self) -> None:
+        if self.tripped:
+            raise RunAborted(
+                f"the LLM server at {self.base_url} stopped answering: {self.failures} requests in a row "
+                f"failed to connect or timed out (last: {self.last_error}); check the server, then rerun "
+                "the same command to resume (llm.breaker_threshold sets the count)")
 
 
 @dataclass
@@ -95,6 +152,7 @@ class ChatClient:
     concurrency: int = 8
     timeout: float = 600.0
     max_retries: int = 6
+    breaker_threshold: int = 5
     cache: ResponseCache | None = None
     usage: UsageTotals = field(default_factory=UsageTotals)
 
@@ -109,6 +167,7 @@ class ChatClient:
             http_client=openai.DefaultAioHttpClient(timeout=self.timeout),
         )
         self._slots = asyncio.Semaphore(self.concurrency)
+        self.breaker = CircuitBreaker(self.breaker_threshold, self.base_url)
 
     async def chat(
         self,
@@ -155,7 +214,8 @@ class ChatClient:
                 reraise=True,
             ):
                 with attempt:
-                    response = await self._post(request, headers)
+                    self.breaker.check()
+                    response = await self._post_watched(request, headers)
             latency = time.perf_counter() - start
 
         record = _record_from_response(response, latency)
@@ -164,6 +224,21 @@ class ChatClient:
         result = _result_from_record(record, cached=False)
         self.usage.add(result)
         return result
+
+    async def _post_watched(self, request: dict[str, Any], headers: dict[str, str] | None) -> dict[str, Any]:
+        try:
+            response = await self._post(request, headers)
+        except _UNREACHABLE as exc:
+            self.breaker.failure(exc)
+            self.breaker.check()
+            raise
+        except openai.APIStatusError as exc:
+            self.breaker.success()  # it answered, if only with an error: the server is up
+            if is_context_overflow(exc):
+                raise ContextOverflow(str(exc.message)) from None
+            raise
+        self.breaker.success()
+        return response
 
     async def _post(self, request: dict[str, Any], headers: dict[str, str] | None) -> dict[str, Any]:
         # The raw endpoint skips the SDK's per-call type-driven transform of the request
@@ -219,15 +294,21 @@ def _result_from_record(rec: dict[str, Any], cached: bool) -> ChatResult:
     )
 
 
-def check_server(base_url: str, api_key: str = "EMPTY", timeout: float = 10.0) -> list[str]:
-    """The model ids a server serves; a one-line UserError if it cannot be reached."""
+def served_models(base_url: str, api_key: str = "EMPTY", timeout: float = 10.0) -> list[dict[str, Any]]:
+    """The server's ``/models`` entries (vLLM adds ``max_model_len``); a one-line UserError
+    if it cannot be reached."""
     url = base_url.rstrip("/") + "/models"
     try:
         resp = httpx.get(url, headers={"Authorization": f"Bearer {api_key}"}, timeout=timeout)
         resp.raise_for_status()
-        return [m.get("id", "") for m in resp.json().get("data", [])]
-    except (httpx.HTTPError, ValueError) as exc:
+        return [m for m in resp.json().get("data", []) if isinstance(m, dict)]
+    except (httpx.HTTPError, ValueError, AttributeError) as exc:
         raise UserError(
             f"cannot reach the LLM server at {base_url} ({type(exc).__name__}): "
             "start it (e.g. `reme serve model=...`) or fix llm.base_url"
         ) from None
+
+
+def check_server(base_url: str, api_key: str = "EMPTY", timeout: float = 10.0) -> list[str]:
+    """The model ids a server serves; a one-line UserError if it cannot be reached."""
+    return [m.get("id", "") for m in served_models(base_url, api_key, timeout)]

@@ -5,11 +5,12 @@ from __future__ import annotations
 import contextlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from reme_cli.config import Config
 from reme_cli.llm.cache import ResponseCache
-from reme_cli.llm.client import ChatClient, check_server
+from reme_cli.errors import UserError
+from reme_cli.llm.client import ChatClient, served_models
 
 DEFAULT_VLLM_URL = "http://127.0.0.1:8000/v1"
 
@@ -19,6 +20,8 @@ class Endpoint:
     base_url: str
     model: str
     identity: dict[str, Any] = field(default_factory=dict)  # recorded in the run manifest
+    # For a server we started: a one-line message once its process has died, else None.
+    health: Callable[[], str | None] | None = None
 
 
 @contextlib.contextmanager
@@ -26,13 +29,20 @@ def endpoint(cfg: Config) -> Iterator[Endpoint]:
     """Yield a reachable endpoint; an embedded server is stopped on exit, errors included."""
     if cfg.llm.base_url or cfg.model.kind != "local":
         base_url = cfg.llm.base_url or DEFAULT_VLLM_URL
-        served = check_server(base_url, cfg.llm.api_key)
+        entries = served_models(base_url, cfg.llm.api_key)
+        served = [m.get("id", "") for m in entries]
         model = cfg.llm.model or cfg.model.served_name or (served[0] if served else cfg.model.name)
-        yield Endpoint(base_url, model, {"kind": "external", "base_url": base_url, "served_models": served})
+        # The entry of the model we will call (or the only one served: aliases differ).
+        entry = next((m for m in entries if m.get("id") == model), entries[0] if len(entries) == 1 else {})
+        max_len = entry.get("max_model_len")
+        check_fits(cfg, max_len, "the server's max_model_len")
+        yield Endpoint(base_url, model, {"kind": "external", "base_url": base_url, "served_models": served,
+                                         "max_model_len": max_len})
         return
 
     from reme_cli.llm.local_server import LocalServer, default_model_path
 
+    check_fits(cfg, cfg.model.n_ctx, "model.n_ctx")
     model_path = default_model_path()
     log_path = Path(cfg.llm.cache_dir).parent / "local_server.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -42,7 +52,16 @@ def endpoint(cfg: Config) -> Iterator[Endpoint]:
             "model_path": model_path,
             "model_name": server.model_name,
             "n_ctx": cfg.model.n_ctx,
-        })
+            "max_model_len": cfg.model.n_ctx,
+            "log": str(log_path),
+        }, health=server.failure)
+
+
+def check_fits(cfg: Config, context_len: Any, what: str) -> None:
+    """Refuse a config whose answers alone could fill the model's context."""
+    if isinstance(context_len, int) and cfg.model.sampling.max_tokens >= context_len:
+        raise UserError(f"model.sampling.max_tokens={cfg.model.sampling.max_tokens} does not fit a context of "
+                        f"{context_len} tokens ({what}); lower it or serve the model with a longer context")
 
 
 def make_client(cfg: Config, ep: Endpoint) -> ChatClient:
@@ -57,7 +76,7 @@ def make_client(cfg: Config, ep: Endpoint) -> ChatClient:
         api_key=cfg.llm.api_key,
         concurrency=cfg.llm.concurrency,
         timeout=cfg.llm.timeout,
-        max_retries=cfg.llm.max_retries,
+        max_retries=cfg.llm.max_retries, breaker_threshold=cfg.llm.breaker_threshold,
         cache=cache,
     )
 

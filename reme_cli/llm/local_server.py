@@ -51,6 +51,17 @@ def default_model_path() -> str:
     return str(path)
 
 
+def describe_exit(returncode: int) -> str:
+    """``signal 11 (SIGSEGV)`` for a Popen return code of -11, ``exit code N`` otherwise."""
+    if returncode < 0:
+        try:
+            name = signal.Signals(-returncode).name
+        except ValueError:
+            name = "unknown"
+        return f"signal {-returncode} ({name})"
+    return f"exit code {returncode}"
+
+
 def _free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
@@ -203,7 +214,7 @@ class LocalServer:
         while True:
             code = self._proc.poll()
             if code is not None:
-                raise UserError(self._startup_failure(f"exited with code {code}"))
+                raise UserError(self._startup_failure(f"exited with {describe_exit(code)}"))
             try:
                 with urllib.request.urlopen(self.base_url + "/models", timeout=2) as r:
                     if r.status == 200:
@@ -254,6 +265,19 @@ class LocalServer:
     @property
     def running(self) -> bool:
         return self._proc is not None and self._proc.poll() is None
+
+    def exit_status(self) -> str | None:
+        """How the server process ended (``signal 11 (SIGSEGV)``, ``exit code 1``), or None
+        while it runs or after we stopped it ourselves."""
+        code = self._proc.poll() if self._proc is not None else None
+        if code is None:
+            return None
+        return describe_exit(code)
+
+    def failure(self) -> str | None:
+        """One line for a run to stop with if the server died under it, else None."""
+        status = self.exit_status()
+        return status and f"the embedded model server died ({status}); its log: {self.log_path}"
 
     def __enter__(self) -> Self:
         return self.start()

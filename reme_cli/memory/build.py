@@ -34,8 +34,10 @@ from reme_cli.memory.reme import assign_stable_ids, make_embedder_for
 from reme_cli.memory.summarizer import summarizer_settings
 from reme_cli.run.plan import plan_streams
 from reme_cli.run.progress import RunProgress
+from reme_cli.run.lock import DirLock
 from reme_cli.run.records import RunDir, append_lines, write_json_atomic
-from reme_cli.run.evaluate import episode_settings
+from reme_cli.run.evaluate import RunResult, episode_settings
+from reme_cli.run.report import errors_summary
 from reme_cli.run.runner import EpisodeSettings, Runner
 
 DISTILL_FILE = "distill.jsonl"
@@ -48,7 +50,7 @@ def pool_dir_for(cfg: Config) -> Path:
     return Path(cfg.runs_root) / cfg.experiment / f"pool-{cfg.benchmark.name}-{cfg.model.name}-{config_hash(cfg)}"
 
 
-def build_pool(cfg: Config, console: Console) -> Path:
+def build_pool(cfg: Config, console: Console, wait: bool = False) -> RunResult:
     bench = make_benchmark(cfg.benchmark)
     task_ids = bench.task_ids()
     streams = plan_streams(task_ids, seeds=1, runs=cfg.memory.build_samples, seed_base=cfg.eval.seed_base,
@@ -56,24 +58,27 @@ def build_pool(cfg: Config, console: Console) -> Path:
     out = pool_dir_for(cfg)
     embedder = make_embedder_for(cfg)  # fail on a bad embedding config before any LLM time
 
-    with endpoint(cfg) as ep:
-        run_dir = RunDir.open(out / "build", to_dict(cfg), config_hash(cfg), kind="build-pool")
-        run_dir.update_manifest(status="running", server=ep.identity, task_ids=task_ids)
-        settings = episode_settings(cfg, temperature=cfg.memory.build_temperature)
-        progress = RunProgress(console, f"sample {cfg.memory.build_samples}/task")
-        try:
-            asyncio.run(_sample_and_distill(cfg, ep, bench, settings, run_dir, progress, streams, task_ids))
-        except BaseException:
-            run_dir.update_manifest(status="interrupted")
-            raise
-        finally:
-            progress.stop()
+    with DirLock(out, wait=wait):  # one writer for build/ and pool/
+        with endpoint(cfg) as ep:
+            run_dir = RunDir.open(out / "build", to_dict(cfg), config_hash(cfg), kind="build-pool")
+            run_dir.update_manifest(status="running", server=ep.identity, task_ids=task_ids)
+            settings = episode_settings(cfg, temperature=cfg.memory.build_temperature)
+            progress = RunProgress(console, f"sample {cfg.memory.build_samples}/task")
+            try:
+                asyncio.run(_sample_and_distill(cfg, ep, bench, settings, run_dir, progress, streams, task_ids))
+            except BaseException:
+                run_dir.update_manifest(status="interrupted")
+                raise
+            finally:
+                progress.stop()
 
-    report = assemble(cfg, run_dir, task_ids, out / "pool", embedder)
-    write_json_atomic(run_dir.path / REPORT_FILE, report)
-    run_dir.update_manifest(status="complete" if not report["unit_errors"] else "incomplete")
+        report = assemble(cfg, run_dir, task_ids, out / "pool", embedder)
+        write_json_atomic(run_dir.path / REPORT_FILE, report)
+        run_dir.update_manifest(status="complete" if not report["unit_errors"] else "incomplete")
     console.print(report_table(report, out))
-    return out
+    if report["unit_errors"]:
+        console.print(errors_summary(run_dir.trials()), soft_wrap=True, highlight=False, markup=False)
+    return RunResult(out, report["unit_errors"])
 
 
 async def _sample_and_distill(cfg: Config, ep, bench: Benchmark, settings: EpisodeSettings, run_dir: RunDir,
@@ -82,7 +87,8 @@ async def _sample_and_distill(cfg: Config, ep, bench: Benchmark, settings: Episo
     summarizer, own = summarizer_settings(cfg, client)
     try:
         memory = NoMemory()
-        runner = Runner(bench, client, settings, run_dir, lambda _: memory, cfg.llm.concurrency, progress)
+        runner = Runner(bench, client, settings, run_dir, lambda _: memory, cfg.llm.concurrency, progress,
+                        health=ep.health)
         await runner.run(streams)
         progress.stop()
 

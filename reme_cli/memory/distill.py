@@ -140,7 +140,7 @@ def render_trajectory(task: Task, traj: Trajectory, outcome: Outcome | None, max
     unreached = len(task.turns) - len(traj.turns)
     if unreached > 0:
         lines.append(f"({unreached} later user turn(s) never reached)")
-    if traj.stop_reason != "completed":
+    if traj.stop_reason != "answered":
         lines.append(f"(stopped: {traj.stop_reason})")
     if outcome is not None:
         verdict = "success" if outcome.success else "failure"

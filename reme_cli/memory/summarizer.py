@@ -62,7 +62,7 @@ def summarizer_settings(cfg: Config, executor: ChatClient) -> tuple[SummarizerSe
             if executor.cache is not None else None
         own = ChatClient(base_url=s.base_url, model=model, api_key=cfg.llm.api_key,
                          concurrency=cfg.llm.concurrency, timeout=cfg.llm.timeout,
-                         max_retries=cfg.llm.max_retries, cache=cache)
+                         max_retries=cfg.llm.max_retries, breaker_threshold=cfg.llm.breaker_threshold, cache=cache)
         llm, author, constrained = own, s.name, False
     formats = dict(CONSTRAINED_FORMATS) if constrained else {}
     return SummarizerSettings(llm, author, s.temperature, s.max_tokens, formats), own

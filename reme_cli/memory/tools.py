@@ -12,21 +12,23 @@ from rich.table import Table
 
 from reme_cli.config import Config
 from reme_cli.errors import UserError
+from reme_cli.run.lock import DirLock
 from reme_cli.memory.official import import_official
 from reme_cli.memory.pool import Pool
 from reme_cli.memory.reme import make_embedder_for, resolve_pool_path
 
 
 def import_pool(file: Path, out: Path, cfg: Config, console: Console) -> Path:
-    if out.exists():
-        raise UserError(f"{out} already exists; choose another --out or delete it")
-    # Built beside the target and renamed at the end: a failed import leaves nothing at --out.
-    staging = out.parent / f".{out.name}.importing-{uuid.uuid4().hex[:8]}"
-    try:
-        pool = import_official(file, staging, make_embedder_for(cfg), retrieval_key=cfg.memory.retrieval_key)
-        os.replace(staging, out)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+    with DirLock(out):
+        if out.exists():
+            raise UserError(f"{out} already exists; choose another --out or delete it")
+        # Built beside the target and renamed at the end: a failed import leaves nothing at --out.
+        staging = out.parent / f".{out.name}.importing-{uuid.uuid4().hex[:8]}"
+        try:
+            pool = import_official(file, staging, make_embedder_for(cfg), retrieval_key=cfg.memory.retrieval_key)
+            os.replace(staging, out)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
     report = pool.built_by["import"]
     by_source = ", ".join(f"{n} {s}" for s, n in sorted(report["by_source"].items()))
     console.print(f"imported {report['imported']} experiences ({by_source}) from {file}; "

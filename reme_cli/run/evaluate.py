@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -17,12 +18,19 @@ from reme_cli.memory.base import NoMemory
 from reme_cli.run.metrics import compute_metrics
 from reme_cli.run.plan import plan_streams
 from reme_cli.run.progress import RunProgress
+from reme_cli.run.lock import DirLock
 from reme_cli.run.records import RunDir
-from reme_cli.run.report import metrics_table
+from reme_cli.run.report import errors_summary, metrics_table
 from reme_cli.run.runner import EpisodeSettings, Runner
 
 SMOKE_NOTE = ("Embedded 135M CPU model: smoke-level scores, not model results. "
               "Real numbers need Qwen3 on vLLM (see README).")
+
+
+@dataclass(frozen=True)
+class RunResult:
+    path: Path
+    errors: int  # units that ended in an error: the command exits non-zero if any
 
 
 def run_dir_for(cfg: Config) -> Path:
@@ -58,7 +66,7 @@ def episode_settings(cfg: Config, temperature: float | None = None) -> EpisodeSe
     )
 
 
-def evaluate(cfg: Config, console: Console) -> Path:
+def evaluate(cfg: Config, console: Console, wait: bool = False) -> RunResult:
     bench = make_benchmark(cfg.benchmark)
     task_ids = bench.task_ids()  # bad ids fail here, before anything is written
     streams = plan_streams(task_ids, cfg.eval.seeds, cfg.eval.runs, cfg.eval.seed_base,
@@ -69,38 +77,41 @@ def evaluate(cfg: Config, console: Console) -> Path:
 
         require_pool(cfg)  # a missing pool is bad input: fail before anything is written
 
-    with endpoint(cfg) as ep:
-        run_dir = RunDir.open(path, to_dict(cfg), config_hash(cfg), kind="eval")
-        run_dir.update_manifest(
-            status="running",
-            server=ep.identity,
-            task_ids=task_ids,
-            streams=[[u.key for u in s] for s in streams] if cfg.eval.mode == "dynamic" else None,
-            units_total=sum(len(s) for s in streams),
-        )
-        settings = episode_settings(cfg)
-        progress = RunProgress(console, f"{cfg.benchmark.name} {cfg.model.name} {cfg.eval.mode}")
-        try:
-            usage = asyncio.run(_run(cfg, ep, bench, settings, run_dir, progress, streams))
-        except BaseException:
-            run_dir.update_manifest(status="interrupted")
-            raise
-        finally:
-            progress.stop()
+    # One writer per run directory, from before its first write to after its last.
+    with DirLock(path, wait=wait):
+        with endpoint(cfg) as ep:
+            run_dir = RunDir.open(path, to_dict(cfg), config_hash(cfg), kind="eval")
+            run_dir.update_manifest(
+                status="running",
+                server=ep.identity,
+                task_ids=task_ids,
+                streams=[[u.key for u in s] for s in streams] if cfg.eval.mode == "dynamic" else None,
+                units_total=sum(len(s) for s in streams),
+            )
+            settings = episode_settings(cfg)
+            progress = RunProgress(console, f"{cfg.benchmark.name} {cfg.model.name} {cfg.eval.mode}")
+            try:
+                usage = asyncio.run(_run(cfg, ep, bench, settings, run_dir, progress, streams))
+            except BaseException:
+                run_dir.update_manifest(status="interrupted")
+                raise
+            finally:
+                progress.stop()
 
-    metrics = summarize(run_dir, cfg.eval.runs, cfg.eval.mode)
-    metrics["llm_usage"] = usage
-    run_dir.write_metrics(metrics)
-    complete = metrics["units"] == sum(len(s) for s in streams) and metrics["errors"] == 0
-    run_dir.update_manifest(status="complete" if complete else "incomplete")
+        metrics = summarize(run_dir, cfg.eval.runs, cfg.eval.mode)
+        metrics["llm_usage"] = usage
+        run_dir.write_metrics(metrics)
+        complete = metrics["units"] == sum(len(s) for s in streams) and metrics["errors"] == 0
+        run_dir.update_manifest(status="complete" if complete else "incomplete")
     console.print(metrics_table(metrics, f"{cfg.experiment}: {cfg.benchmark.name} / {cfg.model.name} / "
                                          f"mode={cfg.eval.mode}", metrics.get("variants")))
     if cfg.model.kind == "local" and not cfg.llm.base_url:
         console.print(f"[yellow]{SMOKE_NOTE}[/yellow]")
     if metrics["errors"]:
-        console.print(f"[red]{metrics['errors']} unit(s) failed with an error (see trials.jsonl); "
-                      "rerun the same command to retry them.[/red]")
-    return run_dir.path
+        console.print(errors_summary(run_dir.trials()), soft_wrap=True, highlight=False, markup=False)
+        console.print(f"[red]{metrics['errors']} unit(s) failed with an error (tracebacks in "
+                      f"{run_dir.path / 'trials.jsonl'}); rerun the same command to retry them.[/red]")
+    return RunResult(run_dir.path, metrics["errors"])
 
 
 def summarize(run_dir: RunDir, k: int, mode: str) -> dict[str, Any]:
@@ -117,7 +128,8 @@ async def _run(cfg, ep, bench, settings, run_dir, progress, streams) -> dict[str
     own_client = None
     try:
         memory_for, own_client = make_memory_factory(cfg, run_dir, client, run_dir.finished_units())
-        runner = Runner(bench, client, settings, run_dir, memory_for, cfg.llm.concurrency, progress)
+        runner = Runner(bench, client, settings, run_dir, memory_for, cfg.llm.concurrency, progress,
+                        health=ep.health)
         await runner.run(streams)
     finally:
         await client.close()

@@ -7,6 +7,7 @@ sample standard deviation (ddof=1; 0 for a single seed).
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 import pandas as pd
@@ -32,6 +33,8 @@ def compute_metrics(trials: list[dict[str, Any]], k: int, success_key: str = "su
         "tasks": int(df["task_id"].nunique()),
         "units": int(len(df)),
         "errors": int(df["error"].sum()),
+        # Why episodes ended (answered, context_overflow, ...); records before 0.2 have none.
+        "stop_reasons": dict(Counter(t.get("stop_reason") or "unrecorded" for t in trials).most_common()),
         "complete": bool((per_task["count"] == k).all()),
         "per_seed": {
             str(seed): {f"avg@{k}": float(row.avg), f"pass@{k}": float(row.pass_), "tasks": int(row.tasks)}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 from rich.table import Table
@@ -14,7 +15,9 @@ def _pct(x: float) -> str:
 def metrics_table(metrics: dict[str, Any], title: str, variants: dict[str, dict[str, Any]] | None = None) -> Table:
     """One row per metric variant (e.g. final and first-attempt success)."""
     k = metrics["k"]
-    table = Table(title=title)
+    stops = metrics.get("stop_reasons") or {}
+    table = Table(title=title, caption="stop reasons: " + ", ".join(f"{r} {n}" for r, n in stops.items())
+                  if stops else None)
     table.add_column("success")
     table.add_column(f"Avg@{k} % (mean ± std)", justify="right")
     table.add_column(f"Pass@{k} % (mean ± std)", justify="right")
@@ -34,3 +37,22 @@ def metrics_table(metrics: dict[str, Any], title: str, variants: dict[str, dict[
             str(avg["n_seeds"]), str(m["tasks"]), str(m["units"]), str(m["errors"]),
         )
     return table
+
+
+def errors_summary(trials: list[dict[str, Any]], limit: int = 10) -> str | None:
+    """Errored units grouped by message, most frequent first (plain lines: they must survive
+    log files and narrow terminals whole), or None if there are none."""
+    messages = [t["error"].splitlines()[0] for t in trials if t.get("error")]
+    if not messages:
+        return None
+    example: dict[str, str] = {}
+    for t in trials:
+        if t.get("error"):
+            example.setdefault(t["error"].splitlines()[0], t["unit"])
+    counts = Counter(messages)
+    lines = [f"errors by message ({len(messages)} units):"]
+    lines += [f"  {n:>5} x {message[:300]}  (e.g. {example[message]})" for message, n in counts.most_common(limit)]
+    if len(counts) > limit:
+        rest = counts.most_common()[limit:]
+        lines.append(f"  {sum(n for _, n in rest):>5} x ({len(rest)} other messages)")
+    return "\n".join(lines)

@@ -3,22 +3,60 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
 import signal
 import time
 import traceback
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from reme_cli.agent.loop import Sampling, Trajectory, run_episode
 from reme_cli.agent.protocols import ToolProtocol
 from reme_cli.bench.base import Benchmark, Outcome
+from reme_cli.errors import Interrupted, RunAborted
 from reme_cli.llm.client import LLM
 from reme_cli.memory.base import Memory, Retrieval
 from reme_cli.run.plan import Unit
 from reme_cli.run.progress import RunProgress
 from reme_cli.run.records import RunDir, now
+
+
+HEALTH_POLL_S = 0.25
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+@contextlib.contextmanager
+def on_signals(callback: Callable[[int], None]) -> Iterator[None]:
+    """Call ``callback(signum)`` on the first SIGINT or SIGTERM inside the running loop; a
+    second one gets the default action (exit at once). Earlier handlers come back after."""
+    loop = asyncio.get_running_loop()
+    previous = {sig: signal.getsignal(sig) for sig in STOP_SIGNALS}
+    installed = []
+
+    def first(sig: int) -> None:
+        for s in STOP_SIGNALS:
+            loop.remove_signal_handler(s)
+            signal.signal(s, signal.SIG_DFL)
+        installed.clear()
+        callback(sig)
+
+    try:
+        for sig in STOP_SIGNALS:
+            loop.add_signal_handler(sig, first, sig)
+            installed.append(sig)
+    except (NotImplementedError, RuntimeError, ValueError):  # not the main thread / platform
+        pass
+    touched = bool(installed)
+    try:
+        yield
+    finally:
+        for sig in installed:
+            loop.remove_signal_handler(sig)
+        if touched:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
 
 
 @dataclass
@@ -44,9 +82,13 @@ class Runner:
     memory_for: Callable[[tuple[int, int]], Memory]
     concurrency: int
     progress: RunProgress | None = None
+    # Polled while the run goes: a message if the server died under it, else None.
+    health: Callable[[], str | None] | None = None
     _done: set[str] = field(default_factory=set)
 
     async def run(self, streams: list[list[Unit]]) -> None:
+        """Run every unfinished unit. Stops the whole run, recording nothing in flight, on
+        Ctrl-C / SIGTERM (``Interrupted``) or when the server breaks (``RunAborted``)."""
         self._done = self.run_dir.finished_units()
         slots = asyncio.Semaphore(self.concurrency)
         writer = self.run_dir.trial_writer()
@@ -54,7 +96,7 @@ class Runner:
         if self.progress:
             self.progress.start(total=sum(len(s) for s in streams), done=self.run_dir.trials())
 
-        interrupted = False
+        stop: BaseException | None = None  # why the run stops early, once set
 
         async def run_stream(stream: list[Unit]) -> None:
             async with slots:
@@ -64,8 +106,12 @@ class Runner:
                     # the stream's event log when the memory was built.
                     if unit.key in self._done:
                         continue
-                    record = await self.run_unit(unit, memory)
-                    if interrupted:  # its error may be the interruption itself: not a result
+                    try:
+                        record = await self.run_unit(unit, memory)
+                    except RunAborted as exc:  # stop every stream now, not at its next request
+                        halt(exc)
+                        raise
+                    if stop is not None:  # its error may be the stop itself: not a result
                         return
                     if record["error"] is None:
                         await asyncio.to_thread(memory.commit)
@@ -78,28 +124,37 @@ class Runner:
 
         tasks = [asyncio.ensure_future(run_stream(s)) for s in todo]
 
-        def on_sigint() -> None:
-            # Our own handler rather than asyncio.run's: a library that turns the
-            # cancellation into an ordinary exception would otherwise let streams go on
-            # and the run end "normally".
-            nonlocal interrupted
-            interrupted = True
-            for t in tasks:
-                t.cancel()
+        def halt(reason: BaseException) -> None:
+            nonlocal stop
+            if stop is None:
+                stop = reason
+                for t in tasks:
+                    t.cancel()
 
-        loop = asyncio.get_running_loop()
-        try:
-            loop.add_signal_handler(signal.SIGINT, on_sigint)
-            handler_installed = True
-        except (NotImplementedError, RuntimeError, ValueError):  # not the main thread / platform
-            handler_installed = False
-        try:
-            results = await asyncio.gather(*tasks, return_exceptions=True)
-        finally:
-            if handler_installed:
-                loop.remove_signal_handler(signal.SIGINT)
-        if interrupted:
-            raise KeyboardInterrupt
+        async def watch_health() -> None:
+            # A dead embedded server fails requests only after the client's retries; polling
+            # its process stops the run within a fraction of a second instead.
+            while True:
+                await asyncio.sleep(HEALTH_POLL_S)
+                if (failure := self.health()) is not None:
+                    halt(RunAborted(failure))
+                    return
+
+        watchdog = asyncio.ensure_future(watch_health()) if self.health else None
+        # Our own handlers rather than asyncio.run's: a library that turns the cancellation
+        # into an ordinary exception would otherwise let streams go on and the run end
+        # "normally". A second signal gets the default behaviour back: exit at once.
+        with on_signals(lambda signum: halt(Interrupted(signum))):
+            try:
+                results = await asyncio.gather(*tasks, return_exceptions=True)
+            finally:
+                if watchdog is not None:
+                    watchdog.cancel()
+        fatal = next((r for r in results if isinstance(r, RunAborted)), None)
+        if stop is None and fatal is not None:
+            stop = fatal
+        if stop is not None:
+            raise stop
         for r in results:
             if isinstance(r, BaseException):
                 raise r
@@ -131,6 +186,8 @@ class Runner:
                           first_success=attempts[0][1].success)
             record["memory"] = await memory.after_task(task, attempts, retrieval, lessons, unit.key)
             record["error"] = None
+        except RunAborted:
+            raise  # the server broke, not this unit: nothing to record
         except Exception as exc:  # recorded with its traceback, like bfcl-eval; the run goes on
             record["error"] = f"{type(exc).__name__}: {exc}"
             record["traceback"] = traceback.format_exc()
@@ -147,9 +204,11 @@ class Runner:
                     for t, o in attempts[:-1]]
                 record["lessons"] = lessons
             record["tokens"] = {"prompt": sum(t.prompt_tokens for t in trajs),
-                                "completion": sum(t.completion_tokens for t in trajs)}
+                                "completion": sum(t.completion_tokens for t in trajs),
+                                "max_prompt": max(t.max_prompt_tokens for t in trajs)}
             record["llm_latency_s"] = round(sum(t.latency_s for t in trajs), 4)
             record["interactions"] = sum(t.interactions for t in trajs)
+        record["stop_reason"] = "error" if record["error"] is not None else attempts[-1][0].stop_reason
         record["started_at"], record["finished_at"] = started, now()
         record["wall_s"] = round(time.perf_counter() - t0, 4)
         return record

@@ -17,6 +17,11 @@ Policies:
   a reflection lesson).
 * ``ScriptedSummarizerPolicy``: canned distillation / judge / reflection answers.
 * ``AgentAndSummarizerPolicy``: replay for agent requests, the summarizer for the rest.
+* ``FaultPolicy(inner, overflow, truncate)``: vLLM's context-length 400 or a reply cut off
+  by ``max_tokens`` for chosen tasks (``--overflow``, ``--truncate``).
+
+``--refuse-chat`` hangs up on every chat request (a server dying under a run);
+``--max-model-len`` reports a context length in ``/v1/models`` as vLLM does.
 
 Requests with ``response_format`` get the harness's JSON tool-call protocol in
 ``content`` (``{"tool_calls": [{"name", "arguments"}], "answer"?}``) instead of native
@@ -53,6 +58,7 @@ class PolicyError(Exception):
 class Reply:
     content: str | None = None
     tool_calls: list[Call] = field(default_factory=list)
+    finish_reason: str | None = None  # default: "tool_calls" or "stop"
 
 
 class Policy(Protocol):
@@ -298,6 +304,37 @@ class AgentAndSummarizerPolicy:
         return policy.reply(body, headers)
 
 
+# ------------------------------------------------------------------ faults
+
+
+# The message vLLM sends (HTTP 400) when prompt + max_tokens outgrow the context.
+CONTEXT_OVERFLOW_MESSAGE = ("This model's maximum context length is 32768 tokens. However, you requested "
+                            "33792 tokens (29696 in the messages, 4096 in the completion). Please reduce the "
+                            "length of the messages or completion.")
+
+
+class FaultPolicy:
+    """Wraps a policy and breaks chosen tasks the way real servers do: ``overflow`` tasks
+    get vLLM's context-length 400 from turn ``overflow_turn`` on; ``truncate`` tasks get a
+    reply cut off by ``max_tokens`` (``finish_reason: "length"``, inside ``<think>``)."""
+
+    def __init__(self, inner: Policy, overflow: Iterable[str] = (), truncate: Iterable[str] = (),
+                 overflow_turn: int = 1):
+        self.inner = inner
+        self.name = inner.name
+        self.overflow, self.truncate = set(overflow), set(truncate)
+        self.overflow_turn = overflow_turn
+
+    def reply(self, body: dict[str, Any], headers: Mapping[str, str]) -> Reply:
+        task_id = headers.get(TASK_HEADER)
+        if task_id in self.overflow and conversation_position(body.get("messages") or [])[0] >= self.overflow_turn:
+            raise PolicyError(CONTEXT_OVERFLOW_MESSAGE)
+        if task_id in self.truncate:
+            return Reply(content="<think>Let me think about which function to call first, and",
+                         finish_reason="length")
+        return self.inner.reply(body, headers)
+
+
 # ----------------------------------------------------------------------- server
 
 
@@ -305,7 +342,9 @@ def _completion(body: dict[str, Any], reply: Reply, turn_id: int) -> dict[str, A
     json_protocol = body.get("response_format") is not None
     message: dict[str, Any] = {"role": "assistant", "content": reply.content}
     finish = "stop"
-    if json_protocol:
+    if reply.finish_reason == "length":  # cut off mid-reply: the text is all there is
+        message["content"] = reply.content or ""
+    elif json_protocol:
         payload: dict[str, Any] = {
             "tool_calls": [{"name": n, "arguments": a} for n, a in reply.tool_calls]
         }
@@ -322,6 +361,7 @@ def _completion(body: dict[str, Any], reply: Reply, turn_id: int) -> dict[str, A
             for i, (n, a) in enumerate(reply.tool_calls)
         ]
         finish = "tool_calls"
+    finish = reply.finish_reason or finish
     # Rough token counts (4 characters ~ 1 token): enough for the harness's bookkeeping.
     prompt_tokens = max(1, len(json.dumps(body.get("messages", []))) // 4)
     completion_tokens = max(1, len(json.dumps(message)) // 4)
@@ -341,6 +381,8 @@ def _completion(body: dict[str, Any], reply: Reply, turn_id: int) -> dict[str, A
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
+    refuse_chat: bool = False
+    max_model_len: int | None = None  # reported in /v1/models, as vLLM does
     policy: Policy
     delay: float
     requests: list[dict[str, Any]]
@@ -381,6 +423,8 @@ class _Handler(BaseHTTPRequestHandler):
                 "created": 0,
                 "owned_by": "reme-testing",
             }
+            if self.server.max_model_len:
+                model["max_model_len"] = self.server.max_model_len
             self._send(200, {"object": "list", "data": [model]})
         else:
             self._error(404, f"no route for GET {path}")
@@ -391,6 +435,9 @@ class _Handler(BaseHTTPRequestHandler):
         path = self.path.split("?", 1)[0].rstrip("/")
         if path != "/v1/chat/completions":
             self._error(404, f"no route for POST {path}")
+            return
+        if self.server.refuse_chat:  # a dying server: hang up without an answer
+            self.close_connection = True
             return
         try:
             body = json.loads(raw or b"{}")
@@ -418,9 +465,12 @@ class _Handler(BaseHTTPRequestHandler):
 class ScriptedServer:
     """TEST DOUBLE: serve ``policy`` on 127.0.0.1 from a background thread."""
 
-    def __init__(self, policy: Policy, delay: float = 0.0, host: str = "127.0.0.1", port: int = 0):
+    def __init__(self, policy: Policy, delay: float = 0.0, host: str = "127.0.0.1", port: int = 0,
+                 refuse_chat: bool = False, max_model_len: int | None = None):
         self.policy = policy
         self._httpd = _Server((host, port), _Handler)
+        self._httpd.refuse_chat = refuse_chat
+        self._httpd.max_model_len = max_model_len
         self._httpd.policy = policy
         self._httpd.delay = delay
         self._httpd.requests = []
@@ -494,6 +544,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--corrupt", nargs="+", action="extend", default=[], metavar="TASK_ID")
     parser.add_argument("--delay", type=float, default=0.0, help="seconds before each answer")
     parser.add_argument("--port", type=int, default=0, help="0 = any free port")
+    parser.add_argument("--overflow", nargs="+", action="extend", default=[], metavar="TASK_ID",
+                        help="these tasks get vLLM's context-length 400 from their second turn on")
+    parser.add_argument("--truncate", nargs="+", action="extend", default=[], metavar="TASK_ID",
+                        help="these tasks get replies cut off by max_tokens")
+    parser.add_argument("--refuse-chat", action="store_true",
+                        help="answer /v1/models but hang up on every chat request (a dying server)")
+    parser.add_argument("--max-model-len", type=int, help="report this context length in /v1/models")
     args = parser.parse_args(argv)
     if args.corrupt and not args.policy.startswith("bfcl-replay"):
         parser.error("--corrupt needs a bfcl-replay policy")
@@ -502,7 +559,10 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    server = ScriptedServer(policy, delay=args.delay, port=args.port)
+    if args.overflow or args.truncate:
+        policy = FaultPolicy(policy, overflow=args.overflow, truncate=args.truncate)
+    server = ScriptedServer(policy, delay=args.delay, port=args.port, refuse_chat=args.refuse_chat,
+                            max_model_len=args.max_model_len)
     print(server.base_url, flush=True)
     try:
         server.serve_forever()

@@ -1,0 +1,163 @@
+"""One writer per directory: an exclusive lock on every run, build and pool directory.
+
+Cluster jobs share network filesystems where ``fcntl`` locks may be ignored, so the lock
+is a file created with ``O_EXCL`` (atomic on local filesystems and on NFSv3+) next to the
+directory, holding who owns it. The owner touches it every ``HEARTBEAT_S``; a lock is
+stale when its owner is gone: on this host, its process is dead (or the pid now belongs to
+a process started later); on another host, its heartbeat is older than ``STALE_AFTER_S``.
+A stale lock is taken over; a live one refuses the second writer with one line, or makes
+it wait. Readers (``reme report``, ``pool stats``, ``pool show``) never take it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from reme_cli.errors import UserError
+
+HEARTBEAT_S = 10.0
+STALE_AFTER_S = 60.0
+WAIT_POLL_S = 1.0
+
+
+def lock_path(directory: Path) -> Path:
+    """Beside the directory, so taking the lock never makes a fresh directory non-empty."""
+    directory = Path(directory)
+    return directory.parent / f".{directory.name}.lock"
+
+
+def _proc_start(pid: int) -> str | None:
+    """The kernel's start time of ``pid`` (Linux), to tell a reused pid from the owner."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat.rsplit(")", 1)[1].split()[19]  # field 22, counted after the command name
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class DirLock:
+    """``with DirLock(dir): ...`` holds ``dir`` for this process; see the module doc."""
+
+    def __init__(self, directory: str | Path, wait: bool = False, what: str = "directory"):
+        self.directory = Path(directory)
+        self.path = lock_path(self.directory)
+        self.wait = wait
+        self.what = what
+        self.token = uuid.uuid4().hex
+        self._stop = threading.Event()
+        self._beat: threading.Thread | None = None
+
+    # ------------------------------------------------------------------ owner info
+    def _info(self) -> dict[str, Any]:
+        return {"host": socket.gethostname(), "pid": os.getpid(), "proc_start": _proc_start(os.getpid()),
+                "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "token": self.token}
+
+    def _read(self) -> tuple[dict[str, Any] | None, float | None]:
+        try:
+            text = self.path.read_text()
+            mtime = self.path.stat().st_mtime
+        except FileNotFoundError:
+            return None, None
+        try:
+            info = json.loads(text)
+        except json.JSONDecodeError:  # being written this instant: treat as live
+            info = {}
+        return (info if isinstance(info, dict) else {}), mtime
+
+    def _stale(self, info: dict[str, Any], mtime: float) -> bool:
+        if info.get("host") == socket.gethostname() and isinstance(info.get("pid"), int):
+            pid = info["pid"]
+            if not _alive(pid):
+                return True
+            start = _proc_start(pid)
+            return start is not None and info.get("proc_start") not in (None, start)
+        return time.time() - mtime > STALE_AFTER_S
+
+    # ------------------------------------------------------------------ acquire/release
+    def acquire(self) -> DirLock:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        while True:
+            if self._try_create():
+                self._beat = threading.Thread(target=self._heartbeat, name="reme-lock", daemon=True)
+                self._beat.start()
+                return self
+            info, mtime = self._read()
+            if info is None:
+                continue  # released between our attempt and the read: try again
+            if self._stale(info, mtime):
+                self._break(info)
+                continue
+            if not self.wait:
+                raise UserError(
+                    f"{self.directory} is in use by another reme: pid {info.get('pid')} on {info.get('host')}, "
+                    f"since {info.get('started_at')}; wait for it to finish, or pass --wait to queue behind it")
+            time.sleep(WAIT_POLL_S)
+
+    def _try_create(self) -> bool:
+        try:
+            fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        except FileExistsError:
+            return False
+        with os.fdopen(fd, "w") as f:
+            json.dump(self._info(), f)
+            f.flush()
+            os.fsync(f.fileno())
+        return True
+
+    def _break(self, stale: dict[str, Any]) -> None:
+        """Move a stale lock aside. Rename is atomic: of several breakers one wins; a loser
+        that moved a fresh lock (taken just before) puts it back."""
+        aside = self.path.with_name(f"{self.path.name}.stale-{uuid.uuid4().hex[:8]}")
+        try:
+            os.rename(self.path, aside)
+        except FileNotFoundError:
+            return
+        try:
+            moved = json.loads(aside.read_text())
+        except (OSError, json.JSONDecodeError):
+            moved = {}
+        if moved.get("token") != stale.get("token"):
+            try:
+                os.link(aside, self.path)  # fails if yet another lock was created meanwhile
+            except FileExistsError:
+                pass
+        aside.unlink(missing_ok=True)
+
+    def _heartbeat(self) -> None:
+        while not self._stop.wait(HEARTBEAT_S):
+            try:
+                os.utime(self.path)
+            except FileNotFoundError:
+                return
+
+    def release(self) -> None:
+        self._stop.set()
+        if self._beat is not None:
+            self._beat.join(timeout=2)
+            self._beat = None
+            info, _ = self._read()
+            if info is not None and info.get("token") == self.token:
+                self.path.unlink(missing_ok=True)
+
+    def __enter__(self) -> DirLock:
+        return self.acquire()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.release()

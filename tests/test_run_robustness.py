@@ -1,0 +1,158 @@
+"""When something underneath breaks, or an episode outgrows the model, the run says so.
+
+Through the real CLI against the scripted server (a TEST DOUBLE: it replays BFCL ground
+truth, so its scores are not model results) and, for the crash, the real embedded server:
+- exit codes: 0 all units finished, 3 some units errored, 4 the server broke;
+- a server that hangs up trips the circuit breaker, with no unit recorded;
+- context overflow, truncation and step limits are stop reasons of finished units;
+- a max_tokens that cannot fit the server's context is refused before anything runs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from reme_cli.testing.scripted_server import (
+    BFCLReplayPolicy,
+    FaultPolicy,
+    ScriptedServer,
+    ScriptedSummarizerPolicy,
+)
+from tests.conftest import REPO
+
+REPLAY = ["model=qwen3-8b", "llm.model=replay", "llm.cache=false", "eval.seeds=1"]
+THREE = "benchmark.task_ids=[multi_turn_base_0,multi_turn_base_2,multi_turn_base_4]"
+
+
+def trials(run: Path) -> list[dict]:
+    path = run / "trials.jsonl"
+    return [json.loads(l) for l in path.read_text().splitlines() if l.strip()] if path.exists() else []
+
+
+def manifest(run: Path) -> dict:
+    return json.loads((run / "manifest.json").read_text())
+
+
+def error_lines(stderr: str) -> list[str]:
+    return [l for l in stderr.splitlines() if l.startswith("error:")]
+
+
+# ------------------------------------------------------------------ exit codes
+
+
+def test_all_units_finished_exits_0_and_errored_units_exit_3_with_errors_grouped(reme):
+    with ScriptedServer(BFCLReplayPolicy()) as ok:
+        proc = reme("eval", *REPLAY, f"llm.base_url={ok.base_url}", "benchmark.limit=2", "eval.runs=1",
+                    "out_dir=good")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    # The summarizer script answers no agent prompt: every unit gets an HTTP 400.
+    with ScriptedServer(ScriptedSummarizerPolicy()) as bad:
+        proc = reme("eval", *REPLAY, f"llm.base_url={bad.base_url}", "benchmark.limit=2", "eval.runs=2",
+                    "out_dir=bad")
+    assert proc.returncode == 3, proc.stderr[-2000:]
+    assert proc.stdout.strip().splitlines()[-1] == "bad"  # the path is still printed for scripts
+    recs = trials(reme.cwd / "bad")
+    assert len(recs) == 4 and all(r["error"].startswith("BadRequestError") for r in recs)
+    assert all(r["stop_reason"] == "error" and r["traceback"] for r in recs)
+    assert "errors by message (4 units)" in proc.stderr
+    assert "does not know this prompt" in proc.stderr
+    assert manifest(reme.cwd / "bad")["status"] == "incomplete"
+
+
+def test_bad_input_exits_2_without_a_traceback(reme):
+    proc = reme("eval", "eval.runs=-1")
+    assert proc.returncode == 2 and len(error_lines(proc.stderr)) == 1
+    assert "Traceback" not in proc.stderr
+
+
+# ------------------------------------------------------------------ circuit breaker
+
+
+def test_a_server_that_hangs_up_trips_the_breaker_within_bounded_time(tmp_path):
+    server = subprocess.Popen([sys.executable, "-m", "reme_cli.testing.scripted_server", "--refuse-chat"],
+                              stdout=subprocess.PIPE, text=True, cwd=REPO)
+    try:
+        url = server.stdout.readline().strip()
+        t0 = time.monotonic()
+        # 50 units, 2 in flight: without the breaker each would retry for ~a minute.
+        proc = subprocess.run(
+            [sys.executable, "-m", "reme_cli.cli", "eval", *REPLAY, f"llm.base_url={url}", "benchmark.limit=25",
+             "eval.runs=2", "llm.concurrency=2", "out_dir=run"],
+            cwd=tmp_path, env={**os.environ, "REME_CACHE_DIR": str(tmp_path / "cache")},
+            capture_output=True, text=True, timeout=120)
+        elapsed = time.monotonic() - t0
+    finally:
+        server.kill()
+        server.wait()
+    assert proc.returncode == 4, proc.stderr[-2000:]
+    assert elapsed < 60
+    (line,) = error_lines(proc.stderr)
+    assert "stopped answering" in line and "5 requests in a row" in line and url in line
+    assert "Traceback" not in proc.stderr
+    assert trials(tmp_path / "run") == []  # nothing in flight became a result
+    assert manifest(tmp_path / "run")["status"] == "interrupted"
+
+
+# ------------------------------------------------------------------ stop reasons
+
+
+def test_context_overflow_is_a_failed_result_not_an_error_and_a_rerun_changes_nothing(reme):
+    policy = FaultPolicy(BFCLReplayPolicy(), overflow={"multi_turn_base_2"})
+    with ScriptedServer(policy) as srv:
+        args = ("eval", *REPLAY, f"llm.base_url={srv.base_url}", THREE, "eval.runs=1", "out_dir=run")
+        proc = reme(*args)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        first = (reme.cwd / "run" / "trials.jsonl").read_text()
+        again = reme(*args)
+    assert again.returncode == 0
+    assert (reme.cwd / "run" / "trials.jsonl").read_text() == first  # nothing retried
+    by_task = {t["task_id"]: t for t in trials(reme.cwd / "run")}
+    over = by_task["multi_turn_base_2"]
+    assert over["error"] is None and over["success"] is False
+    assert over["stop_reason"] == "context_overflow"
+    assert "maximum context length" in over["trajectory"]["stop_detail"]
+    assert over["checker"]["error_type"].startswith("multi_turn:")  # the checker scored what was done
+    assert len(over["trajectory"]["turns"]) == 2 and over["tokens"]["max_prompt"] > 0
+    assert {by_task[t]["stop_reason"] for t in ("multi_turn_base_0", "multi_turn_base_4")} == {"answered"}
+    metrics = json.loads((reme.cwd / "run" / "metrics.json").read_text())
+    assert metrics["errors"] == 0 and metrics["stop_reasons"] == {"answered": 2, "context_overflow": 1}
+    assert "stop reasons: answered 2, context_overflow 1" in proc.stderr
+
+
+def test_a_reply_cut_off_by_max_tokens_is_truncated(reme):
+    with ScriptedServer(FaultPolicy(BFCLReplayPolicy(), truncate={"multi_turn_base_0"})) as srv:
+        reme("eval", *REPLAY, f"llm.base_url={srv.base_url}", THREE, "eval.runs=1", "out_dir=run", check=True)
+    by_task = {t["task_id"]: t for t in trials(reme.cwd / "run")}
+    assert by_task["multi_turn_base_0"]["stop_reason"] == "truncated"
+    assert by_task["multi_turn_base_0"]["success"] is False and by_task["multi_turn_base_0"]["error"] is None
+    assert by_task["multi_turn_base_2"]["stop_reason"] == "answered"
+
+
+@pytest.mark.parametrize("limit, reason", [("benchmark.max_steps_per_turn=1", "turn_step_limit"),
+                                           ("benchmark.max_interactions=1", "interaction_limit")])
+def test_step_limits_are_recorded_as_their_stop_reason(reme, limit, reason):
+    with ScriptedServer(BFCLReplayPolicy()) as srv:
+        reme("eval", *REPLAY, f"llm.base_url={srv.base_url}", "benchmark.task_ids=[multi_turn_base_0]",
+             "eval.runs=1", limit, "out_dir=run", check=True)
+    (t,) = trials(reme.cwd / "run")
+    assert t["stop_reason"] == reason and t["success"] is False and t["error"] is None
+    assert t["interactions"] == 1 and len(t["trajectory"]["turns"]) == 1  # the episode ended there
+
+
+def test_max_tokens_larger_than_the_servers_context_is_refused(reme):
+    with ScriptedServer(BFCLReplayPolicy(), max_model_len=4096) as srv:
+        proc = reme("eval", *REPLAY, f"llm.base_url={srv.base_url}", "benchmark.limit=1", "out_dir=run")
+        ok = reme("eval", *REPLAY, f"llm.base_url={srv.base_url}", "benchmark.limit=1", "eval.runs=1",
+                  "model.sampling.max_tokens=1024", "out_dir=run2")
+    assert proc.returncode == 2
+    (line,) = error_lines(proc.stderr)
+    assert "max_tokens=8192" in line and "4096" in line
+    assert not (reme.cwd / "run").exists()
+    assert ok.returncode == 0 and manifest(reme.cwd / "run2")["server"]["max_model_len"] == 4096
