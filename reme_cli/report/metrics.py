@@ -1,0 +1,86 @@
+"""Avg@k / Pass@k per run, computed the way the paper defines them.
+
+Per seed: Avg@k is the mean over tasks of the task's mean success over its k runs, Pass@k
+the fraction of tasks solved in at least one of the k runs. Across seeds we report the mean
+and the sample standard deviation (ddof=1; 0.0 for a single seed).
+
+Errored units are not failures: they are dropped before any mean is taken, counted, and the
+run is flagged ``partial`` so that no table averages them in silently.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+METRIC_COLUMNS = ["run_id", "avg_mean", "avg_std", "pass_mean", "pass_std", "n_seeds", "n_tasks",
+                  "n_units", "n_errors", "expected_units", "partial", "per_seed"]
+
+
+def as_flag(column: pd.Series) -> pd.Series:
+    """A boolean column where only True counts (a missing value must not read as True)."""
+    return column.eq(True)
+
+
+def scored_units(units: pd.DataFrame) -> pd.DataFrame:
+    """The units that count towards a score: those that did not error."""
+    return units[~as_flag(units["error"])]
+
+
+def task_scores(units: pd.DataFrame) -> pd.DataFrame:
+    """One row per (seed, task_id): ``avg`` = mean success over its runs, ``pass`` = any success.
+
+    Errored units are excluded first; a (seed, task) whose units all errored has no row.
+    """
+    scored = scored_units(units)
+    if scored.empty:
+        return pd.DataFrame({"seed": pd.Series(dtype=int), "task_id": pd.Series(dtype=str),
+                             "avg": pd.Series(dtype=float), "pass": pd.Series(dtype=float)})
+    success = as_flag(scored["success"]).astype(float)
+    grouped = success.groupby([scored["seed"], scored["task_id"]])
+    out = pd.DataFrame({"avg": grouped.mean(), "pass": grouped.max()}).reset_index()
+    return out.sort_values(["seed", "task_id"], kind="stable").reset_index(drop=True)
+
+
+def seed_scores(units: pd.DataFrame) -> pd.DataFrame:
+    """One row per seed: Avg@k and Pass@k as fractions (means over that seed's tasks)."""
+    per_task = task_scores(units)
+    return per_task.groupby("seed")[["avg", "pass"]].mean().reset_index()
+
+
+def _mean_std(values: pd.Series) -> tuple[float, float]:
+    """Mean and sample std (ddof=1), with std 0.0 for a single value and NaN for none."""
+    if len(values) == 0:
+        return math.nan, math.nan
+    if len(values) == 1:
+        return float(values.iloc[0]), 0.0
+    return float(values.mean()), float(values.std(ddof=1))
+
+
+def _one_run(run: pd.Series, units: pd.DataFrame) -> dict:
+    """The metrics row of one run from its own units."""
+    per_seed = seed_scores(units)
+    avg_mean, avg_std = _mean_std(per_seed["avg"])
+    pass_mean, pass_std = _mean_std(per_seed["pass"])
+    n_errors = int(as_flag(units["error"]).sum())
+    expected = int(run["seeds"]) * int(run["k"]) * int(run["tasks"])
+    partial = len(units) < expected or n_errors > 0 or run["status"] != "complete"
+    return {
+        "run_id": run["run_id"], "avg_mean": avg_mean, "avg_std": avg_std,
+        "pass_mean": pass_mean, "pass_std": pass_std, "n_seeds": len(per_seed),
+        "n_tasks": int(scored_units(units)["task_id"].nunique()), "n_units": len(units),
+        "n_errors": n_errors, "expected_units": expected, "partial": bool(partial),
+        "per_seed": {int(r.seed): (float(r.avg), float(r["pass"])) for _, r in per_seed.iterrows()},
+    }
+
+
+def run_metrics(units: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
+    """One row per run in ``runs`` (sorted by run_id) with the columns in ``METRIC_COLUMNS``.
+
+    ``partial`` is True when the run has fewer units than planned (seeds*k*tasks), any errored
+    unit, or a status other than "complete"; tables mark such runs instead of hiding it.
+    """
+    rows = [_one_run(run, units[units["run_id"] == run["run_id"]])
+            for _, run in runs.sort_values("run_id", kind="stable").iterrows()]
+    return pd.DataFrame(rows, columns=METRIC_COLUMNS)

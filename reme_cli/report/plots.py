@@ -1,0 +1,118 @@
+"""Figures for the report: scores with their seed spread, and the memory pool over time.
+
+Figures are built with ``matplotlib.figure.Figure`` directly (rendered by Agg on save), so
+nothing touches pyplot's global state or opens a window. Each score plot shows the error
+bar (sample std over seeds) *and* every seed's point, since with 3 seeds the bar alone hides
+how the seeds actually fall.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+from matplotlib.figure import Figure
+
+from reme_cli.report.tables import DAGGER, BENCHMARK_LABELS, model_label, topk_label
+
+SMOKE_TITLE = "smoke-level (embedded 135M CPU model)"
+METRICS = (("avg", "Avg"), ("pass", "Pass"))
+
+
+def _title(title: str, models: pd.Series) -> str:
+    """The title, marked smoke-level when every run used the embedded CPU model."""
+    if len(models) and (models == "local").all():
+        return f"{title} — {SMOKE_TITLE}"
+    return title
+
+
+def _save(fig: Figure, path: str | Path) -> Path:
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, format="png", dpi=120, metadata={"Software": None})
+    return out
+
+
+def _seed_values(per_seed: dict, metric: str) -> list[float]:
+    """Per-seed scores in percent, in seed order."""
+    index = 0 if metric == "avg" else 1
+    return [per_seed[s][index] * 100 for s in sorted(per_seed)]
+
+
+def plot_topk(metrics: pd.DataFrame, runs: pd.DataFrame, path: str | Path) -> Path:
+    """Avg@k and Pass@k vs the number of retrieved experiences K, one line per model/benchmark."""
+    joined = runs.merge(metrics, on="run_id").sort_values("run_id", kind="stable")
+    joined["K"] = [topk_label(r) for _, r in joined.iterrows()]
+    joined = joined[joined["K"].notna()].copy()
+    joined["K"] = joined["K"].str.removeprefix("K=").astype(int)
+    fig = Figure(figsize=(7, 4.5))
+    ax = fig.add_subplot()
+    for (model, bench, k), group in joined.groupby(["model", "benchmark", "k"], sort=True):
+        group = group.sort_values(["K", "run_id"], kind="stable")
+        for metric, name in METRICS:
+            label = f"{model_label(model)} {BENCHMARK_LABELS.get(bench, bench)} {name}@{k}"
+            line = ax.errorbar(group["K"], group[f"{metric}_mean"] * 100,
+                               yerr=group[f"{metric}_std"] * 100, marker="o", capsize=4,
+                               label=label, linestyle="-" if metric == "avg" else "--")
+            for K, per_seed in zip(group["K"], group["per_seed"]):
+                values = _seed_values(per_seed, metric)
+                ax.scatter([K] * len(values), values, s=14, alpha=0.5,
+                           color=line.lines[0].get_color())
+    ax.set_xlabel("K (retrieved experiences)")
+    ax.set_ylabel("score (%)")
+    ax.set_xticks(sorted(joined["K"].unique()))
+    ax.set_title(_title("Score vs K (mean ± std over seeds; dots = seeds)", joined["model"]))
+    if len(joined):
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def plot_bars(metrics: pd.DataFrame, runs: pd.DataFrame, path: str | Path, title: str) -> Path:
+    """One Avg@k and one Pass@k bar per run (std error bars), each seed's score as a dot."""
+    joined = runs.merge(metrics, on="run_id").sort_values("run_id", kind="stable")
+    fig = Figure(figsize=(max(6.0, 1.2 * len(joined) + 2), 4.5))
+    ax = fig.add_subplot()
+    width = 0.38
+    positions = range(len(joined))
+    for offset, (metric, name) in zip((-width / 2, width / 2), METRICS):
+        xs = [p + offset for p in positions]
+        ax.bar(xs, joined[f"{metric}_mean"] * 100, width, yerr=joined[f"{metric}_std"] * 100,
+               capsize=4, label=f"{name}@k", alpha=0.8)
+        for x, per_seed in zip(xs, joined["per_seed"]):
+            values = _seed_values(per_seed, metric)
+            ax.scatter([x] * len(values), values, s=14, color="black", zorder=3)
+    labels = [f"{r}{' ' + DAGGER if p else ''}" for r, p in zip(joined["run_id"], joined["partial"])]
+    ax.set_xticks(list(positions), labels, rotation=30, ha="right", fontsize=8)
+    ax.set_ylabel("score (%)")
+    ax.set_title(_title(title, joined["model"]))
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def plot_pool_series(pool_series: pd.DataFrame, path: str | Path,
+                     runs: pd.DataFrame | None = None) -> Path:
+    """Pool size and mean utility along the task stream, averaged over each run's streams.
+
+    A stream is one (seed, run); lines are per run_id (labelled with the model when ``runs``
+    is given). Mean utility ignores positions where no experience has been retrieved (NaN).
+    """
+    models = {} if runs is None else dict(zip(runs["run_id"], runs["model"]))
+    fig = Figure(figsize=(7, 6))
+    ax_size, ax_util = fig.subplots(2, 1, sharex=True)
+    for run_id, group in pool_series.groupby("run_id", sort=True):
+        mean = group.groupby("position")[["pool_size", "mean_utility"]].mean().sort_index()
+        label = f"{model_label(models[run_id])} · {run_id}" if run_id in models else str(run_id)
+        ax_size.plot(mean.index, mean["pool_size"], label=label)
+        ax_util.plot(mean.index, mean["mean_utility"], label=label)
+    ax_size.set_ylabel("pool size (experiences)")
+    ax_util.set_ylabel("mean utility u/f")
+    ax_util.set_xlabel("task position in the stream")
+    title = "Memory pool along the task stream (mean over streams)"
+    shown = [models[r] for r in sorted(pool_series["run_id"].unique()) if r in models]
+    ax_size.set_title(_title(title, pd.Series(shown, dtype=object)))
+    if pool_series["run_id"].nunique():
+        ax_size.legend(fontsize=8)
+    fig.tight_layout()
+    return _save(fig, path)

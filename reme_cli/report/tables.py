@@ -1,0 +1,508 @@
+"""The paper's tables, rebuilt from our runs with the paper's numbers beside ours.
+
+Every table is a plain DataFrame of formatted strings (one row per setting, one column per
+(model, benchmark, metric) x (ours, n, paper, delta)), so the same object becomes Markdown
+(``to_markdown``) and CSV (``DataFrame.to_csv``). Notes that must travel with a table (partial
+runs, smoke-level models, paper cells we refuse to compare) are in ``df.attrs["notes"]``.
+
+Two runs that land in the same cell are never averaged: each gets its own row, labelled by
+its variant (or run id). A partial run is shown with a dagger and explained in a footnote.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Callable
+
+import pandas as pd
+
+from reme_cli.report.metrics import as_flag, scored_units
+from reme_cli.report.paper import load_paper_tables, paper_model_label
+from reme_cli.report.stats import paired_bootstrap
+
+DASH = "—"
+DAGGER = "†"
+SMOKE_NOTE = "smoke-level: embedded 135M model, not comparable to the paper"
+SETTING_ORDER = ["No Memory", "A-Mem", "LangMem", "ReMe (fixed)", "ReMe (dynamic)"]
+MODEL_ORDER = ["qwen3-8b", "qwen3-14b", "qwen3-32b", "local"]
+BENCHMARK_ORDER = ["bfcl_v3", "appworld"]
+BENCHMARK_LABELS = {"bfcl_v3": "BFCL-v3", "appworld": "AppWorld"}
+MEMORY_LABELS = {"none": "No Memory", "amem": "A-Mem", "langmem": "LangMem"}
+GRANULARITY_LABELS = {"trajectory": "trajectory-level", "keypoint": "keypoint-level"}
+RETRIEVAL_KEY_LABELS = {"task_query": "key=task query", "generalized_query": "key=generalized query",
+                        "keywords": "key=query keywords", "usage_scenario": "key=usage scenario"}
+COMPONENT_ROWS = {("full", False, False): "full addition",
+                  ("selective", False, False): "selective addition",
+                  ("selective", True, False): "+ reflection",
+                  ("selective", True, True): "+ deletion"}
+
+Labeler = Callable[[pd.Series], "str | None"]
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    """What distinguishes one paper table: how a run becomes a row, and the row order."""
+
+    title: str
+    row_header: str
+    label: Labeler
+    order: list[str] = field(default_factory=list)  # known labels first, in this order
+    paper_table: str | None = None  # table name in paper_tables.csv; None = no paper numbers
+    sort_key: Callable[[str], tuple] | None = None  # overrides ``order`` (numeric rows)
+
+
+# ---------------------------------------------------------------- labels and formatting
+
+def model_label(model: str) -> str:
+    """Header label of a model: the paper's label, or the id (the embedded model is marked)."""
+    if model == "local":
+        return "local (135M)"
+    return paper_model_label(model) or str(model)
+
+
+def _flag(value: object) -> bool:
+    """A config switch that may arrive as bool or as text."""
+    if isinstance(value, str):
+        return value.strip().lower() in {"true", "1", "on", "yes"}
+    return bool(value)
+
+
+def _params(run: pd.Series) -> dict:
+    params = run.get("params")
+    return params if isinstance(params, dict) else {}
+
+
+def fmt_pct(fraction: float) -> str:
+    """A fraction as a percentage with 2 decimals."""
+    return DASH if fraction is None or math.isnan(fraction) else f"{fraction * 100:.2f}"
+
+
+def fmt_mean_std(mean: float, std: float | None) -> str:
+    """"mean ± std" in percent (std omitted when unknown)."""
+    if std is None or math.isnan(std):
+        return fmt_pct(mean)
+    return f"{fmt_pct(mean)} ± {fmt_pct(std)}"
+
+
+def fmt_points(points: float) -> str:
+    """A signed difference in percentage points."""
+    return f"{points:+.2f}"
+
+
+# ---------------------------------------------------------------- row labels per table
+
+def setting_label(run: pd.Series) -> str | None:
+    """Table 1's setting: the memory system, and for ReMe whether the pool is fixed or dynamic."""
+    if run["memory"] == "reme":
+        return f"ReMe ({run['mode']})"
+    return MEMORY_LABELS.get(run["memory"], str(run["memory"]))
+
+
+def granularity_label(run: pd.Series) -> str | None:
+    value = _params(run).get("memory.granularity")
+    if run["memory"] != "reme" or value is None:
+        return None
+    return GRANULARITY_LABELS.get(value, f"granularity={value}")
+
+
+def component_label(run: pd.Series) -> str | None:
+    """Table 3's cumulative rows from the addition / reflection / deletion switches."""
+    params = _params(run)
+    keys = ("memory.addition", "memory.reflection.enabled", "memory.deletion.enabled")
+    if run["memory"] != "reme" or any(k not in params for k in keys):
+        return None
+    combo = (params[keys[0]], _flag(params[keys[1]]), _flag(params[keys[2]]))
+    on_off = {True: "on", False: "off"}
+    return COMPONENT_ROWS.get(
+        combo, f"addition={combo[0]}, reflection={on_off[combo[1]]}, deletion={on_off[combo[2]]}")
+
+
+def summarizer_label(run: pd.Series) -> str | None:
+    """Table 4's row: the summarizer model, where "same" means the executor itself."""
+    name = _params(run).get("summarizer.name")
+    if run["memory"] != "reme" or name is None:
+        return None
+    model = run["model"] if name == "same" else name
+    return f"summarizer={paper_model_label(model) or model}"
+
+
+def retrieval_key_label(run: pd.Series) -> str | None:
+    value = _params(run).get("memory.retrieval_key")
+    if run["memory"] != "reme" or value is None:
+        return None
+    return RETRIEVAL_KEY_LABELS.get(value, f"key={value}")
+
+
+def topk_label(run: pd.Series) -> str | None:
+    value = _params(run).get("memory.top_k")
+    return None if run["memory"] != "reme" or value is None else f"K={int(value)}"
+
+
+def alpha_beta_label(run: pd.Series) -> str | None:
+    params = _params(run)
+    alpha, beta = params.get("memory.deletion.alpha"), params.get("memory.deletion.beta")
+    if run["memory"] != "reme" or alpha is None or beta is None:
+        return None
+    return f"α={float(alpha):g}, β={float(beta):g}"
+
+
+def _numbers_in(label: str) -> tuple:
+    """Sort key for labels like "K=5" or "α=5, β=0.5": their numbers, in order."""
+    parts = label.replace(",", " ").replace("=", " ").split()
+    return tuple(float(p) for p in parts if _is_number(p))
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+# ---------------------------------------------------------------- generic layout
+
+def _row_sort_key(spec: TableSpec, label: str) -> tuple:
+    if spec.sort_key is not None:
+        return (spec.sort_key(label), label)
+    rank = spec.order.index(label) if label in spec.order else len(spec.order)
+    return (rank, label)
+
+
+def _model_rank(model: str) -> tuple:
+    return (MODEL_ORDER.index(model) if model in MODEL_ORDER else len(MODEL_ORDER), model)
+
+
+def _bench_rank(benchmark: str) -> tuple:
+    return (BENCHMARK_ORDER.index(benchmark) if benchmark in BENCHMARK_ORDER
+            else len(BENCHMARK_ORDER), benchmark)
+
+
+def _labelled_runs(metrics: pd.DataFrame, runs: pd.DataFrame, spec: TableSpec) -> pd.DataFrame:
+    """Runs joined with their metrics, with ``base`` (paper row) and ``row`` (displayed) labels.
+
+    Runs sharing a cell (same base, model, benchmark, k) get their variant or run id appended
+    so that each keeps its own row.
+    """
+    joined = runs.merge(metrics, on="run_id", how="inner").sort_values("run_id", kind="stable")
+    joined["base"] = [spec.label(run) for _, run in joined.iterrows()]
+    joined = joined[joined["base"].notna()].copy()
+    if joined.empty:
+        return joined.assign(row=joined["base"])
+    cell = ["base", "model", "benchmark", "k"]
+    shared = joined.groupby(cell)["run_id"].transform("count") > 1
+    variants = joined["variant"].fillna("").astype(str)
+    unique_variant = variants.groupby([joined[c] for c in cell]).transform(
+        lambda v: v.ne("").all() and v.nunique() == len(v)).astype(bool)
+    suffix = variants.where(unique_variant, joined["run_id"])
+    joined["row"] = joined["base"].where(~shared, joined["base"] + " [" + suffix + "]")
+    return joined
+
+
+def _metric_name(metric: str, k: int) -> str:
+    return f"{'Avg' if metric == 'avg' else 'Pass'}@{int(k)}"
+
+
+def _paper_mode(note: object) -> str | None:
+    """The ReMe mode a paper ablation value was measured in, read from the CSV's note."""
+    text = str(note).lower() if isinstance(note, str) else ""
+    return next((mode for mode in ("dynamic", "fixed") if mode in text), None)
+
+
+def _paper_cell(paper: pd.DataFrame, spec: TableSpec, run: pd.Series,
+                metric_name: str) -> tuple[float, float | None, str | None] | None:
+    """(value, std, mode) the paper reports for this run's cell, if any."""
+    label = paper_model_label(run["model"])
+    if spec.paper_table is None or label is None:
+        return None
+    hit = paper[(paper["table"] == spec.paper_table) & (paper["model"] == label)
+                & (paper["setting"] == run["base"]) & (paper["benchmark"] == run["benchmark"])
+                & (paper["metric"].str.lower() == metric_name.lower())]
+    if hit.empty:
+        return None
+    row = hit.iloc[0]
+    std = None if pd.isna(row["std_pct"]) else float(row["std_pct"])
+    return float(row["value_pct"]), std, _paper_mode(row["note"])
+
+
+def _fill_cells(cells: dict, run: pd.Series, spec: TableSpec, paper: pd.DataFrame,
+                notes: list[str]) -> None:
+    """Write one run's ours / n / paper / Δ cells (both metrics) into ``cells``."""
+    group = f"{model_label(run['model'])} {BENCHMARK_LABELS.get(run['benchmark'], run['benchmark'])}"
+    for metric in ("avg", "pass"):
+        name = _metric_name(metric, run["k"])
+        prefix = f"{group} {name}"
+        ours = fmt_mean_std(run[f"{metric}_mean"], run[f"{metric}_std"])
+        cells[f"{prefix} ours"] = f"{ours} {DAGGER}" if run["partial"] else ours
+        cells[f"{prefix} n"] = f"{int(run['n_seeds'])}/{int(run['n_tasks'])}"
+        if spec.paper_table is None:
+            continue
+        found = _paper_cell(paper, spec, run, name)
+        if found is not None and found[2] is not None and found[2] != run["mode"]:
+            notes.append(f"paper values for {run['base']} were measured with ReMe {found[2]}; "
+                         f"run {run['run_id']} uses mode {run['mode']}, so they are not shown.")
+            found = None
+        if found is None:
+            cells[f"{prefix} paper"] = cells[f"{prefix} Δ"] = DASH
+            continue
+        cells[f"{prefix} paper"] = fmt_mean_std(found[0] / 100, None if found[1] is None
+                                                else found[1] / 100)
+        mean = run[f"{metric}_mean"]
+        cells[f"{prefix} Δ"] = DASH if math.isnan(mean) else fmt_points(mean * 100 - found[0])
+
+
+def _partial_note(run: pd.Series) -> str:
+    return (f"{DAGGER} partial run {run['run_id']}: {int(run['n_units'])}/"
+            f"{int(run['expected_units'])} planned units, {int(run['n_errors'])} errored, "
+            f"status {run['status']}; errored units are excluded and missing units are not "
+            f"counted, so this cell is not comparable to a complete run.")
+
+
+def _table_notes(joined: pd.DataFrame, spec: TableSpec, cell_notes: list[str]) -> list[str]:
+    """Footnotes, deduplicated, in a fixed order."""
+    notes = [_partial_note(run) for _, run in joined.iterrows() if run["partial"]]
+    if (joined["model"] == "local").any():
+        notes.append(SMOKE_NOTE)
+    paper_models = joined["model"].map(paper_model_label).notna()
+    if spec.paper_table is not None and (paper_models & (joined["k"] != 4)).any():
+        notes.append("the paper reports Avg@4/Pass@4; columns with another k show no paper value.")
+    notes.extend(cell_notes)
+    return list(dict.fromkeys(notes))
+
+
+def _column_order(joined: pd.DataFrame, columns: set[str]) -> list[str]:
+    """Columns grouped by (model, benchmark, k) in paper order, then metric, then sub-column."""
+    ordered = []
+    groups = joined[["model", "benchmark", "k"]].drop_duplicates()
+    keys = sorted(groups.itertuples(index=False),
+                  key=lambda g: (_model_rank(g.model), _bench_rank(g.benchmark), int(g.k)))
+    for g in keys:
+        group = f"{model_label(g.model)} {BENCHMARK_LABELS.get(g.benchmark, g.benchmark)}"
+        for metric in ("avg", "pass"):
+            for sub in ("ours", "n", "paper", "Δ"):
+                name = f"{group} {_metric_name(metric, g.k)} {sub}"
+                if name in columns and name not in ordered:
+                    ordered.append(name)
+    return ordered
+
+
+def layout(metrics: pd.DataFrame, runs: pd.DataFrame, spec: TableSpec) -> pd.DataFrame:
+    """The table ``spec`` describes, over every run it applies to (empty if none does)."""
+    joined = _labelled_runs(metrics, runs, spec)
+    paper = load_paper_tables()
+    rows: dict[str, dict] = {}
+    cell_notes: list[str] = []
+    for _, run in joined.iterrows():
+        cells = rows.setdefault(run["row"], {spec.row_header: run["row"]})
+        _fill_cells(cells, run, spec, paper, cell_notes)
+    base_of = dict(zip(joined["row"], joined["base"]))
+    order = sorted(rows, key=lambda r: (_row_sort_key(spec, base_of[r]), r))
+    columns = {c for cells in rows.values() for c in cells} - {spec.row_header}
+    df = pd.DataFrame([rows[r] for r in order],
+                      columns=[spec.row_header, *_column_order(joined, columns)]).fillna("")
+    df.attrs["title"] = spec.title
+    df.attrs["notes"] = _table_notes(joined, spec, cell_notes) if len(joined) else []
+    return df
+
+
+# ---------------------------------------------------------------- the tables
+
+def _specs() -> dict[str, TableSpec]:
+    """Every table this package can build, by suite name."""
+    return {
+        "table1": TableSpec("Table 1: main results", "setting", setting_label, SETTING_ORDER,
+                            "table1"),
+        "table2": TableSpec("Table 2: experience granularity", "granularity", granularity_label,
+                            ["trajectory-level", "keypoint-level"], "table2_granularity"),
+        "table3": TableSpec("Table 3: components (cumulative)", "components", component_label,
+                            list(COMPONENT_ROWS.values()), "table3_components"),
+        "table4": TableSpec("Table 4: summarizer model", "summarizer", summarizer_label,
+                            [f"summarizer=Qwen3-{s}" for s in ("8B", "14B", "32B")],
+                            "table4_summarizer"),
+        "table5": TableSpec("Table 5: retrieval key", "retrieval key", retrieval_key_label,
+                            list(RETRIEVAL_KEY_LABELS.values()), "table5_retrieval_key"),
+        "topk": TableSpec("Retrieved experiences K", "K", topk_label, sort_key=_numbers_in),
+        "alpha_beta": TableSpec("Deletion thresholds α × β", "α, β", alpha_beta_label,
+                                sort_key=_numbers_in),
+    }
+
+
+def table_spec(name: str) -> TableSpec:
+    """The spec of a suite/table name; ValueError lists the valid names."""
+    specs = _specs()
+    if name not in specs:
+        raise ValueError(f"unknown table {name!r}; choose one of {', '.join(specs)}")
+    return specs[name]
+
+
+def table_names() -> list[str]:
+    return list(_specs())
+
+
+def table1(metrics: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
+    """Main results: memory systems x models x benchmarks, in the paper's setting order."""
+    return layout(metrics, runs, table_spec("table1"))
+
+
+def table2(metrics: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
+    """Keypoint- vs trajectory-level experiences (memory.granularity)."""
+    return layout(metrics, runs, table_spec("table2"))
+
+
+def table3(metrics: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
+    """Cumulative component ablation: addition, reflection, deletion."""
+    return layout(metrics, runs, table_spec("table3"))
+
+
+def table4(metrics: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
+    """Which model distils the experiences (summarizer.name; "same" = the executor)."""
+    return layout(metrics, runs, table_spec("table4"))
+
+
+def table5(metrics: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
+    """Which text is embedded as the retrieval key (memory.retrieval_key)."""
+    return layout(metrics, runs, table_spec("table5"))
+
+
+def topk(metrics: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
+    """Score vs the number of retrieved experiences K (memory.top_k); no paper numbers."""
+    return layout(metrics, runs, table_spec("topk"))
+
+
+def alpha_beta(metrics: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
+    """Deletion-threshold grid (memory.deletion.alpha x beta); no paper numbers."""
+    return layout(metrics, runs, table_spec("alpha_beta"))
+
+
+def build_table(name: str, metrics: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
+    """A table by its suite name ("table1".."table5", "topk", "alpha_beta")."""
+    return layout(metrics, runs, table_spec(name))
+
+
+# ---------------------------------------------------------------- Markdown
+
+def _md_cell(value: object) -> str:
+    return str(value).replace("|", "\\|").replace("\n", " ")
+
+
+def to_markdown(df: pd.DataFrame) -> str:
+    """A GitHub-flavoured Markdown table (no dependency on ``tabulate``)."""
+    header = "| " + " | ".join(_md_cell(c) for c in df.columns) + " |"
+    rule = "|" + "|".join("---" for _ in df.columns) + "|"
+    body = ["| " + " | ".join(_md_cell(v) for v in row) + " |"
+            for row in df.itertuples(index=False)]
+    return "\n".join([header, rule, *body])
+
+
+# ---------------------------------------------------------------- comparisons
+
+BaselineSelector = Callable[[pd.Series, pd.DataFrame], "str | None"]
+
+
+def no_memory_baseline(run: pd.Series, runs: pd.DataFrame) -> str | None:
+    """The no-memory run of the same model and benchmark (same k preferred; complete first)."""
+    same = runs[(runs["model"] == run["model"]) & (runs["benchmark"] == run["benchmark"])
+                & (runs["memory"] == "none") & (runs["run_id"] != run["run_id"])]
+    if same.empty or run["memory"] == "none":
+        return None
+    ranked = same.assign(_k=(same["k"] != run["k"]), _s=(same["status"] != "complete"))
+    return str(ranked.sort_values(["_k", "_s", "run_id"], kind="stable").iloc[0]["run_id"])
+
+
+def _interval_text(res: dict) -> str:
+    if math.isnan(res["lo"]):
+        return f"{fmt_points(res['diff'] * 100)} pts (no interval: fewer than 2 shared tasks)"
+    return (f"{fmt_points(res['diff'] * 100)} pts (95% CI {fmt_points(res['lo'] * 100)} to "
+            f"{fmt_points(res['hi'] * 100)})")
+
+
+def _comparison_sentence(run_id: str, base_id: str, k: int, results: dict[str, dict],
+                         partial: bool) -> str:
+    """One sentence per comparison naming what is, and is not, distinguishable from noise."""
+    first = next(iter(results.values()))
+    names = {m: _metric_name(m, k) for m in results}
+    if first["n_tasks"] == 0:
+        return f"{run_id} vs {base_id}: no (seed, task) pairs in common, nothing to compare."
+    parts = [f"{names[m]} {_interval_text(r)}" for m, r in results.items()]
+    yes = [names[m] for m, r in results.items() if r["distinguishable"]]
+    no = [names[m] for m, r in results.items() if not r["distinguishable"]]
+    verdict = []
+    if yes:
+        verdict.append(f"distinguishable from noise: {', '.join(yes)}")
+    if no:
+        verdict.append(f"not distinguishable from noise: {', '.join(no)}")
+    caveat = " One of the two runs is partial (†)." if partial else ""
+    return (f"{run_id} vs {base_id} on {first['n_tasks']} tasks × {first['n_seeds']} seeds "
+            f"(paired task bootstrap): {'; '.join(parts)}; {'; '.join(verdict)}.{caveat}")
+
+
+def comparisons(units: pd.DataFrame, metrics: pd.DataFrame, runs: pd.DataFrame,
+                baseline_selector: BaselineSelector | None = None) -> pd.DataFrame:
+    """Each run vs its baseline (default: the no-memory run of its model and benchmark).
+
+    One row per compared run: the paired bootstrap of Avg@k and Pass@k (differences and
+    interval bounds in percentage points, 2 decimals) and a sentence saying which of the two
+    differences the interval separates from zero.
+    """
+    select = baseline_selector or no_memory_baseline
+    partial = dict(zip(metrics["run_id"], metrics["partial"]))
+    rows = []
+    for _, run in runs.sort_values("run_id", kind="stable").iterrows():
+        base_id = select(run, runs)
+        if base_id is None:
+            continue
+        ua, ub = units[units["run_id"] == run["run_id"]], units[units["run_id"] == base_id]
+        results = {m: paired_bootstrap(ua, ub, metric=m) for m in ("avg", "pass")}
+        row = {"run_id": run["run_id"], "baseline_run_id": base_id, "model": run["model"],
+               "benchmark": run["benchmark"], "k": int(run["k"]),
+               "n_tasks": results["avg"]["n_tasks"], "n_seeds": results["avg"]["n_seeds"],
+               "dropped_pairs": results["avg"]["dropped_pairs"]}
+        for m, r in results.items():
+            row.update({f"{m}_diff_pts": round(r["diff"] * 100, 2), f"{m}_lo_pts": round(r["lo"] * 100, 2),
+                        f"{m}_hi_pts": round(r["hi"] * 100, 2),
+                        f"{m}_distinguishable": r["distinguishable"]})
+        either_partial = bool(partial.get(run["run_id"], True) or partial.get(base_id, True))
+        row["sentence"] = _comparison_sentence(run["run_id"], base_id, run["k"], results,
+                                               either_partial)
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+# ---------------------------------------------------------------- error analysis
+
+@dataclass(frozen=True)
+class ErrorAnalysis:
+    """Which tasks only one of two runs solves, and how each run's failures were classified."""
+
+    run_a: str
+    run_b: str
+    n_common_tasks: int
+    only_a: list[str]
+    only_b: list[str]
+    categories: pd.DataFrame  # columns: category, <run_a>, <run_b> (counts)
+
+
+def _solved(units: pd.DataFrame) -> set[str]:
+    return set(units.loc[as_flag(units["success"]), "task_id"])
+
+
+def _failure_counts(units: pd.DataFrame) -> pd.Series:
+    """checker_error_type counts over failed units that did not error ("(none)" if missing)."""
+    failed = units[~as_flag(units["success"])]
+    return failed["checker_error_type"].fillna("(none)").astype(str).value_counts()
+
+
+def error_analysis(units: pd.DataFrame, run_a: str, run_b: str) -> ErrorAnalysis:
+    """Tasks solved in any seed/run by one run but never by the other, over the tasks both
+    attempted (without error), plus per-run counts of the checker's failure categories.
+    """
+    scored = scored_units(units)
+    ua, ub = scored[scored["run_id"] == run_a], scored[scored["run_id"] == run_b]
+    common = set(ua["task_id"]) & set(ub["task_id"])
+    solved_a, solved_b = _solved(ua) & common, _solved(ub) & common
+    counts = pd.DataFrame({run_a: _failure_counts(ua), run_b: _failure_counts(ub)}).fillna(0)
+    counts = counts.astype(int).rename_axis("category").reset_index()
+    counts = counts.sort_values("category", kind="stable").reset_index(drop=True)
+    return ErrorAnalysis(run_a, run_b, len(common), sorted(solved_a - solved_b),
+                         sorted(solved_b - solved_a), counts)
