@@ -14,8 +14,8 @@ from typing import Callable, Optional
 import typer
 from rich.console import Console
 
-from reme_cli.config import Config, compose
-from reme_cli.errors import EXIT_UNIT_ERRORS, Interrupted, UserError
+from reme_cli.core.config import Config, compose
+from reme_cli.core.errors import EXIT_UNIT_ERRORS, Interrupted, UserError
 
 console = Console(stderr=True)  # progress and tables; stdout carries only paths, for scripts
 app = typer.Typer(
@@ -85,7 +85,7 @@ def _run(body: Callable[[], None]) -> None:
 def _finish(results: list, sweep_table: bool = False) -> None:
     """Print each run's path (stdout: for scripts) and exit non-zero if any unit errored."""
     if sweep_table and len(results) > 1:
-        from reme_cli.run.sweep import print_sweep
+        from reme_cli.commands.sweep import print_sweep
 
         print_sweep([r.path for r in results], console)
     for r in results:
@@ -94,17 +94,23 @@ def _finish(results: list, sweep_table: bool = False) -> None:
         raise typer.Exit(EXIT_UNIT_ERRORS)
 
 
-def _mode_overrides(mode: Mode, overrides: list[str]) -> list[str]:
+def _mode_overrides(mode: Mode | None, overrides: list[str]) -> list[str]:
+    """``--mode`` as overrides. Without it: ``none`` unless a memory is named (then
+    ``fixed``); a memory mode without a named memory uses ReMe."""
+    named = [o.split("=", 1)[1] for o in overrides if o.lstrip("+~").startswith("memory=")]
+    if mode is None:
+        mode = Mode.fixed if named and named[-1] != "none" else Mode.none
     extra = [f"eval.mode={mode.value}"]
-    if mode is not Mode.none and not any(o.lstrip("+~").startswith("memory=") for o in overrides):
+    if mode is not Mode.none and not named:
         extra.append("memory=reme")
     return extra + overrides
 
 
 @app.command("eval", context_settings=_OVERRIDES)
 def eval_cmd(
-    mode: Mode = typer.Option(Mode.none, "--mode", help="none: no memory; fixed: retrieve from a pool; "
-                                                        "dynamic: retrieve and refine the pool as tasks go."),
+    mode: Optional[Mode] = typer.Option(None, "--mode", help="none: no memory; fixed: retrieve from a pool; "
+                                                             "dynamic: retrieve and refine the pool as tasks go. "
+                                                             "Default: none, or fixed when memory=NAME is given."),
     multirun: bool = MultirunOpt,
     wait: bool = WaitOpt,
     overrides: Optional[list[str]] = OverridesArg,
@@ -117,7 +123,7 @@ def eval_cmd(
 
     Example: reme eval --mode none model=qwen3-8b llm.base_url=http://127.0.0.1:8000/v1
     """
-    from reme_cli.run.evaluate import evaluate
+    from reme_cli.commands.evaluate import evaluate
 
     def body() -> None:
         _finish([evaluate(compose(job), console, wait=wait)
@@ -182,7 +188,7 @@ def build_pool_cmd(
     """
 
     def body() -> None:
-        from reme_cli.memory.build import build_pool
+        from reme_cli.commands.build_pool import build_pool
 
         # Defaults first, so the user's own overrides win.
         _finish([build_pool(compose(["benchmark.split=train", "memory=reme"] + job), console, wait=wait)
@@ -215,9 +221,9 @@ def pool_import_cmd(
     """
 
     def body() -> None:
-        from reme_cli.memory.tools import import_pool
+        from reme_cli.commands.pool import import_pool
 
-        print(import_pool(file, out, compose(overrides or []), console))
+        print(import_pool(file, out, compose(["memory=reme", *(overrides or [])]), console))
 
     _run(body)
 
@@ -230,9 +236,9 @@ def pool_stats_cmd(
     """Size, counts by source, confidence and f/u distributions of a pool."""
 
     def body() -> None:
-        from reme_cli.memory.tools import show_stats
+        from reme_cli.commands.pool import show_stats
 
-        show_stats(pool, compose(overrides or []), console)
+        show_stats(pool, compose(["memory=reme", *(overrides or [])]), console)
 
     _run(body)
 
@@ -247,9 +253,9 @@ def pool_show_cmd(
     """List a pool's experiences, or what a query retrieves from it."""
 
     def body() -> None:
-        from reme_cli.memory.tools import show_pool
+        from reme_cli.commands.pool import show_pool
 
-        show_pool(pool, query, limit, compose(overrides or []), console)
+        show_pool(pool, query, limit, compose(["memory=reme", *(overrides or [])]), console)
 
     _run(body)
 

@@ -27,7 +27,7 @@ from pathlib import Path
 from reme_cli.agent.protocols import make_protocol
 from reme_cli.bench.bfcl import BFCLBenchmark
 from reme_cli.llm.client import ChatClient
-from reme_cli.memory.base import NoMemory
+from reme_cli.methods.base import NoMemory
 from reme_cli.run.plan import plan_streams
 from reme_cli.run.records import RunDir
 from reme_cli.run.runner import EpisodeSettings, Runner
@@ -47,14 +47,14 @@ async def measure(base_url: str, concurrency: int, episodes: int, workdir: Path,
     run_dir = RunDir.open(workdir / f"c{concurrency}", {}, "bench", kind="bench")
     client = ChatClient(base_url=base_url, model="stand-in", concurrency=concurrency, cache=None)
     settings = EpisodeSettings(make_protocol("openai"), 0.9, 1.0, 64, 0, None, None, 30, 20)
-    memory = NoMemory()
-    runner = Runner(bench, client, settings, run_dir, lambda _: memory, concurrency)
+    method = NoMemory()
+    runner = Runner(bench, client, settings, run_dir, lambda _: method, concurrency)
     cpu0, wall0 = time.process_time(), time.perf_counter()
     await runner.run(streams)
     cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
     await client.close()
     calls = client.usage.calls
-    by_unit = {t["unit"]: t.get("interactions", 0) for t in run_dir.trials()}
+    by_unit = {t.unit: t.interactions for t in run_dir.trials()}
     return {"calls": calls, "wall_s": wall, "cpu_ms_per_call": 1000 * cpu / calls,
             "achieved_per_s": calls / wall,
             "ideal_wall_s": ideal_makespan([by_unit[s[0].key] for s in streams], concurrency, delay)}

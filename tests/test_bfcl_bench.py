@@ -18,7 +18,7 @@ from bfcl_eval.eval_checker.multi_turn_eval import multi_turn_utils
 
 from reme_cli.bench import bfcl
 from reme_cli.bench.bfcl import BFCLBenchmark, BFCLEnv
-from reme_cli.errors import UserError
+from reme_cli.core.errors import UserError
 
 SPLIT_FILE = Path(bfcl.__file__).parent / "data" / "bfcl_v3_split.json"
 REFERENCE_SPLIT = Path("/work/shared/reference/bfcl_v3_split.json")
@@ -145,7 +145,7 @@ def test_tools_match_bfcl_openai_handler_and_are_stable():
         task = ALL.load(task_id)
         docs = [d for cls in task.meta["involved_classes"] for d in bfcl._func_docs(cls)]
         expected = convert(docs, GORILLA_TO_OPENAPI, ModelStyle.OPENAI_COMPLETIONS)
-        env1, env2 = ALL.open(task, "tools-1"), ALL.open(task, "tools-2")
+        env1, env2 = ALL.episode(task, "tools-1"), ALL.episode(task, "tools-2")
         t1, t2 = env1.tools(), env2.tools()
         assert t1 == expected
         assert json.dumps(t1) == json.dumps(t2)  # byte-identical prefix across episodes
@@ -161,7 +161,7 @@ def test_replaying_ground_truth_succeeds_for_all_200_tasks():
     start = time.perf_counter()
     failures = []
     for i, task_id in enumerate(ALL.task_ids()):
-        env = ALL.open(ALL.load(task_id), f"replay-{task_id}")
+        env = ALL.episode(ALL.load(task_id), f"replay-{task_id}")
         replay(env, ALL.ground_truth_calls(task_id), as_json=bool(i % 2))
         outcome = env.evaluate()
         env.close()
@@ -180,7 +180,7 @@ def test_altering_one_argument_fails_only_that_episode():
     key = next(iter(args))
     bad = copy.deepcopy(calls)
     bad[0][0][1][key] = args[key] + "_x"
-    env_bad = ALL.open(ALL.load(task_id), "bad")
+    env_bad = ALL.episode(ALL.load(task_id), "bad")
     replay(env_bad, bad)
     outcome = env_bad.evaluate()
     assert not outcome.success and outcome.reward == 0.0
@@ -188,7 +188,7 @@ def test_altering_one_argument_fails_only_that_episode():
     assert outcome.details["error_message"]
     assert outcome.details["decoded_calls"][0][0][0].startswith(f"{name}(")
     json.dumps(outcome.details)
-    env_ok = ALL.open(ALL.load(task_id), "ok")
+    env_ok = ALL.episode(ALL.load(task_id), "ok")
     replay(env_ok, calls)
     assert env_ok.evaluate().success
 
@@ -196,7 +196,7 @@ def test_altering_one_argument_fails_only_that_episode():
 def test_interleaved_episodes_of_one_task_do_not_leak():
     task_id = "multi_turn_base_0"
     task = ALL.load(task_id)
-    a, b = ALL.open(task, "same-key"), ALL.open(task, "same-key")  # even with equal keys
+    a, b = ALL.episode(task, "same-key"), ALL.episode(task, "same-key")  # even with equal keys
     for t, turn in enumerate(ALL.ground_truth_calls(task_id)):
         for name, args in turn:
             a.execute(name, args)
@@ -224,7 +224,7 @@ def test_concurrent_threads_each_get_their_own_verdict():
     barrier = threading.Barrier(8)
 
     def run(n: int) -> bool:
-        env = ALL.open(ALL.load(task_id), f"thread-{n}")
+        env = ALL.episode(ALL.load(task_id), f"thread-{n}")
         barrier.wait()
         replay(env, calls if n % 2 == 0 else bad)
         return env.evaluate().success
@@ -237,10 +237,10 @@ def test_concurrent_threads_each_get_their_own_verdict():
 def test_checker_globals_are_removed_after_evaluate():
     before = checker_keys()
     task_id = "multi_turn_base_10"
-    env = ALL.open(ALL.load(task_id), "cleanup/ep:1")
+    env = ALL.episode(ALL.load(task_id), "cleanup/ep:1")
     replay(env, ALL.ground_truth_calls(task_id))
     assert env.evaluate().success
-    env2 = ALL.open(ALL.load(task_id), "cleanup/ep:2")
+    env2 = ALL.episode(ALL.load(task_id), "cleanup/ep:2")
     assert not env2.evaluate().success  # failing path
     assert checker_keys() == before
 
@@ -250,7 +250,7 @@ def test_checker_exception_is_a_failed_outcome_and_still_cleans_up():
     task = ALL.load("multi_turn_base_0")
     meta = dict(task.meta, ground_truth=[[123]] + task.meta["ground_truth"][1:])
     broken = type(task)(id=task.id, turns=task.turns, query=task.query, meta=meta)
-    env = ALL.open(broken, "broken")
+    env = ALL.episode(broken, "broken")
     env.execute("pwd", {})
     env.end_turn()
     outcome = env.evaluate()
@@ -262,7 +262,7 @@ def test_checker_exception_is_a_failed_outcome_and_still_cleans_up():
 
 def test_steps_turns_and_padding():
     task_id = "multi_turn_base_0"
-    env = ALL.open(ALL.load(task_id), "steps")
+    env = ALL.episode(ALL.load(task_id), "steps")
     env.end_step()  # a step without calls is not recorded
     env.execute("pwd", {})
     env.execute("no_such_tool", {})  # invalid: not recorded
@@ -279,13 +279,13 @@ def test_steps_turns_and_padding():
     assert outcome.details["decoded_calls"] == [[["pwd()"], ["ls(a=True)"]], []]
     assert outcome.details["irrelevance"]["valid"] is True
     # calls of a turn that was never ended still count
-    env2 = ALL.open(ALL.load(task_id), "pending")
+    env2 = ALL.episode(ALL.load(task_id), "pending")
     env2.execute("pwd", {})
     assert env2.decoded_calls() == [[["pwd()"]]]
 
 
 def test_too_many_turns_fails_like_force_termination():
-    env = ALL.open(ALL.load("multi_turn_base_0"), "extra")
+    env = ALL.episode(ALL.load("multi_turn_base_0"), "extra")
     for _ in range(5):
         env.end_turn()
     outcome = env.evaluate()
@@ -293,7 +293,7 @@ def test_too_many_turns_fails_like_force_termination():
 
 
 def test_execute_results_are_formatted_like_bfcl():
-    env = ALL.open(ALL.load("multi_turn_base_0"), "fmt")
+    env = ALL.episode(ALL.load("multi_turn_base_0"), "fmt")
     pwd = env.execute("pwd", {})
     assert not pwd.error and json.loads(pwd.output) == {"current_working_directory": "/workspace"}
     assert pwd.call == "pwd()"
@@ -313,13 +313,13 @@ def test_irrelevance_is_reported_and_optionally_gated():
     noisy[empty] = (
         [("pwd", {})] if "GorillaFileSystem" in ALL.load(task_id).meta["involved_classes"] else []
     )
-    env = ALL.open(ALL.load(task_id), "irr")
+    env = ALL.episode(ALL.load(task_id), "irr")
     replay(env, calls)
     outcome = env.evaluate()
     assert outcome.success and outcome.details["irrelevance"]["valid"]
     if noisy[empty]:
         gated = BFCLBenchmark(split="all", irrelevance_gate=True)
-        env2 = gated.open(gated.load(task_id), "irr-gated")
+        env2 = gated.episode(gated.load(task_id), "irr-gated")
         replay(env2, noisy)
         out2 = env2.evaluate()
         assert not out2.details["irrelevance"]["valid"]
@@ -327,7 +327,7 @@ def test_irrelevance_is_reported_and_optionally_gated():
 
 
 def test_close_is_idempotent_and_blocks_execution():
-    env = ALL.open(ALL.load("multi_turn_base_0"), "close")
+    env = ALL.episode(ALL.load("multi_turn_base_0"), "close")
     env.execute("pwd", {})
     env.close()
     env.close()
@@ -338,7 +338,7 @@ def test_close_is_idempotent_and_blocks_execution():
 
 def test_runaway_math_is_refused_not_recorded():
     task_id = next(t for t in ALL.task_ids() if "MathAPI" in ALL.load(t).meta["involved_classes"])
-    env = ALL.open(ALL.load(task_id), "math")
+    env = ALL.episode(ALL.load(task_id), "math")
     start = time.perf_counter()
     r1 = env.execute("power", {"base": 99999, "exponent": 10**9})
     r2 = env.execute("logarithm", {"value": 10, "base": 2, "precision": 10**9})

@@ -88,7 +88,7 @@ def sentinel(tmp_path: Path):
 
 
 def open_env(key: str):
-    return BENCH.open(BENCH.load(TASK), key)
+    return BENCH.episode(BENCH.load(TASK), key)
 
 
 def test_hostile_names_are_rejected_and_not_recorded(sentinel):

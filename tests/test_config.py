@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from reme_cli.config import compose, config_dir, config_hash
-from reme_cli.errors import UserError
+from reme_cli.core.config import compose, config_dir, config_hash
+from reme_cli.core.errors import UserError
 
 EXPERIMENTS = sorted(p.stem for p in (config_dir() / "experiment").glob("*.yaml"))
 MODELS = sorted(p.stem for p in (config_dir() / "model").glob("*.yaml"))
@@ -39,7 +39,7 @@ def test_qwen3_models_think_on_bfcl_and_use_hermes():
 def test_defaults_match_the_paper():
     cfg = compose(["model=qwen3-8b", "memory=reme"])
     assert (cfg.eval.runs, cfg.eval.seeds) == (4, 3)
-    assert (cfg.benchmark.max_interactions, cfg.memory.build_samples, cfg.memory.top_k) == (30, 8, 5)
+    assert (cfg.benchmark.max_interactions, cfg.build.samples, cfg.memory.top_k) == (30, 8, 5)
     assert (cfg.memory.judge_threshold, cfg.memory.dedup_threshold) == (0.3, 0.85)
     assert (cfg.memory.deletion.alpha, cfg.memory.deletion.beta, cfg.memory.deletion.rule) == (5, 0.5, "le")
 

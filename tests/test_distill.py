@@ -13,7 +13,7 @@ import pytest
 from reme_cli.agent.loop import Step, Trajectory
 from reme_cli.bench.base import Outcome, Task
 from reme_cli.llm.client import ChatResult
-from reme_cli.memory.distill import (
+from reme_cli.methods.reme.distill import (
     DistillStats,
     distill_task,
     judge,
@@ -22,9 +22,9 @@ from reme_cli.memory.distill import (
     reflection_experience,
     render_trajectory,
 )
-from reme_cli.memory.experience import Experience
-from reme_cli.memory.llm_json import parse_json
-from reme_cli.memory.reuse import GUIDANCE_HEADER, format_guidance, rerank, rewrite
+from reme_cli.methods.reme.experience import Experience
+from reme_cli.methods.reme.llm_json import parse_json
+from reme_cli.methods.reme.reuse import GUIDANCE_HEADER, format_guidance, rerank, rewrite
 
 # The heading each prompt's user part carries: how the test double tells prompts apart.
 KIND_MARKERS = {

@@ -40,7 +40,7 @@ def test_embedded_model_episode_completes_and_is_recorded(reme):
 
 
 def test_embedded_model_builds_a_pool(reme):
-    proc = reme("build-pool", "benchmark.limit=1", "memory.build_samples=2", "benchmark.max_interactions=3",
+    proc = reme("build-pool", "benchmark.limit=1", "build.samples=2", "benchmark.max_interactions=3",
                 "llm.concurrency=1", "out_dir=pool", check=True)
     out = Path(reme.cwd) / "pool"
     report = json.loads((out / "build" / "report.json").read_text())

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from reme_cli.errors import UserError
+from reme_cli.core.errors import UserError
 from reme_cli.llm.local_server import LocalServer, default_model_path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -138,7 +138,7 @@ def test_missing_llama_cpp_server_says_how_to_install(tmp_path):
     (tmp_path / "llama_cpp").mkdir()
     (tmp_path / "llama_cpp" / "__init__.py").write_text("")
     code = textwrap.dedent(f"""
-        from reme_cli.errors import UserError
+        from reme_cli.core.errors import UserError
         from reme_cli.llm.local_server import LocalServer
         try:
             LocalServer(startup_timeout=30, log_path={str(tmp_path / "log")!r}).start()

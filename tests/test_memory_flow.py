@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from reme_cli.config import MemoryCfg
-from reme_cli.memory.embed import make_embedder
-from reme_cli.memory.events import EventLog, apply_events
-from reme_cli.memory.experience import Experience
-from reme_cli.memory.pool import Pool
-from reme_cli.memory.reme import deletable
+from reme_cli.methods.reme.config import ReMeConfig
+from reme_cli.llm.embed import make_embedder
+from reme_cli.methods.reme.events import EventLog, apply_events
+from reme_cli.methods.reme.experience import Experience
+from reme_cli.methods.reme.pool import Pool
+from reme_cli.methods.reme.method import deletable
 from reme_cli.testing.scripted_server import (
     AgentAndSummarizerPolicy,
     BFCLReplayPolicy,
@@ -85,7 +85,7 @@ def reme(workdir, *args, **kw):
 
 
 def test_deletion_rule_at_its_boundaries():
-    paper, code = MemoryCfg(), MemoryCfg()
+    paper, code = ReMeConfig(), ReMeConfig()
     code.deletion.rule = "lt"
 
     def exp(f, u):
@@ -95,7 +95,7 @@ def test_deletion_rule_at_its_boundaries():
     assert deletable(exp(5, 0), paper)
     assert deletable(exp(6, 3), paper) and not deletable(exp(6, 3), code)  # u/f == beta: le vs lt
     assert not deletable(exp(6, 4), paper)
-    off = MemoryCfg()
+    off = ReMeConfig()
     off.deletion.enabled = False
     assert not deletable(exp(9, 0), off)
 
@@ -133,7 +133,7 @@ def test_dynamic_refines_deterministically_and_events_rebuild_the_pool(workdir, 
     trials = {t["unit"]: t for t in _trials(a)}
     retried = trials[f"s0/r0/{CORRUPT}"]
     assert retried["first_success"] is False and retried["success"] is True and retried["attempts"] == 2
-    assert retried["lessons"] == [ScriptedSummarizerPolicy.LESSON]
+    assert retried["method"]["lessons"] == [ScriptedSummarizerPolicy.LESSON]  # the method records its own fields
 
     for stream in ("s0_r0", "s0_r1"):
         final_a = _pool_state(a / "streams" / stream / "pool")
@@ -200,7 +200,7 @@ def test_dynamic_resume_after_kill_matches_an_uninterrupted_run(workdir, base_po
 
 def test_build_pool_survives_junk_and_its_pool_serves_fixed_eval(workdir, server):
     with ScriptedServer(ScriptedSummarizerPolicy(junk_every=3)) as summarizer:
-        proc = reme(workdir, "build-pool", *_args(server, "benchmark.limit=3", "memory.build_samples=2",
+        proc = reme(workdir, "build-pool", *_args(server, "benchmark.limit=3", "build.samples=2",
                     "summarizer.name=scripted", f"summarizer.base_url={summarizer.base_url}", "out_dir=built"))
     out = workdir / "built"
     assert proc.stdout.strip().splitlines()[-1] == "built"
@@ -218,7 +218,7 @@ def test_build_pool_survives_junk_and_its_pool_serves_fixed_eval(workdir, server
 
 def test_build_pool_resume_after_kill(workdir, slow_server):
     args = [sys.executable, "-m", "reme_cli.cli", "build-pool",
-            *_args(slow_server, "benchmark.limit=3", "memory.build_samples=3", "llm.cache=false",
+            *_args(slow_server, "benchmark.limit=3", "build.samples=3", "llm.cache=false",
                    "out_dir=built_killed")]
     env = {**os.environ, "REME_CACHE_DIR": str(workdir / ".reme_cache")}
     proc = subprocess.Popen(args, cwd=workdir, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)

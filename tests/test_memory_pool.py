@@ -11,18 +11,18 @@ import faiss
 import numpy as np
 import pytest
 
-from reme_cli.errors import UserError
-from reme_cli.memory import pool as pool_mod
-from reme_cli.memory.embed import (
+from reme_cli.core.errors import UserError
+from reme_cli.methods.reme import pool as pool_mod
+from reme_cli.llm.embed import (
     CachedEmbedder,
     OpenAIEmbedder,
     SentenceTransformerEmbedder,
     bundled_minilm_path,
     make_embedder,
 )
-from reme_cli.memory.experience import Experience
-from reme_cli.memory.official import import_official
-from reme_cli.memory.pool import Pool
+from reme_cli.methods.reme.experience import Experience
+from reme_cli.methods.reme.official import import_official
+from reme_cli.methods.reme.pool import Pool
 
 OFFICIAL = Path(__file__).resolve().parents[2] / "shared" / "reference" / "reme_official_pools"
 if not OFFICIAL.is_dir():

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from reme_cli.errors import UserError
+from reme_cli.core.errors import UserError
 from reme_cli.run import lock as lock_mod
 from reme_cli.run.lock import DirLock, lock_path
 from tests.conftest import REPO, SHARED
@@ -157,7 +157,7 @@ def test_sigterm_against_an_external_server_leaves_interrupted_and_the_rerun_com
 
 
 def test_sigterm_during_build_pool_then_resume(tmp_path, slow_url):
-    args = ("build-pool", *REPLAY, f"llm.base_url={slow_url}", "benchmark.limit=3", "memory.build_samples=2",
+    args = ("build-pool", *REPLAY, f"llm.base_url={slow_url}", "benchmark.limit=3", "build.samples=2",
             "llm.concurrency=2", "out_dir=pool")
     _sigterm_then_resume(tmp_path, args, tmp_path / "pool" / "build", tmp_path / "pool" / "build" / "trials.jsonl", 6)
     assert (tmp_path / "pool" / "pool" / "manifest.json").exists()

@@ -35,7 +35,7 @@ def run_native(client: OpenAI, task_id: str, guidance: str = "") -> tuple[Any, l
     """A minimal agent loop (native tool calls) against a BFCLEnv; returns outcome and the
     tool calls the server sent per turn."""
     task = BENCH.load(task_id)
-    env = BENCH.open(task, f"srv-{task_id}")
+    env = BENCH.episode(task, f"srv-{task_id}")
     tools = env.tools()
     messages: list[dict[str, Any]] = [{"role": "system", "content": "You are a tool user."}]
     sent: list[list[Any]] = []
@@ -71,7 +71,7 @@ def run_native(client: OpenAI, task_id: str, guidance: str = "") -> tuple[Any, l
 
 def run_json_protocol(client: OpenAI, task_id: str) -> tuple[Any, list[list[Any]]]:
     task = BENCH.load(task_id)
-    env = BENCH.open(task, f"json-{task_id}")
+    env = BENCH.episode(task, f"json-{task_id}")
     messages: list[dict[str, Any]] = [{"role": "system", "content": "Answer in JSON."}]
     sent: list[list[Any]] = []
     for turn in task.turns:
@@ -149,7 +149,7 @@ def test_corruption_fails_every_task():
     ids = BENCH.task_ids()
     policy = BFCLReplayPolicy(corrupt=ids)
     for task_id in ids:
-        env = BENCH.open(BENCH.load(task_id), "corrupt-all")
+        env = BENCH.episode(BENCH.load(task_id), "corrupt-all")
         for turn in policy.plan(task_id):
             for name, args in turn:
                 env.execute(name, args)

@@ -25,12 +25,16 @@ _OLD_STOP_REASONS = {"completed": "answered", "max_interactions": "interaction_l
 
 @dataclass
 class Step:
+    """One model reply and what it did: tool calls (BFCL) or code and its output (AppWorld)."""
+
     text: str
     calls: list[dict[str, Any]]  # name, arguments (raw), call (canonical), output, error
     prompt_tokens: int
     completion_tokens: int
     latency_s: float
     cached: bool
+    code: str | None = None
+    code_output: str | None = None
 
 
 @dataclass
@@ -101,7 +105,7 @@ async def run_episode(
     guidance: str | None = None,
     system_prompt: str | None = None,
     max_interactions: int = 30,
-    max_steps_per_turn: int = 20,
+    max_steps_per_turn: int | None = 20,
     headers: dict[str, str] | None = None,
 ) -> Trajectory:
     tools = env.tools()
@@ -111,6 +115,7 @@ async def run_episode(
         traj.messages.append({"role": "system", "content": system})
     request_extra = protocol.request_kwargs(tools)
 
+    step_limit = max_steps_per_turn or max_interactions
     for turn_index, user_messages in enumerate(task.turns):
         steps: list[Step] = []
         traj.turns.append(steps)
@@ -120,7 +125,7 @@ async def run_episode(
                 content = with_guidance(content, guidance)
             traj.messages.append({"role": msg.get("role", "user"), "content": content})
 
-        for step_index in range(max_steps_per_turn):
+        for step_index in range(step_limit):
             if traj.interactions >= max_interactions:
                 traj.stop_reason = "interaction_limit"
                 break
@@ -144,7 +149,7 @@ async def run_episode(
             calls: list[dict[str, Any]] = []
             outputs: list[str] = []
             for call in reply.calls:
-                res = env.execute(call.name, call.arguments)
+                res = await env.execute(call.name, call.arguments)
                 outputs.append(res.output)
                 calls.append({"name": call.name, "arguments": call.arguments, "call": res.call,
                               "output": res.output, "error": res.error})
@@ -154,11 +159,11 @@ async def run_episode(
                 if result.finish_reason == "length":
                     traj.stop_reason = "truncated"
                 break
-            env.end_step()
+            await env.end_step()
             traj.messages.extend(protocol.result_messages(reply.calls, outputs))
-            if step_index == max_steps_per_turn - 1:
+            if step_index == step_limit - 1 and max_steps_per_turn:
                 traj.stop_reason = "turn_step_limit"
-        env.end_turn()
+        await env.end_turn()
         if traj.stop_reason != "answered":
             break
     return traj

@@ -120,11 +120,11 @@ class JSONProtocol:
         return [{"role": "user", "content": TOOL_RESULTS_PREFIX + "\n" + "\n".join(lines)}]
 
 
-PROTOCOLS: dict[str, type] = {"openai": OpenAIProtocol, "json": JSONProtocol}
-
-
 def make_protocol(name: str) -> ToolProtocol:
-    return PROTOCOLS[name]()
+    """The protocol ``model.tool_protocol`` names (built-in or registered by a plug-in)."""
+    from reme_cli.core.registry import PROTOCOLS
+
+    return PROTOCOLS.get(name)()
 
 
 _BFCL_TYPES = {"dict": "object", "float": "number", "tuple": "array", "any": None}

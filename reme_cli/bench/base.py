@@ -1,13 +1,30 @@
 """The seam between the agent and a benchmark: tasks, environments, outcomes.
 
 Everything the agent knows about a benchmark goes through these types, so a new
-benchmark (AppWorld, ...) plugs in without touching the agent or the runner.
+benchmark plugs in without touching the agent or the runner: one module with a
+``Benchmark`` class (registered by name, see ``reme_cli.core.registry``) and one config
+file under ``configs/benchmark/``. Environments are async: an environment that lives in
+another process (``reme_cli.bench.worker``) must never stall the other episodes.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, ClassVar, Optional, Protocol
+
+from omegaconf import MISSING
+
+
+@dataclass
+class BenchmarkConfig:
+    """What every benchmark accepts under ``benchmark.``; a benchmark extends it."""
+
+    name: str = MISSING
+    split: str = "test"
+    limit: Optional[int] = None  # first N ids of the split
+    task_ids: Optional[list[str]] = None  # explicit ids: override split and limit
+    max_interactions: int = 30  # model calls per task (paper: 30)
+    system_prompt: Optional[str] = None
 
 
 @dataclass(frozen=True)
@@ -22,7 +39,7 @@ class Task:
 
 @dataclass
 class ToolResult:
-    """What one tool call returned to the model; ``call`` is the canonical call text."""
+    """What one action returned to the model; ``call`` is its canonical text."""
 
     call: str
     output: str
@@ -44,30 +61,76 @@ class Env(Protocol):
     def tools(self) -> list[dict[str, Any]]:
         """OpenAI-style tool schemas (``{"type": "function", "function": {...}}``)."""
 
-    def execute(self, name: str, arguments: Any) -> ToolResult:
+    async def execute(self, name: str, arguments: Any) -> ToolResult:
         """Run one call the model asked for. Unknown names or bad arguments give an
         error result for the model to read, never an exception and never eval/exec."""
 
-    def end_step(self) -> None:
+    async def end_step(self) -> None:
         """Mark the end of one model step (the calls of one assistant message)."""
 
-    def end_turn(self) -> None:
+    async def end_turn(self) -> None:
         """Mark the end of one user turn."""
 
-    def evaluate(self) -> Outcome:
+    async def evaluate(self) -> Outcome:
         """Score the episode with the benchmark's official checker."""
 
-    def close(self) -> None:
+    async def close(self) -> None:
         """Release every resource of the episode (idempotent)."""
 
 
 class Benchmark(Protocol):
     name: str
+    config_class: ClassVar[type[BenchmarkConfig]]
+    # Model calls per user turn before the episode is cut (None: no per-turn limit).
+    max_steps_per_turn: Optional[int]
+
+    @classmethod
+    def from_config(cls, cfg: Any) -> Benchmark:
+        """Build from the validated ``benchmark`` section (an instance of ``config_class``)."""
 
     def task_ids(self) -> list[str]:
         """The ids selected by the benchmark config (split, limit, explicit ids)."""
 
     def load(self, task_id: str) -> Task: ...
 
-    def open(self, task: Task, episode_key: str) -> Env:
+    async def open(self, task: Task, episode_key: str) -> Env:
         """A fresh environment; ``episode_key`` is unique per episode."""
+
+
+class SyncEnv(Protocol):
+    """The synchronous form of ``Env``, for environments that run in this process."""
+
+    def tools(self) -> list[dict[str, Any]]: ...
+    def execute(self, name: str, arguments: Any) -> ToolResult: ...
+    def end_step(self) -> None: ...
+    def end_turn(self) -> None: ...
+    def evaluate(self) -> Outcome: ...
+    def close(self) -> None: ...
+
+
+class InProcessEnv:
+    """An ``Env`` over a ``SyncEnv`` whose every call is quick, pure Python (BFCL's
+    backends): called directly on the event loop, since a thread hop per call would cost
+    more than the call. Anything slow or crash-prone belongs in a worker process instead
+    (``reme_cli.bench.worker``)."""
+
+    def __init__(self, env: SyncEnv):
+        self.sync = env
+
+    def tools(self) -> list[dict[str, Any]]:
+        return self.sync.tools()
+
+    async def execute(self, name: str, arguments: Any) -> ToolResult:
+        return self.sync.execute(name, arguments)
+
+    async def end_step(self) -> None:
+        self.sync.end_step()
+
+    async def end_turn(self) -> None:
+        self.sync.end_turn()
+
+    async def evaluate(self) -> Outcome:
+        return self.sync.evaluate()
+
+    async def close(self) -> None:
+        self.sync.close()

@@ -26,6 +26,7 @@ import threading
 import traceback
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
@@ -34,14 +35,15 @@ from typing import Any
 # only ones that do not, but keep any accidental ones out of the user's working directory.
 os.environ.setdefault("BFCL_PROJECT_ROOT", os.path.join(tempfile.gettempdir(), "reme-bfcl"))
 
-from reme_cli.bench.base import Outcome, Task, ToolResult  # noqa: E402
+from reme_cli.bench.base import BenchmarkConfig, InProcessEnv, Outcome, Task, ToolResult  # noqa: E402
 from reme_cli.bench.calls import (  # noqa: E402
     canonical_call,
     decode_arguments,
     is_identifier,
     parse_call_string,
 )
-from reme_cli.errors import UserError  # noqa: E402
+from reme_cli.core.config import check_choices  # noqa: E402
+from reme_cli.core.errors import UserError  # noqa: E402
 
 try:  # only dependency-free modules of bfcl-eval (installed with --no-deps)
     from bfcl_eval.constants.executable_backend_config import (
@@ -201,10 +203,28 @@ def _param_names(classes: tuple[str, ...]) -> dict[str, tuple[str, ...]]:
 # -------------------------------------------------------------------- benchmark
 
 
+@dataclass
+class BFCLConfig(BenchmarkConfig):
+    name: str = "bfcl_v3"
+    max_steps_per_turn: int = 20  # model calls per user turn (bfcl-eval's own limit)
+
+    def check(self) -> None:
+        check_choices("benchmark", self, {"split": {"train", "test"}},
+                      {"limit": 1, "max_interactions": 1, "max_steps_per_turn": 1})
+
+
 class BFCLBenchmark:
     """BFCL-v3 ``multi_turn_base`` with the ReMe paper's official 50/150 split."""
 
     name = "bfcl_v3"
+    config_class = BFCLConfig
+    max_steps_per_turn: int | None = BFCLConfig.max_steps_per_turn
+
+    @classmethod
+    def from_config(cls, cfg: BFCLConfig) -> BFCLBenchmark:
+        bench = cls(split=cfg.split, limit=cfg.limit, task_ids=cfg.task_ids)
+        bench.max_steps_per_turn = cfg.max_steps_per_turn
+        return bench
 
     def __init__(
         self,
@@ -282,8 +302,12 @@ class BFCLBenchmark:
             [parse_call_string(call, names) for call in turn] for turn in self.ground_truth(task_id)
         ]
 
-    def open(self, task: Task, episode_key: str) -> BFCLEnv:
+    def episode(self, task: Task, episode_key: str) -> BFCLEnv:
+        """The synchronous environment (tests and tools drive it directly)."""
         return BFCLEnv(task, episode_key, irrelevance_gate=self.irrelevance_gate)
+
+    async def open(self, task: Task, episode_key: str) -> InProcessEnv:
+        return InProcessEnv(self.episode(task, episode_key))
 
 
 # -------------------------------------------------------------------------- env

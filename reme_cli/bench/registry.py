@@ -1,14 +1,13 @@
-"""Benchmark names (the ``benchmark.name`` config value) to implementations."""
+"""The benchmark a config names, built from its validated section."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from reme_cli.bench.base import Benchmark
-from reme_cli.config import BenchmarkCfg
+from reme_cli.core.registry import BENCHMARKS
 
 
-def make_benchmark(cfg: BenchmarkCfg) -> Benchmark:
-    if cfg.name == "bfcl_v3":
-        from reme_cli.bench.bfcl import BFCLBenchmark
-
-        return BFCLBenchmark(split=cfg.split, limit=cfg.limit, task_ids=cfg.task_ids)
-    raise ValueError(f"unknown benchmark {cfg.name!r}")  # config validation prevents this
+def make_benchmark(cfg: Any) -> Benchmark:
+    """``cfg``: the ``benchmark`` section, already an instance of the plug-in's config class."""
+    return BENCHMARKS.get(cfg.name).from_config(cfg)

@@ -21,7 +21,7 @@ from tenacity import (
     wait_exponential_jitter,
 )
 
-from reme_cli.errors import RunAborted, UserError
+from reme_cli.core.errors import RunAborted, UserError
 from reme_cli.llm.cache import ResponseCache, request_key
 
 # Transient by nature: the same request may succeed a moment later.

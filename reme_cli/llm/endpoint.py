@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from reme_cli.config import Config
+from reme_cli.core.config import Config
 from reme_cli.llm.cache import ResponseCache
-from reme_cli.errors import UserError
+from reme_cli.core.errors import UserError
 from reme_cli.llm.client import ChatClient, served_models
 
 DEFAULT_VLLM_URL = "http://127.0.0.1:8000/v1"

@@ -15,7 +15,7 @@ import sys
 
 import httpx
 
-from reme_cli.errors import UserError
+from reme_cli.core.errors import UserError
 from reme_cli.llm.local_server import LocalServer, default_model_path
 
 QUESTION = "What is the capital of France? Answer in one sentence."

@@ -20,7 +20,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from reme_cli.errors import UserError
+from reme_cli.core.errors import UserError
 
 HEARTBEAT_S = 10.0
 STALE_AFTER_S = 60.0

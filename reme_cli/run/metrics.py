@@ -12,17 +12,19 @@ from typing import Any
 
 import pandas as pd
 
+from reme_cli.run.records import UnitRecord
 
-def compute_metrics(trials: list[dict[str, Any]], k: int, success_key: str = "success") -> dict[str, Any]:
+
+def compute_metrics(trials: list[UnitRecord], k: int, success_key: str = "success") -> dict[str, Any]:
     if not trials:
         return {"k": k, "tasks": 0, "units": 0, "errors": 0, "per_seed": {}}
     df = pd.DataFrame(
         {
-            "seed": [t["seed"] for t in trials],
-            "run": [t["run"] for t in trials],
-            "task_id": [t["task_id"] for t in trials],
-            "success": [bool(t.get(success_key)) for t in trials],
-            "error": [t.get("error") is not None for t in trials],
+            "seed": [t.seed for t in trials],
+            "run": [t.run for t in trials],
+            "task_id": [t.task_id for t in trials],
+            "success": [bool(getattr(t, success_key)) for t in trials],
+            "error": [not t.ok for t in trials],
         }
     )
     per_task = df.groupby(["seed", "task_id"])["success"].agg(["mean", "max", "count"])
@@ -33,8 +35,8 @@ def compute_metrics(trials: list[dict[str, Any]], k: int, success_key: str = "su
         "tasks": int(df["task_id"].nunique()),
         "units": int(len(df)),
         "errors": int(df["error"].sum()),
-        # Why episodes ended (answered, context_overflow, ...); records before 0.2 have none.
-        "stop_reasons": dict(Counter(t.get("stop_reason") or "unrecorded" for t in trials).most_common()),
+        # Why episodes ended (answered, context_overflow, ...).
+        "stop_reasons": dict(Counter(t.stop_reason for t in trials).most_common()),
         "complete": bool((per_task["count"] == k).all()),
         "per_seed": {
             str(seed): {f"avg@{k}": float(row.avg), f"pass@{k}": float(row.pass_), "tasks": int(row.tasks)}

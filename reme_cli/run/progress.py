@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from rich.console import Console
 from rich.progress import (
     BarColumn,
@@ -13,6 +11,8 @@ from rich.progress import (
     TimeElapsedColumn,
     TimeRemainingColumn,
 )
+
+from reme_cli.run.records import UnitRecord
 
 
 class RunProgress:
@@ -32,27 +32,26 @@ class RunProgress:
         self._task = None
         self.finished = self.successes = self.errors = self.tokens = 0
 
-    def start(self, total: int, done: list[dict[str, Any]]) -> None:
+    def start(self, total: int, done: list[UnitRecord]) -> None:
         self._progress.start()
         self._task = self._progress.add_task(self.label, total=total, stats="")
         for rec in done:
-            if rec.get("error") is None:
+            if rec.ok:
                 self._count(rec)
         self._progress.update(self._task, completed=self.finished, stats=self._stats())
 
-    def advance(self, record: dict[str, Any]) -> None:
+    def advance(self, record: UnitRecord) -> None:
         self._count(record)
         self._progress.update(self._task, completed=self.finished, stats=self._stats())
 
     def stop(self) -> None:
         self._progress.stop()
 
-    def _count(self, rec: dict[str, Any]) -> None:
+    def _count(self, rec: UnitRecord) -> None:
         self.finished += 1
-        self.successes += bool(rec.get("success"))
-        self.errors += rec.get("error") is not None
-        tokens = rec.get("tokens") or {}
-        self.tokens += tokens.get("prompt", 0) + tokens.get("completion", 0)
+        self.successes += rec.success
+        self.errors += not rec.ok
+        self.tokens += rec.tokens.get("prompt", 0) + rec.tokens.get("completion", 0)
 
     def _stats(self) -> str:
         rate = self.successes / self.finished if self.finished else 0.0

@@ -13,16 +13,15 @@ import os
 import platform
 import subprocess
 import sys
-import threading
-from dataclasses import dataclass
-from datetime import datetime, timezone
+from dataclasses import asdict, dataclass, field, fields
 from importlib import metadata
 from pathlib import Path
 from typing import Any, Iterator
 
 import yaml
 
-from reme_cli.errors import UserError
+from reme_cli.core.errors import UserError
+from reme_cli.core.io import append_lines, now, write_json_atomic
 
 CONFIG_FILE = "config.yaml"
 MANIFEST_FILE = "manifest.json"
@@ -31,19 +30,6 @@ METRICS_FILE = "metrics.json"
 
 _PACKAGES = ("reme", "bfcl-eval", "openai", "llama_cpp_python", "sentence-transformers",
              "faiss-cpu", "hydra-core", "torch", "vllm", "appworld")
-
-
-def now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
-
-
-def write_json_atomic(path: Path, data: Any) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w") as f:
-        json.dump(data, f, indent=2, ensure_ascii=False, default=str)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
 
 
 def package_versions() -> dict[str, str]:
@@ -67,6 +53,66 @@ def git_state() -> dict[str, Any]:
     except (OSError, subprocess.SubprocessError):
         return {"commit": None, "dirty": None}
     return {"commit": commit or None, "dirty": dirty if commit else None}
+
+
+SCHEMA_VERSION = 2  # 1: the untyped records of reme 0.1 (read, upgraded on load)
+
+
+@dataclass
+class UnitRecord:
+    """One finished unit (seed, run, task): the line ``trials.jsonl`` holds for it."""
+
+    unit: str
+    task_id: str
+    seed: int
+    run: int
+    position: int = 0  # index within its stream (dynamic mode)
+    success: bool = False  # the benchmark's verdict on the final attempt
+    first_success: bool = False  # ... on the first (they differ when a method retries)
+    reward: float = 0.0
+    stop_reason: str = "error"  # reme_cli.agent.loop.STOP_REASONS
+    error: str | None = None  # set: the unit failed and is retried on resume
+    traceback: str | None = None
+    checker: dict[str, Any] = field(default_factory=dict)  # the official checker's details
+    trajectory: dict[str, Any] | None = None  # the final attempt
+    attempts: int = 0
+    earlier_attempts: list[dict[str, Any]] = field(default_factory=list)  # success, checker, trajectory
+    retrieved_ids: list[str] = field(default_factory=list)
+    retrieval_scores: list[float] = field(default_factory=list)
+    guidance: str | None = None  # the exact text injected into the first user message
+    method: dict[str, Any] = field(default_factory=dict)  # what the memory method records
+    tokens: dict[str, int] = field(default_factory=dict)  # prompt, completion, max_prompt
+    llm_latency_s: float = 0.0
+    interactions: int = 0
+    started_at: str = ""
+    finished_at: str = ""
+    wall_s: float = 0.0
+    schema_version: int = SCHEMA_VERSION
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> UnitRecord:
+        data = dict(data)
+        if data.get("schema_version", 1) < 2:  # reme 0.1: method fields at the top level
+            method = dict(data.pop("memory", None) or {})
+            if "lessons" in data:
+                method["lessons"] = data.pop("lessons")
+            data["method"] = method
+            if "stop_reason" not in data:
+                stop = (data.get("trajectory") or {}).get("stop_reason")
+                data["stop_reason"] = "error" if data.get("error") else _V1_STOPS.get(stop, stop or "answered")
+            data["schema_version"] = SCHEMA_VERSION
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+
+_V1_STOPS = {"completed": "answered", "max_interactions": "interaction_limit"}
 
 
 @dataclass
@@ -125,38 +171,25 @@ class RunDir:
             with open(path, "r+b") as f:
                 f.truncate(data.rfind(b"\n") + 1)
 
-    def trials(self) -> list[dict[str, Any]]:
+    def trials(self) -> list[UnitRecord]:
         """Every finished unit; a retried unit (its first attempt errored) keeps its last record."""
-        seen: dict[str, dict[str, Any]] = {}
+        seen: dict[str, UnitRecord] = {}
         for rec in _read_jsonl(self.path / TRIALS_FILE):
-            seen[rec["unit"]] = rec
+            seen[rec["unit"]] = UnitRecord.from_dict(rec)
         return list(seen.values())
 
     def finished_units(self) -> set[str]:
         """Units that need not run again (an errored unit is retried)."""
-        return {t["unit"] for t in self.trials() if t.get("error") is None}
+        return {t.unit for t in self.trials() if t.ok}
 
-    def append_trial(self, record: dict[str, Any]) -> None:
-        append_lines(self.path / TRIALS_FILE, [record])
+    def append_trial(self, record: UnitRecord) -> None:
+        append_lines(self.path / TRIALS_FILE, [record.to_dict()])
 
     def trial_writer(self) -> JsonlWriter:
         return JsonlWriter(self.path / TRIALS_FILE)
 
     def write_metrics(self, metrics: dict[str, Any]) -> None:
         write_json_atomic(self.path / METRICS_FILE, metrics)
-
-
-_append_lock = threading.Lock()
-
-
-def append_lines(path: Path, records: list[dict[str, Any]]) -> None:
-    """Append JSON lines durably: whole lines, then one fsync, so a crash leaves only
-    whole lines behind (a torn last line is cut on reopen)."""
-    text = "".join(json.dumps(r, ensure_ascii=False, default=str) + "\n" for r in records)
-    with _append_lock, open(path, "a") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
 
 
 class JsonlWriter:
@@ -171,7 +204,9 @@ class JsonlWriter:
         self._pending: list[tuple[dict[str, Any], asyncio.Future]] = []
         self._flusher: asyncio.Task | None = None
 
-    async def write(self, record: dict[str, Any]) -> None:
+    async def write(self, record: dict[str, Any] | UnitRecord) -> None:
+        if isinstance(record, UnitRecord):
+            record = record.to_dict()
         future = asyncio.get_running_loop().create_future()
         self._pending.append((record, future))
         if self._flusher is None or self._flusher.done():

@@ -1,4 +1,8 @@
-"""Run every unit of an evaluation concurrently, record each as it ends, resume on rerun."""
+"""Run every unit of an evaluation concurrently, record each as it ends, resume on rerun.
+
+The runner knows units, streams and records; what happens inside a unit is the memory
+method's business (``Method.solve``), with the runner's ``Episode`` as its one tool.
+"""
 
 from __future__ import annotations
 
@@ -12,15 +16,16 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
-from reme_cli.agent.loop import Sampling, Trajectory, run_episode
+from reme_cli.agent.loop import Sampling, run_episode
 from reme_cli.agent.protocols import ToolProtocol
-from reme_cli.bench.base import Benchmark, Outcome
-from reme_cli.errors import Interrupted, RunAborted
+from reme_cli.bench.base import Benchmark, Task
+from reme_cli.core.errors import Interrupted, RunAborted
+from reme_cli.core.io import now
 from reme_cli.llm.client import LLM
-from reme_cli.memory.base import Memory, Retrieval
+from reme_cli.methods.base import Attempt, Method, MethodFactory, Solved
 from reme_cli.run.plan import Unit
 from reme_cli.run.progress import RunProgress
-from reme_cli.run.records import RunDir, now
+from reme_cli.run.records import RunDir, UnitRecord
 
 
 HEALTH_POLL_S = 0.25
@@ -69,7 +74,7 @@ class EpisodeSettings:
     extra_body: dict[str, Any] | None
     system_prompt: str | None
     max_interactions: int
-    max_steps_per_turn: int
+    max_steps_per_turn: int | None
 
 
 @dataclass
@@ -78,13 +83,15 @@ class Runner:
     llm: LLM
     settings: EpisodeSettings
     run_dir: RunDir
-    # Independent modes share one memory; dynamic mode gets one per stream.
-    memory_for: Callable[[tuple[int, int]], Memory]
+    # Independent modes share one method object; dynamic mode gets one per stream.
+    method_for: MethodFactory
     concurrency: int
     progress: RunProgress | None = None
     # Polled while the run goes: a message if the server died under it, else None.
     health: Callable[[], str | None] | None = None
+    env_concurrency: int | None = None  # environments open at once (None: no limit of its own)
     _done: set[str] = field(default_factory=set)
+    _env_slots: asyncio.Semaphore | None = None
 
     async def run(self, streams: list[list[Unit]]) -> None:
         """Run every unfinished unit. Stops the whole run, recording nothing in flight, on
@@ -100,7 +107,7 @@ class Runner:
 
         async def run_stream(stream: list[Unit]) -> None:
             async with slots:
-                memory = self.memory_for((stream[0].seed, stream[0].run))
+                memory = self.method_for((stream[0].seed, stream[0].run))
                 for unit in stream:
                     # A finished unit is skipped; its memory effects were restored from
                     # the stream's event log when the memory was built.
@@ -113,7 +120,7 @@ class Runner:
                         raise
                     if stop is not None:  # its error may be the stop itself: not a result
                         return
-                    if record["error"] is None:
+                    if record.ok:
                         await asyncio.to_thread(memory.commit)
                     else:
                         memory.discard()
@@ -159,90 +166,79 @@ class Runner:
             if isinstance(r, BaseException):
                 raise r
 
-    async def run_unit(self, unit: Unit, memory: Memory) -> dict[str, Any]:
+    async def run_unit(self, unit: Unit, method: Method) -> UnitRecord:
+        """Ask the method to solve the unit's task; record every attempt it made."""
         started, t0 = now(), time.perf_counter()
         task = self.bench.load(unit.task_id)
-        record: dict[str, Any] = {
-            "unit": unit.key, "task_id": unit.task_id, "seed": unit.seed, "run": unit.run,
-            "position": unit.position, "success": False, "first_success": False, "reward": 0.0,
-        }
-        attempts: list[tuple[Trajectory, Outcome]] = []
-        lessons: list[str] = []
-        retrieval = Retrieval()
+        record = UnitRecord(unit=unit.key, task_id=unit.task_id, seed=unit.seed, run=unit.run,
+                            position=unit.position)
+        attempts: list[Attempt] = []
+
+        async def episode(guidance: str | None, attempt: int) -> Attempt:
+            done = await self._episode(unit, task, guidance, attempt)
+            attempts.append(done)
+            return done
+
+        solved = Solved()
         try:
-            retrieval = await memory.retrieve(task, unit.key)
-            for attempt in range(1 + memory.max_retries):
-                guidance = _with_lessons(retrieval.guidance, lessons)
-                traj, outcome = await self._episode(unit, task, guidance, attempt)
-                attempts.append((traj, outcome))
-                if outcome.success or attempt == memory.max_retries:
-                    break
-                lesson = await memory.reflect(task, traj, outcome, lessons)
-                if lesson is None:
-                    break
-                lessons.append(lesson)
-            final = attempts[-1][1]
-            record.update(success=final.success, reward=final.reward, checker=final.details,
-                          first_success=attempts[0][1].success)
-            record["memory"] = await memory.after_task(task, attempts, retrieval, lessons, unit.key)
-            record["error"] = None
+            solved = await method.solve(task, episode, unit.key)
+            if not attempts:
+                raise RuntimeError(f"{type(method).__name__}.solve returned without running an episode")
+            final = attempts[-1].outcome
+            record.success, record.reward, record.checker = final.success, final.reward, final.details
+            record.first_success = attempts[0].outcome.success
+            record.method = solved.record
+            record.stop_reason = attempts[-1].trajectory.stop_reason
         except RunAborted:
             raise  # the server broke, not this unit: nothing to record
         except Exception as exc:  # recorded with its traceback, like bfcl-eval; the run goes on
-            record["error"] = f"{type(exc).__name__}: {exc}"
-            record["traceback"] = traceback.format_exc()
-        record["retrieved_ids"] = retrieval.ids
-        record["retrieval_scores"] = retrieval.scores
-        record["guidance"] = retrieval.guidance
+            record.error = f"{type(exc).__name__}: {exc}"
+            record.traceback = traceback.format_exc()
+        record.retrieved_ids = solved.retrieval.ids
+        record.retrieval_scores = solved.retrieval.scores
+        record.guidance = solved.retrieval.guidance
         if attempts:
-            trajs = [t for t, _ in attempts]
-            record["trajectory"] = trajs[-1].to_dict()
-            record["attempts"] = len(attempts)
-            if len(attempts) > 1:
-                record["earlier_attempts"] = [
-                    {"success": o.success, "checker": o.details, "trajectory": t.to_dict()}
-                    for t, o in attempts[:-1]]
-                record["lessons"] = lessons
-            record["tokens"] = {"prompt": sum(t.prompt_tokens for t in trajs),
-                                "completion": sum(t.completion_tokens for t in trajs),
-                                "max_prompt": max(t.max_prompt_tokens for t in trajs)}
-            record["llm_latency_s"] = round(sum(t.latency_s for t in trajs), 4)
-            record["interactions"] = sum(t.interactions for t in trajs)
-        record["stop_reason"] = "error" if record["error"] is not None else attempts[-1][0].stop_reason
-        record["started_at"], record["finished_at"] = started, now()
-        record["wall_s"] = round(time.perf_counter() - t0, 4)
+            trajs = [a.trajectory for a in attempts]
+            record.trajectory = trajs[-1].to_dict()
+            record.attempts = len(attempts)
+            record.earlier_attempts = [
+                {"success": a.outcome.success, "checker": a.outcome.details, "trajectory": a.trajectory.to_dict()}
+                for a in attempts[:-1]]
+            record.tokens = {"prompt": sum(t.prompt_tokens for t in trajs),
+                             "completion": sum(t.completion_tokens for t in trajs),
+                             "max_prompt": max(t.max_prompt_tokens for t in trajs)}
+            record.llm_latency_s = round(sum(t.latency_s for t in trajs), 4)
+            record.interactions = sum(t.interactions for t in trajs)
+        record.started_at, record.finished_at = started, now()
+        record.wall_s = round(time.perf_counter() - t0, 4)
         return record
 
-    async def _episode(self, unit: Unit, task, guidance: str | None, attempt: int) -> tuple[Trajectory, Outcome]:
+    async def _episode(self, unit: Unit, task: Task, guidance: str | None, attempt: int) -> Attempt:
         s = self.settings
         episode_key = _episode_key(unit)
-        env = self.bench.open(task, episode_key)
-        try:
-            traj = await run_episode(
-                self.llm, s.protocol, env, task,
-                Sampling(s.temperature, s.top_p, s.max_tokens, unit.sampling_seed(s.seed_base) + attempt,
-                         s.extra_body),
-                guidance=guidance,
-                system_prompt=s.system_prompt,
-                max_interactions=s.max_interactions,
-                max_steps_per_turn=s.max_steps_per_turn,
-                headers={"X-Reme-Task-Id": unit.task_id, "X-Reme-Episode": episode_key},
-            )
-            return traj, env.evaluate()
-        finally:
-            env.close()
+        async with self._env_slot():
+            env = await self.bench.open(task, episode_key)
+            try:
+                traj = await run_episode(
+                    self.llm, s.protocol, env, task,
+                    Sampling(s.temperature, s.top_p, s.max_tokens, unit.sampling_seed(s.seed_base) + attempt,
+                             s.extra_body),
+                    guidance=guidance,
+                    system_prompt=s.system_prompt,
+                    max_interactions=s.max_interactions,
+                    max_steps_per_turn=s.max_steps_per_turn,
+                    headers={"X-Reme-Task-Id": unit.task_id, "X-Reme-Episode": episode_key},
+                )
+                return Attempt(traj, await env.evaluate())
+            finally:
+                await env.close()
 
-
-LESSONS_HEADER = "Lessons from your previous failed attempts at this task:"
-
-
-def _with_lessons(guidance: str | None, lessons: list[str]) -> str | None:
-    """A retry sees the retrieved experiences plus what reflection learned so far."""
-    if not lessons:
-        return guidance
-    block = LESSONS_HEADER + "\n" + "\n".join(
-        f"- {lesson}" for lesson in lessons)
-    return f"{guidance}\n\n{block}" if guidance else block
+    def _env_slot(self) -> contextlib.AbstractAsyncContextManager:
+        if self.env_concurrency is None:
+            return contextlib.nullcontext()
+        if self._env_slots is None:
+            self._env_slots = asyncio.Semaphore(self.env_concurrency)
+        return self._env_slots
 
 
 def _episode_key(unit: Unit) -> str:

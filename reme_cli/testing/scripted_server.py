@@ -213,7 +213,7 @@ class BFCLReplayPolicy:
 
     def _passes(self, task_id: str, calls: list[list[Call]]) -> bool:
         task = self.benchmark.load(task_id)
-        env = self.benchmark.open(task, f"scripted-corrupt-{task_id}")
+        env = self.benchmark.episode(task, f"scripted-corrupt-{task_id}")
         try:
             for turn in calls:
                 for name, args in turn:
@@ -243,7 +243,7 @@ class BFCLReplayPolicy:
 
 
 def _has_lessons(messages: list[dict[str, Any]]) -> bool:
-    from reme_cli.run.runner import LESSONS_HEADER
+    from reme_cli.methods.reme.method import LESSONS_HEADER
 
     first_user = next((m for m in messages if m.get("role") == "user"), {})
     return LESSONS_HEADER in _text_of(first_user.get("content"))

@@ -24,20 +24,21 @@ from rich.table import Table
 from reme_cli.agent.loop import Trajectory
 from reme_cli.bench.base import Benchmark, Outcome
 from reme_cli.bench.registry import make_benchmark
-from reme_cli.config import Config, config_hash, to_dict
+from reme_cli.core.config import Config, config_hash, to_dict
 from reme_cli.llm.endpoint import endpoint, make_client
-from reme_cli.memory.base import NoMemory
-from reme_cli.memory.distill import DistillStats, distill_task, judge
-from reme_cli.memory.experience import Experience
-from reme_cli.memory.pool import Pool
-from reme_cli.memory.reme import assign_stable_ids, make_embedder_for
-from reme_cli.memory.summarizer import summarizer_settings
+from reme_cli.methods.base import NoMemory
+from reme_cli.methods.reme.distill import DistillStats, distill_task, judge
+from reme_cli.methods.reme.experience import Experience
+from reme_cli.methods.reme.pool import Pool
+from reme_cli.methods.reme.method import assign_stable_ids, make_embedder_for
+from reme_cli.methods.summarizer import summarizer_settings
 from reme_cli.run.plan import plan_streams
 from reme_cli.run.progress import RunProgress
 from reme_cli.run.lock import DirLock
-from reme_cli.run.records import RunDir, append_lines, write_json_atomic
-from reme_cli.run.evaluate import RunResult, episode_settings
-from reme_cli.run.report import errors_summary
+from reme_cli.core.io import append_lines, write_json_atomic
+from reme_cli.run.records import RunDir
+from reme_cli.commands.evaluate import RunResult, episode_settings
+from reme_cli.run.summary import errors_summary
 from reme_cli.run.runner import EpisodeSettings, Runner
 
 DISTILL_FILE = "distill.jsonl"
@@ -53,7 +54,7 @@ def pool_dir_for(cfg: Config) -> Path:
 def build_pool(cfg: Config, console: Console, wait: bool = False) -> RunResult:
     bench = make_benchmark(cfg.benchmark)
     task_ids = bench.task_ids()
-    streams = plan_streams(task_ids, seeds=1, runs=cfg.memory.build_samples, seed_base=cfg.eval.seed_base,
+    streams = plan_streams(task_ids, seeds=1, runs=cfg.build.samples, seed_base=cfg.eval.seed_base,
                            sequential=False)
     out = pool_dir_for(cfg)
     embedder = make_embedder_for(cfg)  # fail on a bad embedding config before any LLM time
@@ -62,8 +63,8 @@ def build_pool(cfg: Config, console: Console, wait: bool = False) -> RunResult:
         with endpoint(cfg) as ep:
             run_dir = RunDir.open(out / "build", to_dict(cfg), config_hash(cfg), kind="build-pool")
             run_dir.update_manifest(status="running", server=ep.identity, task_ids=task_ids)
-            settings = episode_settings(cfg, temperature=cfg.memory.build_temperature)
-            progress = RunProgress(console, f"sample {cfg.memory.build_samples}/task")
+            settings = episode_settings(cfg, bench, temperature=cfg.build.temperature)
+            progress = RunProgress(console, f"sample {cfg.build.samples}/task")
             try:
                 asyncio.run(_sample_and_distill(cfg, ep, bench, settings, run_dir, progress, streams, task_ids))
             except BaseException:
@@ -86,17 +87,16 @@ async def _sample_and_distill(cfg: Config, ep, bench: Benchmark, settings: Episo
     client = make_client(cfg, ep)
     summarizer, own = summarizer_settings(cfg, client)
     try:
-        memory = NoMemory()
-        runner = Runner(bench, client, settings, run_dir, lambda _: memory, cfg.llm.concurrency, progress,
+        plain = NoMemory()
+        runner = Runner(bench, client, settings, run_dir, lambda _: plain, cfg.llm.concurrency, progress,
                         health=ep.health)
         await runner.run(streams)
         progress.stop()
 
         attempts: dict[str, list[tuple[Trajectory, Outcome]]] = defaultdict(list)
-        for t in sorted(run_dir.trials(), key=lambda t: t["run"]):
-            if t.get("error") is None and "trajectory" in t:
-                attempts[t["task_id"]].append((Trajectory.from_dict(t["trajectory"]),
-                                               Outcome(t["success"], t["reward"], t.get("checker") or {})))
+        for t in sorted(run_dir.trials(), key=lambda t: t.run):
+            if t.ok and t.trajectory is not None:
+                attempts[t.task_id].append((Trajectory.from_dict(t.trajectory), Outcome(t.success, t.reward, t.checker)))
         done = {rec["task_id"] for rec in _read_distilled(run_dir)}
         slots = asyncio.Semaphore(cfg.llm.concurrency)
         fmt = summarizer.formats
@@ -159,7 +159,7 @@ def assemble(cfg: Config, run_dir: RunDir, task_ids: list[str], pool_path: Path,
             "kind": "build-pool", "run": str(run_dir.path), "config_hash": config_hash(cfg),
             "model": cfg.model.name, "summarizer": cfg.summarizer.name,
             "granularity": cfg.memory.granularity, "judge_threshold": cfg.memory.judge_threshold,
-            "dedup_threshold": cfg.memory.dedup_threshold, "samples": cfg.memory.build_samples})
+            "dedup_threshold": cfg.memory.dedup_threshold, "samples": cfg.build.samples})
         added = pool.add(candidates, dedup_threshold=cfg.memory.dedup_threshold)
         pool.save()
         # Swap the new pool in whole; the old one (a previous build) goes only after.
@@ -176,10 +176,10 @@ def assemble(cfg: Config, run_dir: RunDir, task_ids: list[str], pool_path: Path,
     return {
         "tasks": len(task_ids),
         "tasks_distilled": len(by_task),
-        "trajectories": len([t for t in trials if t.get("error") is None]),
+        "trajectories": len([t for t in trials if t.ok]),
         "trajectories_per_task": per_task,
-        "unit_errors": len([t for t in trials if t.get("error") is not None]),
-        "trajectory_success_rate": (sum(bool(t.get("success")) for t in trials) / len(trials)) if trials else 0.0,
+        "unit_errors": len([t for t in trials if not t.ok]),
+        "trajectory_success_rate": (sum(t.success for t in trials) / len(trials)) if trials else 0.0,
         "candidates_by_source": stats.candidates,
         "invalid_llm_outputs": stats.invalid_outputs,
         "rejected_by_judge": stats.rejected_by_judge,

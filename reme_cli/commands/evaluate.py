@@ -11,16 +11,18 @@ from rich.console import Console
 
 from reme_cli.agent.protocols import make_protocol
 from reme_cli.bench.registry import make_benchmark
-from reme_cli.config import Config, config_hash, to_dict
+from reme_cli.core.config import Config, config_hash, to_dict
 from reme_cli.llm.client import ChatClient
 from reme_cli.llm.endpoint import endpoint, make_client, request_extra_body
-from reme_cli.memory.base import NoMemory
+from reme_cli.bench.base import Benchmark
+from reme_cli.core.registry import METHODS
+from reme_cli.methods.base import MethodContext
 from reme_cli.run.metrics import compute_metrics
 from reme_cli.run.plan import plan_streams
 from reme_cli.run.progress import RunProgress
 from reme_cli.run.lock import DirLock
 from reme_cli.run.records import RunDir
-from reme_cli.run.report import errors_summary, metrics_table
+from reme_cli.run.summary import errors_summary, metrics_table
 from reme_cli.run.runner import EpisodeSettings, Runner
 
 SMOKE_NOTE = ("Embedded 135M CPU model: smoke-level scores, not model results. "
@@ -40,19 +42,25 @@ def run_dir_for(cfg: Config) -> Path:
     return Path(cfg.runs_root) / cfg.experiment / name
 
 
-def make_memory_factory(cfg: Config, run_dir: RunDir, client: ChatClient, finished: set[str]):
-    """A function (seed, run) -> Memory, and a client to close afterwards (or None)."""
-    if cfg.eval.mode == "none":
-        shared = NoMemory()
-        return (lambda stream: shared), None
-    from reme_cli.memory.reme import memory_factory
-    from reme_cli.memory.summarizer import summarizer_settings
-
-    summarizer, own_client = summarizer_settings(cfg, client)
-    return memory_factory(cfg, run_dir, summarizer, finished), own_client
+def method_plugin(cfg: Config) -> Any:
+    """The memory method the run uses: ``--mode none`` is the paper's No Memory row,
+    whatever ``memory`` says."""
+    return METHODS.get("none" if cfg.eval.mode == "none" else cfg.memory.name)
 
 
-def episode_settings(cfg: Config, temperature: float | None = None) -> EpisodeSettings:
+def make_method_factory(cfg: Config, run_path: Path, client: ChatClient, finished: set[str]):
+    """A function (seed, run) -> Method, and a client to close afterwards (or None)."""
+    plugin = method_plugin(cfg)
+    summarizer, own_client = None, None
+    if getattr(plugin, "needs_summarizer", False):
+        from reme_cli.methods.summarizer import summarizer_settings
+
+        summarizer, own_client = summarizer_settings(cfg, client)
+    ctx = MethodContext(cfg=cfg, llm=client, summarizer=summarizer, run_path=run_path, finished_units=finished)
+    return plugin.factory(ctx), own_client
+
+
+def episode_settings(cfg: Config, bench: Benchmark, temperature: float | None = None) -> EpisodeSettings:
     return EpisodeSettings(
         protocol=make_protocol(cfg.model.tool_protocol),
         temperature=cfg.model.sampling.temperature if temperature is None else temperature,
@@ -62,8 +70,14 @@ def episode_settings(cfg: Config, temperature: float | None = None) -> EpisodeSe
         extra_body=request_extra_body(cfg),
         system_prompt=cfg.benchmark.system_prompt,
         max_interactions=cfg.benchmark.max_interactions,
-        max_steps_per_turn=cfg.benchmark.max_steps_per_turn,
+        max_steps_per_turn=_step_limit(bench.max_steps_per_turn, cfg.model.max_steps_per_turn),
     )
+
+
+def _step_limit(*limits: int | None) -> int | None:
+    """The tightest of the benchmark's and the model's per-turn limits (None: none)."""
+    given = [x for x in limits if x]
+    return min(given) if given else None
 
 
 def evaluate(cfg: Config, console: Console, wait: bool = False) -> RunResult:
@@ -72,10 +86,9 @@ def evaluate(cfg: Config, console: Console, wait: bool = False) -> RunResult:
     streams = plan_streams(task_ids, cfg.eval.seeds, cfg.eval.runs, cfg.eval.seed_base,
                            sequential=cfg.eval.mode == "dynamic")
     path = run_dir_for(cfg)
-    if cfg.eval.mode != "none":
-        from reme_cli.memory.reme import require_pool
-
-        require_pool(cfg)  # a missing pool is bad input: fail before anything is written
+    preflight = getattr(method_plugin(cfg), "preflight", None)
+    if preflight is not None:
+        preflight(cfg)  # e.g. ReMe's missing pool: bad input, refused before anything is written
 
     # One writer per run directory, from before its first write to after its last.
     with DirLock(path, wait=wait):
@@ -88,7 +101,7 @@ def evaluate(cfg: Config, console: Console, wait: bool = False) -> RunResult:
                 streams=[[u.key for u in s] for s in streams] if cfg.eval.mode == "dynamic" else None,
                 units_total=sum(len(s) for s in streams),
             )
-            settings = episode_settings(cfg)
+            settings = episode_settings(cfg, bench)
             progress = RunProgress(console, f"{cfg.benchmark.name} {cfg.model.name} {cfg.eval.mode}")
             try:
                 usage = asyncio.run(_run(cfg, ep, bench, settings, run_dir, progress, streams))
@@ -127,9 +140,9 @@ async def _run(cfg, ep, bench, settings, run_dir, progress, streams) -> dict[str
     client = make_client(cfg, ep)
     own_client = None
     try:
-        memory_for, own_client = make_memory_factory(cfg, run_dir, client, run_dir.finished_units())
-        runner = Runner(bench, client, settings, run_dir, memory_for, cfg.llm.concurrency, progress,
-                        health=ep.health)
+        method_for, own_client = make_method_factory(cfg, run_dir.path, client, run_dir.finished_units())
+        runner = Runner(bench, client, settings, run_dir, method_for, cfg.llm.concurrency, progress,
+                        health=ep.health, env_concurrency=cfg.env.concurrency)
         await runner.run(streams)
     finally:
         await client.close()

@@ -1,4 +1,4 @@
-"""Rich tables of run metrics."""
+"""What a finished run shows on the console: the metrics table and the errors."""
 
 from __future__ import annotations
 
@@ -6,6 +6,8 @@ from collections import Counter
 from typing import Any
 
 from rich.table import Table
+
+from reme_cli.run.records import UnitRecord
 
 
 def _pct(x: float) -> str:
@@ -39,16 +41,16 @@ def metrics_table(metrics: dict[str, Any], title: str, variants: dict[str, dict[
     return table
 
 
-def errors_summary(trials: list[dict[str, Any]], limit: int = 10) -> str | None:
+def errors_summary(trials: list[UnitRecord], limit: int = 10) -> str | None:
     """Errored units grouped by message, most frequent first (plain lines: they must survive
     log files and narrow terminals whole), or None if there are none."""
-    messages = [t["error"].splitlines()[0] for t in trials if t.get("error")]
-    if not messages:
+    failed = [(t.error.splitlines()[0] if t.error.strip() else "(no message)", t.unit) for t in trials if not t.ok]
+    if not failed:
         return None
+    messages = [m for m, _ in failed]
     example: dict[str, str] = {}
-    for t in trials:
-        if t.get("error"):
-            example.setdefault(t["error"].splitlines()[0], t["unit"])
+    for message, unit in failed:
+        example.setdefault(message, unit)
     counts = Counter(messages)
     lines = [f"errors by message ({len(messages)} units):"]
     lines += [f"  {n:>5} x {message[:300]}  (e.g. {example[message]})" for message, n in counts.most_common(limit)]

@@ -14,9 +14,9 @@ import os
 from pathlib import Path
 from typing import Any
 
-from reme_cli.memory.experience import Experience
-from reme_cli.memory.pool import Pool
-from reme_cli.run.records import append_lines
+from reme_cli.methods.reme.experience import Experience
+from reme_cli.methods.reme.pool import Pool
+from reme_cli.core.io import append_lines
 
 
 class EventLog:

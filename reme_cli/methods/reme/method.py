@@ -10,23 +10,21 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
-from reme_cli.agent.loop import Trajectory
-from reme_cli.bench.base import Outcome, Task
-from reme_cli.config import Config, MemoryCfg
-from reme_cli.errors import UserError
-from reme_cli.llm.client import LLM
-from reme_cli.memory.base import Memory, Retrieval
-from reme_cli.memory.distill import distill_task, judge, reflect, reflection_experience
-from reme_cli.memory.embed import Embedder, make_embedder
-from reme_cli.memory.events import EventLog, apply_events
-from reme_cli.memory.experience import Experience
-from reme_cli.memory.pool import Pool
-from reme_cli.memory.reuse import format_guidance, rerank, rewrite
-from reme_cli.run.records import RunDir
+from reme_cli.bench.base import Task
+from reme_cli.core.config import Config
+from reme_cli.core.errors import UserError
+from reme_cli.methods.base import Attempt, Episode, MethodContext, MethodFactory, OneAttempt, Retrieval, Solved
+from reme_cli.methods.reme.config import ReMeConfig
+from reme_cli.methods.summarizer import SummarizerSettings
+from reme_cli.methods.reme.distill import distill_task, judge, reflect, reflection_experience
+from reme_cli.llm.embed import Embedder, make_embedder
+from reme_cli.methods.reme.events import EventLog, apply_events
+from reme_cli.methods.reme.experience import Experience
+from reme_cli.methods.reme.pool import Pool
+from reme_cli.methods.reme.reuse import format_guidance, rerank, rewrite
 
 STREAMS_DIR = "streams"
 
@@ -78,7 +76,7 @@ def assign_stable_ids(experiences: list[Experience], namespace: str) -> None:
         exp.id = hashlib.sha256(blob.encode()).hexdigest()[:32]
 
 
-def deletable(exp: Experience, cfg: MemoryCfg) -> bool:
+def deletable(exp: Experience, cfg: ReMeConfig) -> bool:
     """Utility deletion: retrieved at least alpha times and useful too rarely.
 
     ``rule=le`` is the paper's u/f <= beta; ``lt`` the official code's u/f < beta."""
@@ -89,17 +87,24 @@ def deletable(exp: Experience, cfg: MemoryCfg) -> bool:
     return ratio <= d.beta if d.rule == "le" else ratio < d.beta
 
 
-@dataclass
-class SummarizerSettings:
-    llm: LLM
-    author: str
-    temperature: float
-    max_tokens: int
-    formats: dict[str, dict[str, Any] | None]  # role -> response_format (constrained small models)
+LESSONS_HEADER = "Lessons from your previous failed attempts at this task:"
 
 
-class ReMeMemory:
-    def __init__(self, pool: Pool, cfg: MemoryCfg, summarizer: SummarizerSettings, *,
+def with_lessons(guidance: str | None, lessons: list[str]) -> str | None:
+    """A retry sees the retrieved experiences plus what reflection learned so far."""
+    if not lessons:
+        return guidance
+    block = LESSONS_HEADER + "\n" + "\n".join(f"- {lesson}" for lesson in lessons)
+    return f"{guidance}\n\n{block}" if guidance else block
+
+
+class ReMe(OneAttempt):
+    """ReMe in an evaluation: reuse (fixed and dynamic), refinement (dynamic)."""
+
+    config_class = ReMeConfig
+    needs_summarizer = True
+
+    def __init__(self, pool: Pool, cfg: ReMeConfig, summarizer: SummarizerSettings, *,
                  dynamic: bool, events: EventLog | None = None):
         self.pool = pool
         self.cfg = cfg
@@ -107,6 +112,51 @@ class ReMeMemory:
         self.dynamic = dynamic
         self.events = events
         self.max_retries = cfg.reflection.max_retries if (dynamic and cfg.reflection.enabled) else 0
+
+    @classmethod
+    def preflight(cls, cfg: Config) -> None:
+        require_pool(cfg)  # a missing pool is bad input: refused before anything is written
+
+    @classmethod
+    def factory(cls, ctx: MethodContext) -> MethodFactory:
+        cfg = ctx.cfg
+        embedder = make_embedder_for(cfg)
+        base = load_pool(cfg, embedder, ctx.run_path)
+        if cfg.eval.mode == "fixed":
+            shared = cls(base, cfg.memory, ctx.summarizer, dynamic=False)
+            return lambda stream: shared
+
+        def for_stream(stream: tuple[int, int]) -> ReMe:
+            d = stream_dir(ctx.run_path, stream)
+            d.mkdir(parents=True, exist_ok=True)
+            events = EventLog(d / "events.jsonl")
+            # Starting pool + the events of finished units = where the stream left off.
+            pool = base.copy_to(d / "pool", overwrite=True)
+            apply_events(pool, events.keep_only(ctx.finished_units))
+            return cls(pool, cfg.memory, ctx.summarizer, dynamic=True, events=events)
+
+        return for_stream
+
+    async def solve(self, task: Task, episode: Episode, unit: str) -> Solved:
+        """Retrieve, attempt, and in dynamic mode reflect and retry a failed attempt (at
+        most ``reflection.max_retries`` times; a retry sees the lessons so far)."""
+        retrieval = await self.retrieve(task, unit)
+        attempts: list[Attempt] = []
+        lessons: list[str] = []
+        for i in range(1 + self.max_retries):
+            attempts.append(await episode(with_lessons(retrieval.guidance, lessons), i))
+            last = attempts[-1]
+            if last.outcome.success or i == self.max_retries:
+                break
+            lesson = await reflect(self.summ.llm, task, last.trajectory, last.outcome, lessons,
+                                   **self._sampling("reflection"))
+            if lesson is None:
+                break
+            lessons.append(lesson)
+        record = await self.learn(task, attempts, retrieval, unit, lessons)
+        if lessons:
+            record["lessons"] = lessons
+        return Solved(retrieval, record)
 
     async def retrieve(self, task: Task, unit: str = "") -> Retrieval:
         k = self.cfg.top_k
@@ -126,14 +176,13 @@ class ReMeMemory:
             self.events.emit(unit, "retrieve", task_id=task.id, ids=retrieval.ids, scores=retrieval.scores)
         return retrieval
 
-    async def reflect(self, task: Task, traj: Trajectory, outcome: Outcome, lessons: list[str]) -> str | None:
-        return await reflect(self.summ.llm, task, traj, outcome, lessons, **self._sampling("reflection"))
-
-    async def after_task(self, task: Task, attempts: list[tuple[Trajectory, Outcome]], retrieval: Retrieval,
-                         lessons: list[str], unit: str = "") -> dict[str, Any]:
+    async def learn(self, task: Task, attempts: list[Attempt], retrieval: Retrieval, unit: str = "",
+                    lessons: list[str] | None = None) -> dict[str, Any]:
         if not self.dynamic:
             return {}
-        final = attempts[-1][1]
+        lessons = lessons or []
+        final = attempts[-1].outcome
+        pairs = [(a.trajectory, a.outcome) for a in attempts]
         info: dict[str, Any] = {"added": [], "deleted": [], "distill": None}
         if retrieval.ids:
             await asyncio.to_thread(self.pool.update_counts, retrieval.ids, retrieved=True, success=final.success)
@@ -142,7 +191,7 @@ class ReMeMemory:
         candidates: list[Experience] = []
         stats = None
         if self.cfg.addition == "full" or final.success:
-            usable = attempts if self.cfg.addition == "full" else [a for a in attempts if a[1].success]
+            usable = pairs if self.cfg.addition == "full" else [p for p in pairs if p[1].success]
             candidates, stats = await distill_task(
                 self.summ.llm, task, usable, granularity=self.cfg.granularity, author=self.summ.author,
                 **self._sampling("distill"))
@@ -189,25 +238,5 @@ class ReMeMemory:
         return out
 
 
-def stream_dir(run_dir: RunDir, stream: tuple[int, int]) -> Path:
-    return run_dir.path / STREAMS_DIR / f"s{stream[0]}_r{stream[1]}"
-
-
-def memory_factory(cfg: Config, run_dir: RunDir, summarizer: SummarizerSettings,
-                   finished_units: set[str]) -> Callable[[tuple[int, int]], Memory]:
-    embedder = make_embedder_for(cfg)
-    base = load_pool(cfg, embedder, run_dir.path)
-    if cfg.eval.mode == "fixed":
-        shared = ReMeMemory(base, cfg.memory, summarizer, dynamic=False)
-        return lambda stream: shared
-
-    def for_stream(stream: tuple[int, int]) -> Memory:
-        d = stream_dir(run_dir, stream)
-        d.mkdir(parents=True, exist_ok=True)
-        events = EventLog(d / "events.jsonl")
-        # Starting pool + the events of finished units = where the stream left off.
-        pool = base.copy_to(d / "pool", overwrite=True)
-        apply_events(pool, events.keep_only(finished_units))
-        return ReMeMemory(pool, cfg.memory, summarizer, dynamic=True, events=events)
-
-    return for_stream
+def stream_dir(run_path: Path, stream: tuple[int, int]) -> Path:
+    return run_path / STREAMS_DIR / f"s{stream[0]}_r{stream[1]}"

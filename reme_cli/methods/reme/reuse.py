@@ -27,9 +27,9 @@ from typing import Any
 
 from reme_cli.agent.loop import GUIDANCE_HEADER
 from reme_cli.llm.client import LLM
-from reme_cli.memory.distill import load_prompt
-from reme_cli.memory.experience import Experience
-from reme_cli.memory.llm_json import parse_json
+from reme_cli.methods.reme.distill import load_prompt
+from reme_cli.methods.reme.experience import Experience
+from reme_cli.methods.reme.llm_json import parse_json
 
 __all__ = ["GUIDANCE_HEADER", "format_experiences", "format_guidance", "rerank", "rewrite"]
 

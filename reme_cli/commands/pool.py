@@ -10,12 +10,12 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from reme_cli.config import Config
-from reme_cli.errors import UserError
+from reme_cli.core.config import Config
+from reme_cli.core.errors import UserError
 from reme_cli.run.lock import DirLock
-from reme_cli.memory.official import import_official
-from reme_cli.memory.pool import Pool
-from reme_cli.memory.reme import make_embedder_for, resolve_pool_path
+from reme_cli.methods.reme.official import import_official
+from reme_cli.methods.reme.pool import Pool
+from reme_cli.methods.reme.method import make_embedder_for, resolve_pool_path
 
 
 def import_pool(file: Path, out: Path, cfg: Config, console: Console) -> Path:

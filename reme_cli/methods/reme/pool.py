@@ -31,9 +31,9 @@ from typing import Any
 import faiss
 import numpy as np
 
-from reme_cli.errors import UserError
-from reme_cli.memory.embed import Embedder
-from reme_cli.memory.experience import RETRIEVAL_KEYS, SOURCES, Experience, now_iso
+from reme_cli.core.errors import UserError
+from reme_cli.llm.embed import Embedder
+from reme_cli.methods.reme.experience import RETRIEVAL_KEYS, SOURCES, Experience, now_iso
 
 FORMAT = "reme-pool"
 FORMAT_VERSION = 1

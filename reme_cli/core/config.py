@@ -16,7 +16,8 @@ from typing import Any, Optional
 from omegaconf import MISSING, DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from reme_cli.errors import UserError
+from reme_cli.core.errors import UserError
+from reme_cli.core.registry import BENCHMARKS, EMBEDDERS, METHODS, PROTOCOLS, Registry
 
 
 @dataclass
@@ -35,6 +36,9 @@ class ModelCfg:
     tool_protocol: str = "openai"  # openai | json
     thinking: bool = False
     n_ctx: int = 8192
+    # A cap on tool steps per user turn for models that rarely stop calling tools (the
+    # 135M CPU model); the benchmark's own limit applies too.
+    max_steps_per_turn: Optional[int] = None
     sampling: SamplingCfg = field(default_factory=SamplingCfg)
     serve_args: list[str] = field(default_factory=list)
 
@@ -72,46 +76,18 @@ class EmbeddingCfg:
 
 
 @dataclass
-class BenchmarkCfg:
-    name: str = "bfcl_v3"
-    split: str = "test"
-    limit: Optional[int] = None
-    task_ids: Optional[list[str]] = None
-    max_interactions: int = 30
-    max_steps_per_turn: int = 20
-    system_prompt: Optional[str] = None
+class BuildCfg:
+    """`reme build-pool`: how the training trajectories are sampled (any method)."""
+
+    samples: int = 8  # trajectories per training task (paper: N=8)
+    temperature: float = 0.9
 
 
 @dataclass
-class ReflectionCfg:
-    enabled: bool = True
-    max_retries: int = 3
-
-
-@dataclass
-class DeletionCfg:
-    enabled: bool = True
-    alpha: int = 5
-    beta: float = 0.5
-    rule: str = "le"  # le: u/f <= beta (paper) | lt: u/f < beta (official code)
-
-
-@dataclass
-class MemoryCfg:
-    name: str = "none"  # none | reme
-    pool: Optional[str] = None
-    top_k: int = 5
-    retrieval_key: str = "usage_scenario"  # usage_scenario | task_query | generalized_query | keywords
-    rerank: bool = False
-    rewrite: bool = False
-    addition: str = "selective"  # selective | full
-    granularity: str = "keypoint"  # keypoint | trajectory
-    judge_threshold: float = 0.3  # paper 0.3, official code 0.5
-    dedup_threshold: float = 0.85  # paper 0.85, official code 0.5
-    build_samples: int = 8
-    build_temperature: float = 0.9
-    reflection: ReflectionCfg = field(default_factory=ReflectionCfg)
-    deletion: DeletionCfg = field(default_factory=DeletionCfg)
+class EnvCfg:
+    # Environments open at once (processes or servers for out-of-process benchmarks);
+    # None: as many as episodes in flight (llm.concurrency bounds those).
+    concurrency: Optional[int] = None
 
 
 @dataclass
@@ -131,22 +107,17 @@ class Config:
     llm: LLMCfg = field(default_factory=LLMCfg)
     summarizer: SummarizerCfg = field(default_factory=SummarizerCfg)
     embedding: EmbeddingCfg = field(default_factory=EmbeddingCfg)
-    benchmark: BenchmarkCfg = field(default_factory=BenchmarkCfg)
-    memory: MemoryCfg = field(default_factory=MemoryCfg)
+    # Owned by the plug-in named in `name`: the benchmark's and the memory method's own
+    # dataclasses validate these (see `validate`).
+    benchmark: Any = field(default_factory=lambda: {"name": "bfcl_v3"})
+    memory: Any = field(default_factory=lambda: {"name": "none"})
+    build: BuildCfg = field(default_factory=BuildCfg)
+    env: EnvCfg = field(default_factory=EnvCfg)
     eval: EvalCfg = field(default_factory=EvalCfg)
 
 
 _CHOICES = {
     "model.kind": {"local", "vllm", "openai"},
-    "model.tool_protocol": {"openai", "json"},
-    "embedding.kind": {"sentence_transformers", "openai"},
-    "benchmark.name": {"bfcl_v3"},
-    "benchmark.split": {"train", "test"},
-    "memory.name": {"none", "reme"},
-    "memory.retrieval_key": {"usage_scenario", "task_query", "generalized_query", "keywords"},
-    "memory.addition": {"selective", "full"},
-    "memory.granularity": {"keypoint", "trajectory"},
-    "memory.deletion.rule": {"le", "lt"},
     "eval.mode": {"none", "fixed", "dynamic"},
 }
 
@@ -157,30 +128,34 @@ _AT_LEAST = {
     "llm.concurrency": 1,
     "llm.max_retries": 0,
     "llm.breaker_threshold": 1,
-    "benchmark.limit": 1,
-    "benchmark.max_interactions": 1,
-    "benchmark.max_steps_per_turn": 1,
-    "memory.top_k": 0,
-    "memory.build_samples": 1,
-    "memory.reflection.max_retries": 0,
-    "memory.deletion.alpha": 1,
+    "env.concurrency": 1,
+    "build.samples": 1,
     "model.sampling.max_tokens": 1,
+    "model.max_steps_per_turn": 1,
 }
 
 # Keys that change how fast a run goes, not what it computes: excluded from the run hash,
 # so a resume with more concurrency continues the same run.
 _EXECUTION_KEYS = ("out_dir", "runs_root", "llm.concurrency", "llm.timeout", "llm.max_retries",
-                   "llm.breaker_threshold",
+                   "llm.breaker_threshold", "env.concurrency",
                    "llm.cache", "llm.cache_dir", "llm.api_key", "llm.base_url")
 
 
 def config_dir() -> Path:
     """The configs shipped in the wheel, or the repo's ``configs/`` in a checkout."""
-    here = Path(__file__).resolve().parent
-    for candidate in (here / "configs", here.parent / "configs"):
+    package = Path(__file__).resolve().parents[1]
+    for candidate in (package / "configs", package.parent / "configs"):
         if (candidate / "config.yaml").is_file():
             return candidate
     raise UserError("cannot find reme's configs/ directory: reinstall reme")
+
+
+def plugin_config_dirs() -> list[str]:
+    """Config groups of installed plug-ins: each ``reme.configs`` entry point names a
+    package holding ``benchmark/NAME.yaml``, ``memory/NAME.yaml``, ... (Hydra ``pkg://``)."""
+    from importlib import metadata
+
+    return [f"pkg://{ep.value}" for ep in sorted(metadata.entry_points(group="reme.configs"), key=lambda e: e.name)]
 
 
 def compose(overrides: list[str], config_name: str = "config") -> Config:
@@ -195,9 +170,13 @@ def compose(overrides: list[str], config_name: str = "config") -> Config:
     # overridden even where a group file does not mention it (memory=none, ...).
     ConfigStore.instance().store(name="reme_schema", node=Config)
     GlobalHydra.instance().clear()
+    overrides = list(overrides)
+    plugin_dirs = plugin_config_dirs()
+    if plugin_dirs and not any(o.startswith("hydra.searchpath") for o in overrides):
+        overrides.append(f"hydra.searchpath=[{','.join(plugin_dirs)}]")
     try:
         with initialize_config_dir(config_dir=str(config_dir()), version_base="1.3"):
-            raw = hydra_compose(config_name=config_name, overrides=list(overrides))
+            raw = hydra_compose(config_name=config_name, overrides=overrides)
     except Exception as exc:  # Hydra raises many types; all mean "fix your overrides"
         raise UserError(f"bad override or config: {_first_line(exc)}") from None
     finally:
@@ -206,20 +185,20 @@ def compose(overrides: list[str], config_name: str = "config") -> Config:
 
 
 def validate(raw: DictConfig | dict) -> Config:
+    raw = raw if isinstance(raw, DictConfig) else OmegaConf.create(raw)
     try:
         merged = OmegaConf.merge(OmegaConf.structured(Config), raw)
         OmegaConf.resolve(merged)
         cfg: Config = OmegaConf.to_object(merged)  # type: ignore[assignment]
     except OmegaConfBaseException as exc:
         raise UserError(f"invalid config: {_omegaconf_message(exc)}") from None
-    for key, allowed in _CHOICES.items():
-        value = _get(cfg, key)
-        if value not in allowed:
-            raise UserError(f"{key}={value!r} is not allowed; choose one of {sorted(allowed)}")
-    for key, low in _AT_LEAST.items():
-        value = _get(cfg, key)
-        if value is not None and value < low:
-            raise UserError(f"{key}={value} must be >= {low}")
+    # The named plug-ins validate their own sections as strictly as the schema above.
+    cfg.benchmark = _plugin_section("benchmark", cfg.benchmark, BENCHMARKS)
+    cfg.memory = _plugin_section("memory", cfg.memory, METHODS)
+    check_choices("", cfg, _CHOICES, _AT_LEAST)
+    for key, registry in (("model.tool_protocol", PROTOCOLS), ("embedding.kind", EMBEDDERS)):
+        if not registry.has(_get(cfg, key)):
+            raise UserError(f"{key}={_get(cfg, key)!r} is not allowed; choose one of {registry.names()}")
     if not 0.0 <= cfg.model.sampling.temperature <= 2.0:
         raise UserError("model.sampling.temperature must be between 0 and 2")
     if cfg.llm.base_url is not None and not cfg.llm.base_url.startswith(("http://", "https://")):
@@ -227,6 +206,28 @@ def validate(raw: DictConfig | dict) -> Config:
     if cfg.eval.mode != "none" and cfg.memory.name == "none":
         raise UserError(f"--mode {cfg.eval.mode} needs a memory: add memory=reme")
     return cfg
+
+
+def _plugin_section(section: str, value: Any, registry: Registry) -> Any:
+    """``benchmark`` / ``memory``: validated by the dataclass of the plug-in it names."""
+    data = value if isinstance(value, dict) else {}
+    name = data.get("name")
+    if not isinstance(name, str) or not name:
+        raise UserError(f"{section}.name is missing: choose one of {registry.names()}")
+    if not registry.has(name):
+        raise UserError(f"{section}.name={name!r} is not allowed; choose one of {registry.names()}")
+    schema = getattr(registry.get(name), "config_class", None)
+    if schema is None:
+        raise UserError(f"{section}={name} declares no config_class")
+    try:
+        node = OmegaConf.merge(OmegaConf.structured(schema), data)
+        section_cfg = OmegaConf.to_object(node)
+    except OmegaConfBaseException as exc:
+        raise UserError(f"invalid config: {_omegaconf_message(exc, prefix=section)}") from None
+    check = getattr(section_cfg, "check", None)
+    if check is not None:
+        check()  # the plug-in's own rules (choices, bounds): UserError with one line
+    return section_cfg
 
 
 def to_dict(cfg: Config) -> dict[str, Any]:
@@ -263,7 +264,7 @@ def _first_line(exc: BaseException) -> str:
     missing = re.search(r"Could not find '([^/']+)/([^']+)'", text)
     if missing:
         group = missing.group(1)
-        options = sorted(p.stem for p in (config_dir() / group).glob("*.yaml"))
+        options = _group_options(group)
         return f"{group}={missing.group(2)} does not exist; choose one of {options}"
     # Otherwise the useful line is the last one Hydra chained (e.g. a parse error).
     if cause.strip():
@@ -271,9 +272,39 @@ def _first_line(exc: BaseException) -> str:
     return text.splitlines()[0]
 
 
-def _omegaconf_message(exc: OmegaConfBaseException) -> str:
+def _group_options(group: str) -> list[str]:
+    """The options of a config group, reme's own and those plug-ins add."""
+    import importlib.resources
+
+    names = {p.stem for p in (config_dir() / group).glob("*.yaml")}
+    for source in plugin_config_dirs():
+        try:
+            folder = importlib.resources.files(source.removeprefix("pkg://")) / group
+            names |= {f.name[:-5] for f in folder.iterdir() if f.name.endswith(".yaml")}
+        except (ModuleNotFoundError, FileNotFoundError, NotADirectoryError):
+            continue
+    return sorted(names)
+
+
+def _omegaconf_message(exc: OmegaConfBaseException, prefix: str = "") -> str:
     key = getattr(exc, "full_key", None)
+    if key and prefix:
+        key = f"{prefix}.{key}"
     msg = str(exc).splitlines()[0]
     if msg.startswith("Key") and " not in " in msg and key:
         return f"unknown key '{key}' (check the spelling, or see `reme eval --help`)"
     return f"{key}: {msg}" if key and key not in msg else msg
+
+
+def check_choices(section: str, cfg: Any, choices: dict[str, set[str]], at_least: dict[str, float] = {}) -> None:  # noqa: B006 - read only
+    """One-line errors for a value outside its choices or bounds (reme's own keys, and a
+    plug-in's ``check()`` for its section)."""
+    prefix = f"{section}." if section else ""
+    for key, allowed in choices.items():
+        value = _get(cfg, key)
+        if value not in allowed:
+            raise UserError(f"{prefix}{key}={value!r} is not allowed; choose one of {sorted(allowed)}")
+    for key, low in at_least.items():
+        value = _get(cfg, key)
+        if value is not None and value < low:
+            raise UserError(f"{prefix}{key}={value} must be >= {low}")

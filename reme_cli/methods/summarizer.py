@@ -3,13 +3,22 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
-from reme_cli.config import Config
+from reme_cli.core.config import Config
 from reme_cli.llm.cache import ResponseCache
 from reme_cli.llm.client import LLM, ChatClient, ChatResult, check_server
 from reme_cli.llm.endpoint import request_extra_body
-from reme_cli.memory.reme import SummarizerSettings
+
+
+@dataclass
+class SummarizerSettings:
+    llm: LLM
+    author: str
+    temperature: float
+    max_tokens: int
+    formats: dict[str, dict[str, Any] | None]  # role -> response_format (constrained small models)
 
 _STR_LIST = {"type": "array", "items": {"type": "string"}}
 

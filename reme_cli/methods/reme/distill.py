@@ -2,7 +2,7 @@
 reflect on failures (ReMe, arXiv 2512.10696, Sec. 3).
 
 Pure async functions over an `LLM`: no files, no global state beyond the read-only prompt
-texts in `reme_cli/prompts/*.md`. Every bad LLM answer is counted and skipped, never raised;
+texts in `prompts/*.md` beside this module. Every bad LLM answer is counted and skipped, never raised;
 transport errors from the client do propagate (the client already retried them).
 
 Prompt files hold a constant system part, then a line `<!-- user -->`, then the user part
@@ -23,8 +23,8 @@ from typing import Any
 from reme_cli.agent.loop import Trajectory
 from reme_cli.bench.base import Outcome, Task
 from reme_cli.llm.client import LLM
-from reme_cli.memory.experience import Experience
-from reme_cli.memory.llm_json import parse_json
+from reme_cli.methods.reme.experience import Experience
+from reme_cli.methods.reme.llm_json import parse_json
 
 GRANULARITIES = ("keypoint", "trajectory")
 JUDGE_CRITERIA = ("actionable", "accurate", "relevant", "clear", "unique")
@@ -52,8 +52,8 @@ class Prompt:
 
 @functools.cache
 def load_prompt(name: str) -> Prompt:
-    """`reme_cli/prompts/<name>.md` split into its constant system part and user template."""
-    text = (importlib.resources.files("reme_cli") / "prompts" / f"{name}.md").read_text(encoding="utf-8")
+    """`prompts/<name>.md` (beside this module) split into its constant system part and user template."""
+    text = (importlib.resources.files(__package__) / "prompts" / f"{name}.md").read_text(encoding="utf-8")
     if _USER_MARK not in text:
         raise ValueError(f"prompt {name}.md has no '{_USER_MARK}' line")
     system, user = text.split(_USER_MARK, 1)

@@ -21,10 +21,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from reme_cli.errors import UserError
-from reme_cli.memory.embed import Embedder
-from reme_cli.memory.experience import Experience, new_id
-from reme_cli.memory.pool import Pool
+from reme_cli.core.errors import UserError
+from reme_cli.llm.embed import Embedder
+from reme_cli.methods.reme.experience import Experience, new_id
+from reme_cli.methods.reme.pool import Pool
 
 # Released categories are already our source names; the map documents that it is a choice.
 CATEGORY_TO_SOURCE = {"success": "success", "failure": "failure", "comparative": "comparative"}

@@ -1,0 +1,96 @@
+"""Name -> implementation registries: benchmarks, memory methods, tool protocols, embedders.
+
+Three ways in, in the order they are looked up:
+- built-ins, registered lazily as ``"module:attribute"`` strings so that naming one never
+  imports the others (bfcl-eval, sentence-transformers and friends are slow to import);
+- outside packages, through Python entry points (group ``reme.benchmarks``,
+  ``reme.methods``, ``reme.protocols``, ``reme.embedders``), as pytest and
+  lm-evaluation-harness find their plug-ins;
+- a dotted path given directly (``benchmark.name=my_pkg.bench:MyBenchmark``), the way
+  Hydra's ``_target_`` names a class.
+An unknown name is a ``UserError`` that lists the valid ones.
+"""
+
+from __future__ import annotations
+
+import importlib
+from importlib import metadata
+from typing import Any, Generic, TypeVar
+
+from reme_cli.core.errors import UserError
+
+T = TypeVar("T")
+
+
+def load_object(target: str) -> Any:
+    """``"pkg.module:attr"`` or ``"pkg.module.attr"`` -> the object."""
+    module, sep, attr = target.partition(":")
+    if not sep:
+        module, _, attr = target.rpartition(".")
+    obj = importlib.import_module(module)
+    for part in attr.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+class Registry(Generic[T]):
+    def __init__(self, kind: str, group: str):
+        self.kind = kind  # for messages: "benchmark", "memory method", ...
+        self.group = group  # the entry-point group outside packages register under
+        self._targets: dict[str, str] = {}
+        self._loaded: dict[str, T] = {}
+
+    def add(self, name: str, target: str) -> None:
+        """Register a built-in by where it lives; it is imported on first use."""
+        self._targets[name] = target
+
+    def register(self, name: str):
+        """Decorator form, for code that is imported anyway (tests, notebooks)."""
+        def wrap(obj: T) -> T:
+            self._loaded[name] = obj
+            return obj
+        return wrap
+
+    def _entry_points(self) -> dict[str, metadata.EntryPoint]:
+        return {ep.name: ep for ep in metadata.entry_points(group=self.group)}
+
+    def names(self) -> list[str]:
+        return sorted(set(self._targets) | set(self._loaded) | set(self._entry_points()))
+
+    def has(self, name: str) -> bool:
+        return name in self._loaded or name in self._targets or ":" in name or name in self._entry_points()
+
+    def get(self, name: str) -> T:
+        if name in self._loaded:
+            return self._loaded[name]
+        try:
+            if name in self._targets:
+                obj = load_object(self._targets[name])
+            elif (ep := self._entry_points().get(name)) is not None:
+                obj = ep.load()
+            elif ":" in name:
+                obj = load_object(name)
+            else:
+                raise UserError(f"unknown {self.kind} {name!r}; choose one of {self.names()} "
+                                f"(or a 'module:Class' path, or a package registering under '{self.group}')")
+        except (ImportError, AttributeError) as exc:
+            raise UserError(f"{self.kind} {name!r} cannot be loaded: {exc}") from None
+        self._loaded[name] = obj
+        return obj
+
+
+# The four seams. Built-ins are named by where they live, so core imports none of them.
+BENCHMARKS: Registry[Any] = Registry("benchmark", "reme.benchmarks")
+BENCHMARKS.add("bfcl_v3", "reme_cli.bench.bfcl:BFCLBenchmark")
+
+METHODS: Registry[Any] = Registry("memory method", "reme.methods")
+METHODS.add("none", "reme_cli.methods.base:NoMemory")
+METHODS.add("reme", "reme_cli.methods.reme.method:ReMe")
+
+PROTOCOLS: Registry[Any] = Registry("tool-call protocol", "reme.protocols")
+PROTOCOLS.add("openai", "reme_cli.agent.protocols:OpenAIProtocol")
+PROTOCOLS.add("json", "reme_cli.agent.protocols:JSONProtocol")
+
+EMBEDDERS: Registry[Any] = Registry("embedder", "reme.embedders")
+EMBEDDERS.add("sentence_transformers", "reme_cli.llm.embed:SentenceTransformerEmbedder")
+EMBEDDERS.add("openai", "reme_cli.llm.embed:OpenAIEmbedder")

@@ -1,0 +1,102 @@
+"""The plug-in seams, proven from outside: a package under tests/plugins/ registers a
+benchmark, a memory method, a tool-call protocol and its configs through entry points, and
+`reme eval benchmark=toy memory=toy` runs end to end through the real CLI against a
+scripted server (a TEST DOUBLE that answers like a perfect agent), with resume. No file
+under reme_cli/ names the plug-in."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from reme_cli.testing.scripted_server import ScriptedServer
+from tests.conftest import REPO
+
+PLUGIN = REPO / "tests" / "plugins" / "reme_toy"
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory) -> Path:
+    """The plug-in installed the way a user installs one (pip), into a private folder."""
+    target = tmp_path_factory.mktemp("site")
+    source = tmp_path_factory.mktemp("src") / "reme_toy"  # a copy: setuptools builds in the tree
+    shutil.copytree(PLUGIN, source, ignore=shutil.ignore_patterns("__pycache__", "build", "*.egg-info"))
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
+                    "--target", str(target), str(source)], check=True, capture_output=True, timeout=300)
+    return target
+
+
+@pytest.fixture(scope="module")
+def toy_server(site):
+    sys.path.insert(0, str(site))
+    try:
+        from reme_toy.policy import ToyPolicy
+    finally:
+        sys.path.remove(str(site))
+    with ScriptedServer(ToyPolicy()) as srv:
+        yield srv
+
+
+def reme(site: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), str(REPO)]),
+           "REME_CACHE_DIR": str(cwd / "cache")}
+    return subprocess.run([sys.executable, "-m", "reme_cli.cli", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=300)
+
+
+def trials(run: Path) -> list[dict]:
+    return [json.loads(l) for l in (run / "trials.jsonl").read_text().splitlines() if l.strip()]
+
+
+def test_nothing_under_reme_cli_names_the_plugin():
+    hits = [p for p in (REPO / "reme_cli").rglob("*") if p.is_file() and p.suffix in {".py", ".yaml", ".md"}
+            and ("reme_toy" in p.read_text(errors="ignore") or "toy" == p.stem)]
+    assert hits == []
+
+
+def test_toy_benchmark_memory_and_protocol_run_end_to_end_with_resume(site, toy_server, tmp_path):
+    args = ["eval", "--mode", "dynamic", "benchmark=toy", "memory=toy", "model=qwen3-8b",
+            f"llm.base_url={toy_server.base_url}", "llm.model=toy", "model.tool_protocol=toy",
+            "eval.runs=1", "eval.seeds=1", "out_dir=run"]
+    proc = reme(site, tmp_path, *args)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    run = tmp_path / "run"
+    recs = {t["task_id"]: t for t in trials(run)}
+    assert set(recs) == {"toy_0", "toy_1", "toy_2"}
+    assert all(t["success"] and t["checker"]["counter"] == t["checker"]["target"] for t in recs.values())
+    # The toy protocol turned "CALL increment" lines into calls the counter env executed.
+    assert recs["toy_2"]["interactions"] == 4  # 3 increments, then the answer
+    # The toy memory learned: every task after the first saw the previous task's answer.
+    order = sorted(recs.values(), key=lambda t: t["position"])
+    assert order[0]["guidance"] is None
+    for before, after in zip(order, order[1:]):
+        assert after["guidance"] == f"Last time this worked: {before['method']['remembered']}"
+    metrics = json.loads((run / "metrics.json").read_text())
+    assert metrics["avg@1"]["mean"] == 1.0 and metrics["errors"] == 0
+
+    # Resume: lose the last unit's record; the rerun runs exactly that unit again.
+    lines = (run / "trials.jsonl").read_text().splitlines(keepends=True)
+    (run / "trials.jsonl").write_text("".join(lines[:-1]))
+    again = reme(site, tmp_path, *args)
+    assert again.returncode == 0, again.stderr[-3000:]
+    units = [t["unit"] for t in trials(run)]
+    assert len(units) == len(set(units)) == 3
+    assert trials(run)[:2] == [json.loads(l) for l in lines[:2]]  # finished units untouched
+
+
+def test_fixed_mode_by_default_when_a_memory_is_named_and_bad_names_list_the_plugins(site, toy_server, tmp_path):
+    proc = reme(site, tmp_path, "eval", "benchmark=toy", "memory=toy", "model=qwen3-8b",
+                f"llm.base_url={toy_server.base_url}", "llm.model=toy", "model.tool_protocol=toy",
+                "eval.runs=1", "eval.seeds=1", "out_dir=run")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert all(t["guidance"] is None for t in trials(tmp_path / "run"))  # fixed: it never learns
+    bad = reme(site, tmp_path, "eval", "benchmark=toy", "benchmark.colour=red")
+    assert bad.returncode == 2 and "unknown key 'benchmark.colour'" in bad.stderr
+    missing = reme(site, tmp_path, "eval", "benchmark=nope")
+    assert missing.returncode == 2 and "'bfcl_v3'" in missing.stderr and "'toy'" in missing.stderr
