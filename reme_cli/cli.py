@@ -47,18 +47,9 @@ class Mode(str, Enum):
 
 
 def _expand(overrides: list[str], multirun: bool) -> list[list[str]]:
-    """The override lists to run: one, or one per point of a Hydra sweep."""
-    if not multirun:
-        return [overrides]
-    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
-    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from reme_cli.commands.jobs import expand
 
-    try:
-        parsed = OverridesParser.create().parse_overrides(overrides)
-    except Exception as exc:
-        raise UserError(f"bad override: {str(exc).splitlines()[0]}") from None
-    batches = BasicSweeper.split_arguments(parsed, None)
-    return [list(job) for batch in batches for job in batch]
+    return expand(overrides, sweep=multirun)
 
 
 def _raise_interrupted(signum: int, frame: object) -> None:
@@ -132,20 +123,6 @@ def eval_cmd(
     _run(body)
 
 
-def vllm_command(cfg: Config, port: int, host: str) -> list[str]:
-    if cfg.model.kind == "local":
-        from reme_cli.llm.local_server import default_model_path
-
-        return [sys.executable, "-m", "llama_cpp.server", "--model", default_model_path(),
-                "--model_alias", cfg.model.served_name or cfg.model.name, "--host", host,
-                "--port", str(port), "--n_ctx", str(cfg.model.n_ctx)]
-    if not cfg.model.hf_id:
-        raise UserError(f"model={cfg.model.name} has no hf_id to serve; set model.hf_id=...")
-    cmd = ["vllm", "serve", cfg.model.hf_id, "--served-model-name", cfg.model.served_name or cfg.model.hf_id,
-           "--host", host, "--port", str(port)]
-    return cmd + list(cfg.model.serve_args)
-
-
 @app.command("serve", context_settings=_OVERRIDES)
 def serve_cmd(
     port: int = typer.Option(8000, help="Port to serve on."),
@@ -162,7 +139,9 @@ def serve_cmd(
 
     def body() -> None:
         cfg = compose(overrides or [])
-        cmd = vllm_command(cfg, port, host)
+        from reme_cli.llm.vllm_server import serve_command
+
+        cmd = serve_command(cfg, port, host)
         print(shlex.join(cmd))
         if dry_run:
             return
@@ -199,12 +178,61 @@ def build_pool_cmd(
 
 @app.command("ablate", context_settings=_OVERRIDES)
 def ablate_cmd(
+    suite: str = typer.Argument(..., help="A suite in configs/ablation/ (table1..table5, topk, alpha_beta) "
+                                          "or a path to a suite file."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print the plan (runs, units, LLM calls, pools) "
+                                                          "and run nothing."),
+    only: Optional[list[str]] = typer.Option(None, "--only", help="Run just this run label (repeatable): one "
+                                                                     "cluster job per run, see README."),
+    wait: bool = WaitOpt,
     overrides: Optional[list[str]] = OverridesArg,
 ) -> None:
-    """Run one of the paper's ablations (configs/ablation/): not available yet."""
+    """Run one of the paper's ablations as a suite of resumable runs, then write its report.
+
+    Pools are built once and shared; rerunning the same command resumes every run.
+
+    Example: reme ablate topk benchmark.limit=2 eval.runs=1 eval.seeds=1 build.samples=2
+
+    Example: reme ablate table3 model=qwen3-8b llm.base_url=http://127.0.0.1:8000/v1 --dry-run
+    """
+    from reme_cli.commands.ablate import plan, plan_table, run_suite
+    from reme_cli.commands.report import report
 
     def body() -> None:
-        raise UserError("`reme ablate` is not implemented yet; use `reme eval -m` sweeps meanwhile")
+        p = plan(suite, overrides or [], only=only)
+        console.print(plan_table(p))
+        if dry_run:
+            print(p.path)
+            return
+        results = run_suite(p, console, wait=wait)
+        target, _ = report([p.path / "runs"], out=p.path / "report", suite=p.table)
+        console.print(f"report: {target / 'report.md'}")
+        _finish(results)
+
+    _run(body)
+
+
+@app.command("report")
+def report_cmd(
+    dirs: list[Path] = typer.Argument(..., help="Run directories, suite directories, or folders holding them."),
+    out: Optional[Path] = typer.Option(None, "--out", help="Where to write (default: DIR/report for one DIR)."),
+    suite: Optional[str] = typer.Option(None, "--table", help="Lay out as this paper table "
+                                                              "(table1..table5, topk, alpha_beta)."),
+) -> None:
+    """Paper-layout tables, bootstrap intervals, plots and error analysis from run records.
+
+    Writes report.md, one CSV per table and PNG plots; prints the report directory last.
+
+    Example: reme report runs/default
+    """
+
+    def body() -> None:
+        from reme_cli.commands.report import report
+
+        target, written = report(dirs, out=out, suite=suite)
+        md = target / "report.md"
+        console.print(md.read_text(), markup=False, highlight=False, soft_wrap=True)
+        print(target)
 
     _run(body)
 

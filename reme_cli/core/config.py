@@ -45,12 +45,15 @@ class ModelCfg:
 
 @dataclass
 class LLMCfg:
-    base_url: Optional[str] = None
+    # An OpenAI-compatible server, or a list of replicas of one (least outstanding requests
+    # first, with failover). None: reme starts the model's server itself.
+    base_url: Any = None
     model: Optional[str] = None
     api_key: str = "EMPTY"
     concurrency: int = 8
     timeout: float = 600.0
     max_retries: int = 6
+    startup_timeout: float = 1800.0  # seconds for a server reme starts to answer (a 32B load)
     # Consecutive requests that cannot reach the server before the run stops (exit 4).
     breaker_threshold: int = 5
     cache: bool = True
@@ -137,7 +140,7 @@ _AT_LEAST = {
 # Keys that change how fast a run goes, not what it computes: excluded from the run hash,
 # so a resume with more concurrency continues the same run.
 _EXECUTION_KEYS = ("out_dir", "runs_root", "llm.concurrency", "llm.timeout", "llm.max_retries",
-                   "llm.breaker_threshold", "env.concurrency",
+                   "llm.breaker_threshold", "llm.startup_timeout", "env.concurrency",
                    "llm.cache", "llm.cache_dir", "llm.api_key", "llm.base_url")
 
 
@@ -201,8 +204,11 @@ def validate(raw: DictConfig | dict) -> Config:
             raise UserError(f"{key}={_get(cfg, key)!r} is not allowed; choose one of {registry.names()}")
     if not 0.0 <= cfg.model.sampling.temperature <= 2.0:
         raise UserError("model.sampling.temperature must be between 0 and 2")
-    if cfg.llm.base_url is not None and not cfg.llm.base_url.startswith(("http://", "https://")):
-        raise UserError(f"llm.base_url={cfg.llm.base_url!r} must start with http:// or https://")
+    urls = [cfg.llm.base_url] if isinstance(cfg.llm.base_url, str) else cfg.llm.base_url or []
+    if not isinstance(urls, list) or not all(isinstance(u, str) and u.startswith(("http://", "https://"))
+                                             for u in urls):
+        raise UserError(f"llm.base_url={cfg.llm.base_url!r} must be a URL starting with http:// or https://, "
+                        "or a list of them")
     if cfg.eval.mode != "none" and cfg.memory.name == "none":
         raise UserError(f"--mode {cfg.eval.mode} needs a memory: add memory=reme")
     return cfg

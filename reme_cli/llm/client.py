@@ -146,7 +146,7 @@ class LLM(Protocol):
 
 @dataclass
 class ChatClient:
-    base_url: str
+    base_url: str | list[str]  # one server, or replicas of one model
     model: str
     api_key: str = "EMPTY"
     concurrency: int = 8
@@ -157,17 +157,18 @@ class ChatClient:
     usage: UsageTotals = field(default_factory=UsageTotals)
 
     def __post_init__(self) -> None:
-        self._client = openai.AsyncOpenAI(
-            base_url=self.base_url,
+        urls = [self.base_url] if isinstance(self.base_url, str) else list(self.base_url)
+        self._replicas = [Replica(url, openai.AsyncOpenAI(
+            base_url=url,
             api_key=self.api_key,
             timeout=self.timeout,
             max_retries=0,  # tenacity below owns retries, so every attempt is counted alike
             # aiohttp's pool: httpcore's scans every connection per request, which
             # dominated the harness's CPU at 32+ requests in flight (scripts/bench_harness.py).
             http_client=openai.DefaultAioHttpClient(timeout=self.timeout),
-        )
+        )) for url in urls]
         self._slots = asyncio.Semaphore(self.concurrency)
-        self.breaker = CircuitBreaker(self.breaker_threshold, self.base_url)
+        self.breaker = CircuitBreaker(self.breaker_threshold, ", ".join(urls))
 
     async def chat(
         self,
@@ -246,14 +247,54 @@ class ChatClient:
         # status-code exceptions are still the SDK's own.
         body = dict(request)
         body.update(body.pop("extra_body", None) or {})
-        response = await self._client.post(
-            "/chat/completions", body=body, cast_to=httpx.Response,
-            options={"headers": headers or {}},
-        )
+        replica = pick_replica(self._replicas)
+        replica.outstanding += 1
+        try:
+            response = await replica.client.post(
+                "/chat/completions", body=body, cast_to=httpx.Response,
+                options={"headers": headers or {}},
+            )
+        except _UNREACHABLE:
+            replica.down_until = time.monotonic() + REPLICA_COOLDOWN_S  # the retry goes elsewhere
+            raise
+        finally:
+            replica.outstanding -= 1
+        replica.served += 1
         return response.json()
 
+    @property
+    def replicas(self) -> list[Replica]:
+        return self._replicas
+
     async def close(self) -> None:
-        await self._client.close()
+        for replica in self._replicas:
+            await replica.client.close()
+
+
+REPLICA_COOLDOWN_S = 10.0
+
+
+@dataclass
+class Replica:
+    """One server of several serving the same model."""
+
+    base_url: str
+    client: Any
+    outstanding: int = 0  # requests in flight to it now
+    served: int = 0  # requests it answered
+    down_until: float = 0.0  # after a connection failure, others are preferred until then
+
+
+def pick_replica(replicas: list[Replica]) -> Replica:
+    """Least outstanding requests among the replicas that are up; if none is, the one that
+    went down first (it may be back)."""
+    if len(replicas) == 1:
+        return replicas[0]
+    now = time.monotonic()
+    up = [r for r in replicas if r.down_until <= now]
+    if not up:
+        return min(replicas, key=lambda r: r.down_until)
+    return min(up, key=lambda r: r.outstanding)
 
 
 def _record_from_response(response: dict[str, Any], latency: float) -> dict[str, Any]:

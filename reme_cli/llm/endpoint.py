@@ -12,42 +12,54 @@ from reme_cli.llm.cache import ResponseCache
 from reme_cli.core.errors import UserError
 from reme_cli.llm.client import ChatClient, served_models
 
-DEFAULT_VLLM_URL = "http://127.0.0.1:8000/v1"
 
 
 @dataclass
 class Endpoint:
-    base_url: str
+    base_urls: list[str]  # one server, or several replicas serving the same model
     model: str
     identity: dict[str, Any] = field(default_factory=dict)  # recorded in the run manifest
     # For a server we started: a one-line message once its process has died, else None.
     health: Callable[[], str | None] | None = None
 
+    @property
+    def base_url(self) -> str:
+        return self.base_urls[0]
+
+
+def base_urls(cfg: Config) -> list[str]:
+    value = cfg.llm.base_url
+    if not value:
+        return []
+    return [value] if isinstance(value, str) else list(value)
+
 
 @contextlib.contextmanager
 def endpoint(cfg: Config) -> Iterator[Endpoint]:
-    """Yield a reachable endpoint; an embedded server is stopped on exit, errors included."""
-    if cfg.llm.base_url or cfg.model.kind != "local":
-        base_url = cfg.llm.base_url or DEFAULT_VLLM_URL
-        entries = served_models(base_url, cfg.llm.api_key)
-        served = [m.get("id", "") for m in entries]
-        model = cfg.llm.model or cfg.model.served_name or (served[0] if served else cfg.model.name)
-        # The entry of the model we will call (or the only one served: aliases differ).
-        entry = next((m for m in entries if m.get("id") == model), entries[0] if len(entries) == 1 else {})
-        max_len = entry.get("max_model_len")
-        check_fits(cfg, max_len, "the server's max_model_len")
-        yield Endpoint(base_url, model, {"kind": "external", "base_url": base_url, "served_models": served,
-                                         "max_model_len": max_len})
+    """Yield a reachable endpoint: the given server(s), or one started here (the embedded
+    CPU model, or `vllm serve` for a GPU model config), stopped on exit, errors included."""
+    urls = base_urls(cfg)
+    if urls:
+        yield _external(cfg, urls, {"kind": "external"})
+        return
+    if cfg.model.kind != "local":
+        from reme_cli.llm.vllm_server import VLLMServer
+
+        with VLLMServer(cfg, log_path=_log_path(cfg, "vllm_server.log"),
+                        startup_timeout=cfg.llm.startup_timeout) as server:
+            ep = _external(cfg, [server.base_url], {"kind": "managed-vllm", "command": server.command("", server.port),
+                                                    "log": str(server.log_path)})
+            ep.health = server.failure
+            yield ep
         return
 
     from reme_cli.llm.local_server import LocalServer, default_model_path
 
     check_fits(cfg, cfg.model.n_ctx, "model.n_ctx")
     model_path = default_model_path()
-    log_path = Path(cfg.llm.cache_dir).parent / "local_server.log"
-    log_path.parent.mkdir(parents=True, exist_ok=True)
+    log_path = _log_path(cfg, "local_server.log")
     with LocalServer(model_path=model_path, n_ctx=cfg.model.n_ctx, log_path=log_path) as server:
-        yield Endpoint(server.base_url, server.model_name, {
+        yield Endpoint([server.base_url], server.model_name, {
             "kind": "embedded-llama.cpp",
             "model_path": model_path,
             "model_name": server.model_name,
@@ -55,6 +67,25 @@ def endpoint(cfg: Config) -> Iterator[Endpoint]:
             "max_model_len": cfg.model.n_ctx,
             "log": str(log_path),
         }, health=server.failure)
+
+
+def _log_path(cfg: Config, name: str) -> Path:
+    path = Path(cfg.llm.cache_dir).parent / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _external(cfg: Config, urls: list[str], identity: dict[str, Any]) -> Endpoint:
+    """Every URL must answer now; during the run the client fails over between them."""
+    entries = [served_models(u, cfg.llm.api_key) for u in urls]
+    served = [m.get("id", "") for m in entries[0]]
+    model = cfg.llm.model or cfg.model.served_name or (served[0] if served else cfg.model.name)
+    # The entry of the model we will call (or the only one served: aliases differ).
+    entry = next((m for m in entries[0] if m.get("id") == model), entries[0][0] if len(entries[0]) == 1 else {})
+    max_len = entry.get("max_model_len")
+    check_fits(cfg, max_len, "the server's max_model_len")
+    identity.update(base_url=urls[0] if len(urls) == 1 else urls, served_models=served, max_model_len=max_len)
+    return Endpoint(urls, model, identity)
 
 
 def check_fits(cfg: Config, context_len: Any, what: str) -> None:
@@ -71,7 +102,7 @@ def make_client(cfg: Config, ep: Endpoint) -> ChatClient:
         safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in ep.model)
         cache = ResponseCache(Path(cfg.llm.cache_dir) / f"{safe}.sqlite")
     return ChatClient(
-        base_url=ep.base_url,
+        base_url=ep.base_urls if len(ep.base_urls) > 1 else ep.base_url,
         model=ep.model,
         api_key=cfg.llm.api_key,
         concurrency=cfg.llm.concurrency,

@@ -163,11 +163,7 @@ class LocalServer:
     def start(self) -> Self:
         if self._proc is not None:
             return self
-        model_path = self.model_path or default_model_path()
-        if not Path(model_path).is_file():
-            raise UserError(f"model file not found: {model_path} (set the model path to a .gguf file)")
-        if importlib.util.find_spec("llama_cpp") is None:
-            raise UserError(INSTALL_HINT)
+        model_path = self._prepare()
 
         if self.log_path is None:
             fd, name = tempfile.mkstemp(prefix="reme-llama-server-", suffix=".log")
@@ -189,6 +185,19 @@ class LocalServer:
                 self.stop(keep_log=True)
                 raise
         return self
+
+    # What a subclass serving another engine overrides: what to check before launching,
+    # the command line, and the hint for a missing engine.
+    kind = "embedded model"
+    install_hint = INSTALL_HINT
+
+    def _prepare(self) -> str:
+        model_path = self.model_path or default_model_path()
+        if not Path(model_path).is_file():
+            raise UserError(f"model file not found: {model_path} (set the model path to a .gguf file)")
+        if importlib.util.find_spec("llama_cpp") is None:
+            raise UserError(INSTALL_HINT)
+        return model_path
 
     def _launch(self, model_path: str) -> None:
         self._log = open(self.log_path, "ab")  # noqa: SIM115 - held for the server's lifetime
@@ -232,11 +241,11 @@ class LocalServer:
             lines = [ln.strip() for ln in f.read().decode(errors="replace").splitlines() if ln.strip()]
         missing = next((ln for ln in reversed(lines) if "No module named" in ln), None)
         if missing:
-            return f"{INSTALL_HINT} ({missing})"
+            return f"{self.install_hint} ({missing})"
         # The cause is usually one error line followed by shutdown chatter; show that line.
         errors = [ln for ln in lines if re.search(r"\berror\b|error:|exception", ln, re.IGNORECASE)]
         cause = errors[-1] if errors else " | ".join(lines[-3:]) or "no output"
-        return f"the embedded model server {what}: {cause} (full log: {self.log_path})"
+        return f"the {self.kind} server {what}: {cause} (full log: {self.log_path})"
 
     def stop(self, grace: float = 5.0, keep_log: bool = False) -> None:
         proc, self._proc = self._proc, None
@@ -277,7 +286,7 @@ class LocalServer:
     def failure(self) -> str | None:
         """One line for a run to stop with if the server died under it, else None."""
         status = self.exit_status()
-        return status and f"the embedded model server died ({status}); its log: {self.log_path}"
+        return status and f"the {self.kind} server died ({status}); its log: {self.log_path}"
 
     def __enter__(self) -> Self:
         return self.start()

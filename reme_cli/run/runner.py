@@ -160,6 +160,14 @@ class Runner:
         fatal = next((r for r in results if isinstance(r, RunAborted)), None)
         if stop is None and fatal is not None:
             stop = fatal
+        if isinstance(stop, RunAborted) and self.health is not None:
+            # The breaker can trip a moment before a dead server's exit is seen: the exit,
+            # when there is one, is the better message.
+            for _ in range(10):
+                if (failure := self.health()) is not None:
+                    stop = RunAborted(failure)
+                    break
+                await asyncio.sleep(0.1)
         if stop is not None:
             raise stop
         for r in results:

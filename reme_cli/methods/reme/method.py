@@ -216,6 +216,8 @@ class ReMe(OneAttempt):
                 self.events.emit(unit, "delete", id=e.id, f=e.f, u=e.u)
             info["deleted"] = [e.id for e in doomed]
         info["pool_size"] = len(self.pool)
+        used = [e.u / e.f for e in self.pool if e.f > 0]
+        info["mean_utility"] = sum(used) / len(used) if used else None  # u/f over retrieved experiences
         return info
 
     def commit(self) -> None:

@@ -1,0 +1,170 @@
+"""`reme ablate SUITE`: one paper table (or sweep) as a suite of ordinary runs.
+
+A suite is data (``configs/ablation/SUITE.yaml``, or a path to such a file):
+
+    description: "..."
+    table: topk                        # the report layout (reme_cli/report/tables.py)
+    pools:                             # pools to build, by name: build-pool overrides
+      reme: []
+    variants:                          # runs, by name
+      k0: {mode: fixed, pool: reme, overrides: [memory.top_k=0]}
+      ab: {mode: dynamic, pool: reme, overrides: ["memory.deletion.alpha=3,5,10"]}   # swept like -m
+
+Every pool is built once under ``SUITE_DIR/pools/NAME`` and shared by the variants that
+name it; every variant (each point of a swept one) is a normal resumable run directory
+under ``SUITE_DIR/runs/``. Everything is composed and validated before anything runs, so
+``--dry-run`` prints the exact plan and a bad suite fails before any LLM time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from rich.console import Console
+from rich.table import Table
+
+from reme_cli.bench.registry import make_benchmark
+from reme_cli.commands.jobs import expand, job_label, swept_keys
+from reme_cli.core.config import Config, compose, config_dir
+from reme_cli.core.errors import UserError
+
+MODES = {"none", "fixed", "dynamic"}
+
+
+@dataclass
+class PoolJob:
+    name: str
+    cfg: Config
+    units: int  # training trajectories to sample
+    max_calls: int  # executor calls at most (units x max_interactions)
+
+
+@dataclass
+class RunJob:
+    label: str
+    variant: str
+    pool: str | None
+    cfg: Config
+    units: int
+    max_calls: int
+
+
+@dataclass
+class SuitePlan:
+    name: str
+    description: str
+    table: str
+    path: Path  # the suite directory
+    pools: list[PoolJob] = field(default_factory=list)
+    runs: list[RunJob] = field(default_factory=list)
+
+    @property
+    def units(self) -> int:
+        return sum(j.units for j in self.pools) + sum(j.units for j in self.runs)
+
+    @property
+    def max_calls(self) -> int:
+        return sum(j.max_calls for j in self.pools) + sum(j.max_calls for j in self.runs)
+
+
+def suite_file(name: str) -> Path:
+    path = Path(name)
+    if path.suffix in (".yaml", ".yml") and path.is_file():
+        return path
+    candidate = config_dir() / "ablation" / f"{name}.yaml"
+    if candidate.is_file():
+        return candidate
+    known = sorted(p.stem for p in (config_dir() / "ablation").glob("*.yaml"))
+    raise UserError(f"unknown suite {name!r}; choose one of {known}, or give a path to a suite file")
+
+
+def load_suite(name: str) -> dict[str, Any]:
+    path = suite_file(name)
+    data = yaml.safe_load(path.read_text()) or {}
+    where = f"suite {path}"
+    if not isinstance(data.get("variants"), dict) or not data["variants"]:
+        raise UserError(f"{where} has no variants")
+    pools = data.get("pools") or {}
+    for vname, variant in data["variants"].items():
+        if not isinstance(variant, dict) or variant.get("mode") not in MODES:
+            raise UserError(f"{where}: variant {vname} needs mode: none | fixed | dynamic")
+        if variant["mode"] != "none" and variant.get("pool") not in pools:
+            raise UserError(f"{where}: variant {vname} (mode {variant['mode']}) needs a pool from {sorted(pools)}")
+        unknown = set(variant) - {"mode", "pool", "overrides"}
+        if unknown:
+            raise UserError(f"{where}: variant {vname} has unknown keys {sorted(unknown)}")
+    data.setdefault("table", path.stem)
+    data.setdefault("description", path.stem)
+    data["name"] = path.stem
+    data["pools"] = pools
+    return data
+
+
+def _units(cfg: Config, samples: int | None = None) -> tuple[int, int]:
+    tasks = len(make_benchmark(cfg.benchmark).task_ids())
+    units = tasks * (samples if samples is not None else cfg.eval.seeds * cfg.eval.runs)
+    return units, units * cfg.benchmark.max_interactions
+
+
+def plan(name: str, overrides: list[str], only: list[str] | None = None) -> SuitePlan:
+    """The suite's jobs; ``only``: just these run labels (one cluster job each) and the
+    pools they need."""
+    suite = load_suite(name)
+    base = compose(overrides)  # the user's overrides alone: where the suite lives
+    root = Path(base.runs_root) / "ablate" / f"{suite['name']}-{base.benchmark.name}-{base.model.name}"
+    out = SuitePlan(suite["name"], suite["description"], suite["table"], root)
+
+    used = {v.get("pool") for v in suite["variants"].values() if v["mode"] != "none"}
+    for pname in [p for p in suite["pools"] if p in used]:
+        cfg = compose(["benchmark.split=train", "memory=reme", *overrides, *(suite["pools"][pname] or []),
+                       f"out_dir={root / 'pools' / pname}"])
+        units, calls = _units(cfg, samples=cfg.build.samples)
+        out.pools.append(PoolJob(pname, cfg, units, calls))
+
+    for vname, variant in suite["variants"].items():
+        extra = list(variant.get("overrides") or [])
+        swept = swept_keys(extra)
+        for job in expand(extra):
+            label = job_label(vname, job, swept)
+            head = [f"eval.mode={variant['mode']}"]
+            if variant["mode"] != "none":
+                head += ["memory=reme", f"memory.pool={root / 'pools' / variant['pool']}"]
+            cfg = compose([*head, *overrides, *job,
+                           f"out_dir={root / 'runs' / label}"])
+            units, calls = _units(cfg)
+            out.runs.append(RunJob(label, vname, variant.get("pool"), cfg, units, calls))
+    if only:
+        unknown = sorted(set(only) - {j.label for j in out.runs})
+        if unknown:
+            raise UserError(f"--only {', '.join(unknown)}: no such run in suite {name}; "
+                            f"choose from {[j.label for j in out.runs]}")
+        out.runs = [j for j in out.runs if j.label in only]
+        out.pools = [j for j in out.pools if j.name in {r.pool for r in out.runs}]
+    return out
+
+
+def plan_table(p: SuitePlan) -> Table:
+    table = Table(title=f"reme ablate {p.name}: {p.description}  ({p.path})")
+    for col in ("step", "name", "mode", "pool", "units", "LLM calls (at most)"):
+        table.add_column(col, justify="right" if col in ("units", "LLM calls (at most)") else "left")
+    for j in p.pools:
+        table.add_row("build pool", j.name, "-", "-", str(j.units), str(j.max_calls))
+    for j in p.runs:
+        table.add_row("eval", j.label, j.cfg.eval.mode, j.pool or "-", str(j.units), str(j.max_calls))
+    table.caption = (f"{len(p.pools)} pool(s) to build, {len(p.runs)} run(s), {p.units} units, "
+                     f"at most {p.max_calls} executor LLM calls (units x benchmark.max_interactions; "
+                     "summarizer calls come on top for pools and dynamic runs)")
+    return table
+
+
+def run_suite(p: SuitePlan, console: Console, wait: bool = False) -> list:
+    """Build the pools, run the variants (each resumes if it ran before), return the results."""
+    from reme_cli.commands.build_pool import build_pool
+    from reme_cli.commands.evaluate import evaluate
+
+    results = [build_pool(j.cfg, console, wait=wait) for j in p.pools]
+    results += [evaluate(j.cfg, console, wait=wait) for j in p.runs]
+    return results
