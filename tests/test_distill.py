@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from reme_cli.agent.loop import Step, Trajectory
+from reme_cli.agent.loop import Step, Trajectory, with_guidance
 from reme_cli.bench.base import Outcome, Task
 from reme_cli.llm.client import ChatResult
 from reme_cli.methods.reme.distill import (
@@ -368,15 +368,23 @@ def test_reflection_experience():
 EXPS = [Experience(when_to_use=f"when {i}", content=f"content {i}", source="success") for i in range(4)]
 
 
-def test_format_guidance_exact_text():
+def official_first_message(query: str, memories: list[tuple[str, str]]) -> str:
+    """FIXTURE, written from the official format strings (agentscope-ai/ReMe 65971baf), not
+    from reme's code: the memory service formats each retrieved item as
+    "Memory {i} :\\n When to use: ...\\n Content: ...\\n" joined by "\\n"; the BFCL agent
+    renames "Memory" to "Experience" and sends
+    "Task:\\n" + query + "\\n\\nSome Related Experience to help you to complete the task:\\n" + memory."""
+    memory = "\n".join(f"Memory {i} :\n When to use: {w}\n Content: {c}\n" for i, (w, c) in enumerate(memories, 1))
+    memory = memory.replace("Memory ", "Experience ")
+    return "Task:\n" + query + "\n\nSome Related Experience to help you to complete the task:\n" + memory
+
+
+def test_guidance_matches_the_official_text_byte_for_byte():
     assert format_guidance([]) is None
-    assert GUIDANCE_HEADER == "Some Related Experience to help you to complete the task"
-    assert format_guidance(EXPS[:2]) == (
-        "Some Related Experience to help you to complete the task:\n"
-        "Experience 1:\n When to use: when 0\n Content: content 0\n"
-        "\n"
-        "Experience 2:\n When to use: when 1\n Content: content 1\n"
-    )
+    assert with_guidance("List the files.", None) == "List the files."  # no memory: the query alone
+    got = with_guidance("List the files.", format_guidance(EXPS[:2]))
+    assert got == official_first_message("List the files.", [("when 0", "content 0"), ("when 1", "content 1")])
+    assert "Experience 1 :\n When to use: when 0\n Content: content 0\n\nExperience 2 :" in got
 
 
 def test_rerank_follows_the_llm_and_appends_the_rest():
@@ -408,7 +416,7 @@ def test_rerank_edge_cases_and_sampling():
 def test_rewrite_and_its_fallbacks():
     llm = ScriptedSummarizer({"rewrite": '```json\n{"rewritten_context": "1. Call ls. 2. Call mv."}\n```'})
     assert run(rewrite(llm, "move a file", EXPS[:2])) == GUIDANCE_HEADER + ":\n1. Call ls. 2. Call mv."
-    assert "Experience 2:\n When to use: when 1" in llm.calls[0][1][-1]["content"]
+    assert "Experience 2 :\n When to use: when 1" in llm.calls[0][1][-1]["content"]
     for junk in ["I rewrote them.", '{"rewritten_context": ""}', '{"rewritten_context": 5}', "[]"]:
         llm = ScriptedSummarizer({"rewrite": junk})
         assert run(rewrite(llm, "q", EXPS[:2])) == format_guidance(EXPS[:2])

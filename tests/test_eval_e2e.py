@@ -17,7 +17,7 @@ import pytest
 from reme_cli.testing.scripted_server import BFCLReplayPolicy, ScriptedServer
 from tests.conftest import REPO
 
-REPLAY = ["model=qwen3-8b", "llm.model=replay", "llm.cache=false"]
+REPLAY = ["model=qwen3-8b", "embedding=minilm", "llm.model=replay", "llm.cache=false"]
 
 
 def _trials(run: Path) -> list[dict]:

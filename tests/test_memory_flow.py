@@ -77,7 +77,7 @@ def server():
 
 
 def _args(server, *extra):
-    return ["model=qwen3-8b", "llm.model=replay", f"llm.base_url={server.base_url}", *extra]
+    return ["model=qwen3-8b", "embedding=minilm", "llm.model=replay", f"llm.base_url={server.base_url}", *extra]
 
 
 def reme(workdir, *args, **kw):

@@ -22,7 +22,7 @@ from reme_cli.run import lock as lock_mod
 from reme_cli.run.lock import DirLock, lock_path
 from tests.conftest import REPO, SHARED
 
-REPLAY = ["model=qwen3-8b", "llm.model=replay", "llm.cache=false"]
+REPLAY = ["model=qwen3-8b", "embedding=minilm", "llm.model=replay", "llm.cache=false"]
 
 
 @pytest.fixture(scope="module")

@@ -27,7 +27,7 @@ from reme_cli.testing.scripted_server import (
 )
 from tests.conftest import REPO
 
-REPLAY = ["model=qwen3-8b", "llm.model=replay", "llm.cache=false", "eval.seeds=1"]
+REPLAY = ["model=qwen3-8b", "embedding=minilm", "llm.model=replay", "llm.cache=false", "eval.seeds=1"]
 THREE = "benchmark.task_ids=[multi_turn_base_0,multi_turn_base_2,multi_turn_base_4]"
 
 

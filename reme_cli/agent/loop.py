@@ -91,8 +91,12 @@ class Sampling:
 
 
 def with_guidance(text: str, guidance: str | None) -> str:
-    """Experiences go after the task text, so the prompt prefix stays shared."""
-    return f"{text}\n\n{guidance}" if guidance else text
+    """The first user message with guidance, as the official ReMe agents build it
+    (agentscope-ai/ReMe 65971baf, benchmark/bfcl/bfcl_agent.py): ``"Task:\\n" + query +
+    "\\n\\n" + guidance``, where guidance starts with its header. Without guidance the query
+    goes alone. Experiences come after the task text, so the system prompt and tools stay a
+    shared prefix."""
+    return f"Task:\n{text}\n\n{guidance}" if guidance else text
 
 
 async def run_episode(

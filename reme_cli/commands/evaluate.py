@@ -84,7 +84,7 @@ def evaluate(cfg: Config, console: Console, wait: bool = False) -> RunResult:
     bench = make_benchmark(cfg.benchmark)
     task_ids = bench.task_ids()  # bad ids fail here, before anything is written
     streams = plan_streams(task_ids, cfg.eval.seeds, cfg.eval.runs, cfg.eval.seed_base,
-                           sequential=cfg.eval.mode == "dynamic")
+                           sequential=cfg.eval.mode == "dynamic", scope=cfg.eval.scope)
     path = run_dir_for(cfg)
     preflight = getattr(method_plugin(cfg), "preflight", None)
     if preflight is not None:

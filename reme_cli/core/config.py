@@ -96,6 +96,9 @@ class EnvCfg:
 @dataclass
 class EvalCfg:
     mode: str = "none"  # none | fixed | dynamic
+    # Dynamic mode: each (seed, run) evolves its own pool copy (stream), or the runs of a
+    # seed share one pool in order (experiment, as the official scripts do).
+    scope: str = "stream"
     runs: int = 4
     seeds: int = 3
     seed_base: int = 0
@@ -122,6 +125,7 @@ class Config:
 _CHOICES = {
     "model.kind": {"local", "vllm", "openai"},
     "eval.mode": {"none", "fixed", "dynamic"},
+    "eval.scope": {"stream", "experiment"},
 }
 
 _AT_LEAST = {
@@ -207,8 +211,8 @@ def validate(raw: DictConfig | dict) -> Config:
     urls = [cfg.llm.base_url] if isinstance(cfg.llm.base_url, str) else cfg.llm.base_url or []
     if not isinstance(urls, list) or not all(isinstance(u, str) and u.startswith(("http://", "https://"))
                                              for u in urls):
-        raise UserError(f"llm.base_url={cfg.llm.base_url!r} must be a URL starting with http:// or https://, "
-                        "or a list of them")
+        raise UserError(f"llm.base_url={cfg.llm.base_url!r} must start with http:// or https:// "
+                        "(one URL, or a list of them)")
     if cfg.eval.mode != "none" and cfg.memory.name == "none":
         raise UserError(f"--mode {cfg.eval.mode} needs a memory: add memory=reme")
     return cfg

@@ -1,6 +1,7 @@
 """Avg@k and Pass@k from unit records (never from re-running anything).
 
-Per seed: Avg@k = mean over tasks of the task's mean success over its k runs;
+Per seed: Avg@k = mean over tasks of the task's mean success over its k runs (errored
+units excluded: they are errors, not failures);
 Pass@k = fraction of tasks solved in at least one of the k runs. Across seeds: mean and
 sample standard deviation (ddof=1; 0 for a single seed).
 """
@@ -27,7 +28,14 @@ def compute_metrics(trials: list[UnitRecord], k: int, success_key: str = "succes
             "error": [not t.ok for t in trials],
         }
     )
-    per_task = df.groupby(["seed", "task_id"])["success"].agg(["mean", "max", "count"])
+    # An errored unit is no verdict: it is left out of every mean (and the run is not
+    # complete), never counted as a failure.
+    scored = df[~df["error"]]
+    if scored.empty:
+        return {"k": k, "tasks": int(df["task_id"].nunique()), "units": int(len(df)),
+                "errors": int(df["error"].sum()), "complete": False, "per_seed": {},
+                "stop_reasons": dict(Counter(t.stop_reason for t in trials).most_common())}
+    per_task = scored.groupby(["seed", "task_id"])["success"].agg(["mean", "max", "count"])
     per_seed = per_task.groupby(level="seed").agg(avg=("mean", "mean"), pass_=("max", "mean"),
                                                   tasks=("mean", "size"))
     out: dict[str, Any] = {
@@ -37,7 +45,7 @@ def compute_metrics(trials: list[UnitRecord], k: int, success_key: str = "succes
         "errors": int(df["error"].sum()),
         # Why episodes ended (answered, context_overflow, ...).
         "stop_reasons": dict(Counter(t.stop_reason for t in trials).most_common()),
-        "complete": bool((per_task["count"] == k).all()),
+        "complete": bool((per_task["count"] == k).all()) and not df["error"].any(),
         "per_seed": {
             str(seed): {f"avg@{k}": float(row.avg), f"pass@{k}": float(row.pass_), "tasks": int(row.tasks)}
             for seed, row in per_seed.iterrows()

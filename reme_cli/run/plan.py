@@ -37,12 +37,19 @@ def task_order(task_ids: list[str], seed: int, seed_base: int) -> list[str]:
 
 
 def plan_streams(task_ids: list[str], seeds: int, runs: int, seed_base: int,
-                 sequential: bool) -> list[list[Unit]]:
+                 sequential: bool, scope: str = "stream") -> list[list[Unit]]:
+    """``scope`` (sequential only): ``stream``, each (seed, run) evolves its own memory;
+    ``experiment``, the runs of a seed share one memory, run after run (the official
+    scripts load the pool once per experiment)."""
     streams: list[list[Unit]] = []
     for seed in range(seeds):
+        order = task_order(task_ids, seed, seed_base)
+        if sequential and scope == "experiment":
+            streams.append([Unit(seed, run, t, run * len(order) + i)
+                            for run in range(runs) for i, t in enumerate(order)])
+            continue
         for run in range(runs):
             if sequential:
-                order = task_order(task_ids, seed, seed_base)
                 streams.append([Unit(seed, run, t, i) for i, t in enumerate(order)])
             else:
                 streams.extend([Unit(seed, run, t)] for t in task_ids)

@@ -28,8 +28,9 @@ def metrics_table(metrics: dict[str, Any], title: str, variants: dict[str, dict[
     table.add_column("units", justify="right")
     table.add_column("errors", justify="right")
     for label, m in (variants or {"final": metrics}).items():
-        if not m.get("units"):
-            table.add_row(label, "-", "-", "0", "0", "0", "0")
+        if f"avg@{k}" not in m:  # nothing scored (no unit, or every unit errored)
+            table.add_row(label, "-", "-", "0", str(m.get("tasks", 0)), str(m.get("units", 0)),
+                          str(m.get("errors", 0)))
             continue
         avg, pas = m[f"avg@{k}"], m[f"pass@{k}"]
         table.add_row(

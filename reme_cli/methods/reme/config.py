@@ -13,6 +13,7 @@ from reme_cli.core.config import check_choices
 class ReflectionCfg:
     enabled: bool = True
     max_retries: int = 3
+    judge: bool = True  # the LLM judge validates a kept lesson like any other experience
 
 
 @dataclass
@@ -21,6 +22,7 @@ class DeletionCfg:
     alpha: int = 5
     beta: float = 0.5
     rule: str = "le"  # le: u/f <= beta (paper) | lt: u/f < beta (official code)
+    every: int = 1  # tasks between deletion passes: 1 = after each task (paper); official BFCL: 5
 
 
 @dataclass
@@ -29,12 +31,18 @@ class ReMeConfig:
     pool: Optional[str] = None
     top_k: int = 5
     retrieval_key: str = "usage_scenario"  # usage_scenario | task_query | generalized_query | keywords
-    rerank: bool = False
-    rewrite: bool = False
+    rerank: bool = True  # LLM rerank of the top K (paper; v0.1.9/v0.2.0.4 default; 2026 scripts: off)
+    rewrite: bool = True  # LLM rewrite into task-specific guidance (same sources)
     addition: str = "selective"  # selective | full
     granularity: str = "keypoint"  # keypoint | trajectory
     judge_threshold: float = 0.3  # paper 0.3, official code 0.5
     dedup_threshold: float = 0.85  # paper 0.85, official code 0.5
+    # What near-duplicate detection embeds: the retrieval key and the content (a lesson
+    # with an empty key is then not a duplicate of every other one), or the key alone.
+    dedup_text: str = "key_content"  # key_content | key
+    # Who earns u: the final outcome of the task (paper: "recall that contributes to
+    # success") or only the first attempt, the one that retrieved (official code).
+    u_credit: str = "final"  # final | first_attempt
     reflection: ReflectionCfg = field(default_factory=ReflectionCfg)
     deletion: DeletionCfg = field(default_factory=DeletionCfg)
 
@@ -44,4 +52,6 @@ class ReMeConfig:
             "addition": {"selective", "full"},
             "granularity": {"keypoint", "trajectory"},
             "deletion.rule": {"le", "lt"},
-        }, {"top_k": 0, "reflection.max_retries": 0, "deletion.alpha": 1})
+            "dedup_text": {"key_content", "key"},
+            "u_credit": {"final", "first_attempt"},
+        }, {"top_k": 0, "reflection.max_retries": 0, "deletion.alpha": 1, "deletion.every": 1})

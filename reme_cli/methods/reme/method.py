@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 from reme_cli.bench.base import Task
@@ -105,12 +106,17 @@ class ReMe(OneAttempt):
     needs_summarizer = True
 
     def __init__(self, pool: Pool, cfg: ReMeConfig, summarizer: SummarizerSettings, *,
-                 dynamic: bool, events: EventLog | None = None):
+                 dynamic: bool, events: EventLog | None = None, restore: Callable[[], Pool] | None = None,
+                 tasks_done: int = 0):
         self.pool = pool
         self.cfg = cfg
         self.summ = summarizer
         self.dynamic = dynamic
         self.events = events
+        # Rebuilds the pool from the stream's start and its committed events: a unit that
+        # fails after changing the pool leaves no trace in it (see discard).
+        self._restore = restore
+        self.tasks_done = tasks_done  # tasks of this stream finished so far (deletion cadence)
         self.max_retries = cfg.reflection.max_retries if (dynamic and cfg.reflection.enabled) else 0
 
     @classmethod
@@ -130,10 +136,18 @@ class ReMe(OneAttempt):
             d = stream_dir(ctx.run_path, stream)
             d.mkdir(parents=True, exist_ok=True)
             events = EventLog(d / "events.jsonl")
-            # Starting pool + the events of finished units = where the stream left off.
-            pool = base.copy_to(d / "pool", overwrite=True)
-            apply_events(pool, events.keep_only(ctx.finished_units))
-            return cls(pool, cfg.memory, ctx.summarizer, dynamic=True, events=events)
+            events.keep_only(ctx.finished_units)  # events of units that never finished go
+
+            def restore() -> Pool:
+                # Starting pool + the events of finished units = where the stream left off.
+                pool = base.copy_to(d / "pool", overwrite=True)
+                apply_events(pool, events.read())
+                return pool
+
+            prefix = f"s{stream[0]}/" if cfg.eval.scope == "experiment" else f"s{stream[0]}/r{stream[1]}/"
+            done = sum(1 for u in ctx.finished_units if u.startswith(prefix))
+            return cls(restore(), cfg.memory, ctx.summarizer, dynamic=True, events=events, restore=restore,
+                       tasks_done=done)
 
         return for_stream
 
@@ -162,8 +176,8 @@ class ReMe(OneAttempt):
         k = self.cfg.top_k
         if k == 0:
             return Retrieval()
-        # Rerank chooses among more candidates than it keeps.
-        hits = await asyncio.to_thread(self.pool.search, task.query, 2 * k if self.cfg.rerank else k)
+        # The paper reranks the retrieved top K (an earlier version here took 2K).
+        hits = await asyncio.to_thread(self.pool.search, task.query, k)
         scores = {e.id: s for e, s in hits}
         exps = [e for e, _ in hits]
         if self.cfg.rerank and len(exps) > 1:
@@ -185,8 +199,11 @@ class ReMe(OneAttempt):
         pairs = [(a.trajectory, a.outcome) for a in attempts]
         info: dict[str, Any] = {"added": [], "deleted": [], "distill": None}
         if retrieval.ids:
-            await asyncio.to_thread(self.pool.update_counts, retrieval.ids, retrieved=True, success=final.success)
-            self.events.emit(unit, "use", ids=retrieval.ids, success=final.success)
+            # u: the task's final success (paper) or the first attempt's, the one that
+            # retrieved; retries retrieve nothing (official code).
+            credited = final.success if self.cfg.u_credit == "final" else attempts[0].outcome.success
+            await asyncio.to_thread(self.pool.update_counts, retrieval.ids, retrieved=True, success=credited)
+            self.events.emit(unit, "use", ids=retrieval.ids, success=credited)
 
         candidates: list[Experience] = []
         stats = None
@@ -199,17 +216,27 @@ class ReMe(OneAttempt):
                                              threshold=self.cfg.judge_threshold, **self._sampling("judge"))
             stats.merge(judged)
         if final.success and len(attempts) > 1 and lessons:
-            # The retry that succeeded was guided by the last lesson: that one is kept.
-            candidates.append(reflection_experience(task, lessons[-1], self.summ.author))
+            # The retry that succeeded was guided by the last lesson: that one is kept, if
+            # the judge accepts it like any other experience.
+            lesson = [reflection_experience(task, lessons[-1], self.summ.author)]
+            if self.cfg.reflection.judge:
+                lesson, judged = await judge(self.summ.llm, task, lesson, threshold=self.cfg.judge_threshold,
+                                             **self._sampling("judge"))
+                if stats is not None:
+                    stats.merge(judged)
+            candidates += lesson
         if candidates:
             assign_stable_ids(candidates, unit)
-            added = await asyncio.to_thread(self.pool.add, candidates, self.cfg.dedup_threshold)
+            added = await asyncio.to_thread(self.pool.add, candidates, self.cfg.dedup_threshold,
+                                            self.cfg.dedup_text)
             for exp in added:
                 self.events.emit(unit, "add", source=exp.source, experience=exp.to_dict())
             info["added"] = [e.id for e in added]
         info["distill"] = stats.to_dict() if stats else None
 
-        doomed = [e for e in self.pool if deletable(e, self.cfg)]
+        # Deletion every `deletion.every` tasks of the stream (paper: 1; official BFCL: 5).
+        due = (self.tasks_done + 1) % self.cfg.deletion.every == 0
+        doomed = [e for e in self.pool if deletable(e, self.cfg)] if due else []
         if doomed:
             await asyncio.to_thread(self.pool.remove, [e.id for e in doomed])
             for e in doomed:
@@ -223,10 +250,15 @@ class ReMe(OneAttempt):
     def commit(self) -> None:
         if self.events is not None:
             self.events.flush()
+        self.tasks_done += 1
 
     def discard(self) -> None:
+        """The unit failed: forget its events, and undo what it already did to the pool
+        (f/u, additions, deletions), so the pool again equals start + committed events."""
         if self.events is not None:
             self.events.discard()
+        if self._restore is not None:
+            self.pool = self._restore()
 
     def finish(self) -> None:
         if self.dynamic:

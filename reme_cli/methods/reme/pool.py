@@ -200,11 +200,14 @@ class Pool:
 
     # ---- writing ------------------------------------------------------------------
 
-    def add(self, experiences: Iterable[Experience], dedup_threshold: float | None = None) -> list[Experience]:
+    def add(self, experiences: Iterable[Experience], dedup_threshold: float | None = None,
+            dedup_text: str = "key") -> list[Experience]:
         """Embed and add; returns the experiences actually added.
 
         With a threshold, a candidate whose cosine to any pool member or to an earlier
         kept candidate of the same batch is >= threshold is dropped (see `last_dropped`).
+        ``dedup_text="key_content"`` compares retrieval key and content together instead of
+        the retrieval vectors (the key alone is empty for some keys and experiences).
         """
         cands = list(experiences)
         with self._lock:
@@ -217,7 +220,12 @@ class Pool:
             if not cands:
                 return []
             vecs = self.embedder.embed([c.retrieval_text(self.retrieval_key) for c in cands])
-            keep = self._select_novel(cands, vecs, dedup_threshold)
+            if dedup_text == "key_content" and dedup_threshold is not None:
+                text = lambda e: f"{e.retrieval_text(self.retrieval_key)}\n{e.content}"  # noqa: E731
+                keep = self._select_novel(cands, self.embedder.embed([text(c) for c in cands]), dedup_threshold,
+                                          self.embedder.embed([text(e) for e in self._items]) if self._items else None)
+            else:
+                keep = self._select_novel(cands, vecs, dedup_threshold)
             kept = [copy.deepcopy(cands[i]) for i in keep]
             start = len(self._items)
             self._items.extend(kept)
@@ -227,12 +235,20 @@ class Pool:
             self._index.add(new_vecs)
             return copy.deepcopy(kept)
 
-    def _select_novel(self, cands: list[Experience], vecs: np.ndarray, threshold: float | None) -> list[int]:
+    def _select_novel(self, cands: list[Experience], vecs: np.ndarray, threshold: float | None,
+                      pool_vecs: np.ndarray | None = None) -> list[int]:
+        """``pool_vecs``: the members' vectors in the same space as ``vecs`` (default: the
+        retrieval index)."""
         if threshold is None:
             return list(range(len(cands)))
         best_sim = np.full(len(cands), -np.inf, dtype=np.float32)
         best_id: list[str | None] = [None] * len(cands)
-        if self._items:
+        if self._items and pool_vecs is not None:
+            sims = vecs @ pool_vecs.T
+            rows = sims.argmax(axis=1)
+            best_sim = sims[np.arange(len(cands)), rows].astype(np.float32)
+            best_id = [self._items[r].id for r in rows]
+        elif self._items:
             sims, rows = self._index.search(vecs, 1)
             best_sim = sims[:, 0].copy()
             best_id = [self._items[r].id for r in rows[:, 0]]

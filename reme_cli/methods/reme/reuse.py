@@ -1,24 +1,28 @@
 """Reuse: how retrieved experiences reach the agent (guidance text, LLM rerank, LLM rewrite).
 
-`format_guidance` reproduces the official BFCL agent byte for byte
-(agentscope-ai/ReMe, benchmark/bfcl agent, `update_task_history_with_memory` and
-`get_query_with_memory`):
+The default text is the official one, byte for byte (agentscope-ai/ReMe at 65971baf:
+the memory service formats item i as ``"Memory {i} :\\n When to use: {w}\\n Content: {c}\\n"``,
+joined by ``"\\n"``; benchmark/bfcl/bfcl_agent.py renames "Memory" to "Experience" and sends
+``"Task:\\n" + query + "\\n\\nSome Related Experience to help you to complete the task:\\n" + memory``)::
+
+    Task:
+    <first user message>
 
     Some Related Experience to help you to complete the task:
-    Experience 1:
+    Experience 1 :
      When to use: <when_to_use>
      Content: <content>
 
-    Experience 2:
+    Experience 2 :
      ...
 
-(the official code puts one space before "When to use"/"Content", ends every experience
-with a newline and joins them with another). The harness appends this after the first user
-message (`agent.loop.with_guidance`). Response caches key on this text: change it only on
-purpose.
+``format_guidance`` builds everything from the header on; ``agent.loop.with_guidance`` adds
+``Task:`` and the query. Response caches key on this text: change it only on purpose.
 
-Rerank and rewrite are off in the released experiment scripts and part of the method in
-the paper; both fall back to the plain path on any unusable LLM answer.
+Rerank (over the top K retrieved) and rewrite are part of the paper's reuse stage and ran by
+default in the code of the paper's period (v0.1.9, v0.2.0.4); the 2026 scripts switch them
+off (``experiment=official_code``). Both fall back to the plain path on any unusable LLM
+answer.
 """
 
 from __future__ import annotations
@@ -37,7 +41,7 @@ __all__ = ["GUIDANCE_HEADER", "format_experiences", "format_guidance", "rerank",
 def format_experiences(experiences: list[Experience]) -> str:
     """The numbered block without the header (also what the rewrite prompt reads)."""
     return "\n".join(
-        f"Experience {i}:\n When to use: {e.when_to_use}\n Content: {e.content}\n"
+        f"Experience {i} :\n When to use: {e.when_to_use}\n Content: {e.content}\n"
         for i, e in enumerate(experiences, 1)
     )
 

@@ -1,0 +1,323 @@
+#!/usr/bin/env python3
+"""Which ``bfcl-eval`` release carries the BFCL multi_turn_base data behind the ReMe pools?
+
+The ReMe authors released their BFCL experience pools
+(``bfcl_qwen3_{8b,14b,32b}.jsonl``).  Every experience stores, in
+``metadata.task_query``, the user message of the BFCL training task it was
+distilled from.  BFCL's ``multi_turn_base`` questions were edited several times
+across ``bfcl-eval`` releases, so the exact wording of those queries fingerprints
+the data release the authors ran on.  A second fingerprint is the ``travel_cost``
+argument of ``TravelAPI.book_flight``: it was a *required* argument (function doc
+and backend) up to 2025.6.15 and was removed from both in 2025.6.16.
+
+This script is stdlib-only.  It never installs anything; it reads the wheels as
+zip files.
+
+Usage::
+
+    mkdir -p /tmp/bfcl_rel/wheels
+    pip download --no-deps --only-binary=:all: bfcl-eval==2025.6.15 -d /tmp/bfcl_rel/wheels
+    ...                                    # one call per release of interest
+    curl -s https://pypi.org/pypi/bfcl-eval/json > /tmp/bfcl_rel/pypi.json   # optional (dates)
+    python scripts/bfcl_release_evidence.py /tmp/bfcl_rel/wheels \\
+        --pypi-json /tmp/bfcl_rel/pypi.json > report.md
+
+Output: Markdown on stdout.
+
+Definitions
+-----------
+* *data hash*: first 10 hex digits of the sha256 of the canonical JSON
+  (``sort_keys``, compact separators) of ``{id: [question, initial_config,
+  ground_truth]}`` over all 200 ``multi_turn_base`` tasks.  Releases with the same
+  data hash carry byte-identical multi_turn_base data (modulo JSON formatting).
+  ``q-hash`` covers question + initial_config only, ``gt-hash`` ground truth only.
+* *backend hash*: sha256 over the eight multi-turn backend modules
+  (``func_source_code/*.py`` of the eight classes used by multi_turn_base) and
+  their function docs (``multi_turn_func_doc/*.json``).
+* Queries are compared after whitespace normalisation (runs of whitespace -> one
+  space, stripped).  Pools contain some duplicate task queries; counts below are
+  over *distinct* normalised queries.
+* ``t0``: the query equals the first user message (turn 0) of a task;
+  ``any``: it equals the user message of any turn of a task (ReMe's extraction
+  often records a later turn's message as ``task_query``);
+  ``fuzzy``: best difflib ratio against any user message of a train task
+  >= ``--fuzzy`` (default 0.9; includes exact matches).
+  All three are restricted to the 50 official *train* tasks unless stated.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import hashlib
+import json
+import re
+import sys
+import zipfile
+from pathlib import Path
+
+DEFAULT_POOLS = Path("/work/shared/reference/reme_official_pools")
+DEFAULT_SPLIT = Path("/work/shared/reference/bfcl_v3_split.json")
+POOL_MODELS = ("8b", "14b", "32b")
+# Backend modules / function docs used by multi_turn_base.
+BACKENDS = (
+    "gorilla_file_system", "math_api", "message_api", "posting_api",
+    "ticket_api", "trading_bot", "travel_booking", "vehicle_control",
+)
+DATA_RE = re.compile(r"(^|/)data/BFCL_v\d+_multi_turn_base\.json$")  # 3.0.0 has no bfcl_eval/ prefix
+ANSWER_RE = re.compile(r"(^|/)data/possible_answer/BFCL_v\d+_multi_turn_base\.json$")
+# An experience that reports travel_cost being rejected / invalid / removed.
+TRAVEL_COST_ERR_RE = re.compile(
+    r"(invalid|removing|omitting|omit|remove|error|not part)[^.]{0,60}travel_cost"
+    r"|travel_cost[^.]{0,60}(invalid|error|not part|auto-calculated)",
+    re.IGNORECASE,
+)
+
+
+def norm(text: str) -> str:
+    """Whitespace-normalise a message."""
+    return " ".join(text.split())
+
+
+def short_hash(obj) -> str:
+    """Short sha256 of the canonical JSON of ``obj``."""
+    blob = json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:10]
+
+
+def version_key(version: str):
+    return tuple(int(p) if p.isdigit() else 0 for p in version.split("."))
+
+
+def read_jsonl(blob: bytes) -> list[dict]:
+    return [json.loads(line) for line in blob.decode("utf-8").splitlines() if line.strip()]
+
+
+class Release:
+    """The multi_turn_base data and backend fingerprints of one wheel."""
+
+    def __init__(self, wheel: Path):
+        self.wheel = wheel
+        self.version = wheel.name.split("-")[1]
+        with zipfile.ZipFile(wheel) as zf:
+            names = zf.namelist()
+            data_name = next(n for n in names if DATA_RE.search(n))
+            answer_name = next(n for n in names if ANSWER_RE.search(n))
+            self.data_file = data_name.rsplit("/", 1)[1]
+            self.tasks = {t["id"]: t for t in read_jsonl(zf.read(data_name))}
+            self.answers = {a["id"]: a["ground_truth"] for a in read_jsonl(zf.read(answer_name))}
+            backend_parts = {}
+            for cls in BACKENDS:
+                src = [n for n in names if n.endswith(f"func_source_code/{cls}.py")]
+                doc = [n for n in names if n.endswith(f"multi_turn_func_doc/{cls}.json")]
+                backend_parts[cls] = [
+                    hashlib.sha256(zf.read(src[0])).hexdigest() if src else None,
+                    hashlib.sha256(zf.read(doc[0])).hexdigest() if doc else None,
+                ]
+            self.backend_hash = short_hash(backend_parts)
+            travel_src = zf.read(next(n for n in names if n.endswith("func_source_code/travel_booking.py"))).decode()
+            travel_doc = read_jsonl(zf.read(next(n for n in names if n.endswith("multi_turn_func_doc/travel_booking.json"))))
+        sig = re.search(r"def book_flight\((.*?)\)\s*->", travel_src, re.S)
+        self.backend_travel_cost = bool(sig and "travel_cost" in sig.group(1))
+        book = next(d for d in travel_doc if d["name"] == "book_flight")
+        self.doc_travel_cost = "travel_cost" in book["parameters"].get("required", [])
+        self.q_hash = short_hash({k: [t["question"], t["initial_config"]] for k, t in self.tasks.items()})
+        self.gt_hash = short_hash(self.answers)
+        self.data_hash = short_hash(
+            {k: [t["question"], t["initial_config"], self.answers.get(k)] for k, t in self.tasks.items()}
+        )
+        # normalised user message -> list of (task id, turn index)
+        self.messages: dict[str, list[tuple[str, int]]] = {}
+        for tid, task in self.tasks.items():
+            for turn_idx, turn in enumerate(task["question"]):
+                for msg in turn:
+                    if msg.get("role") == "user":
+                        self.messages.setdefault(norm(msg["content"]), []).append((tid, turn_idx))
+
+
+def load_pools(pool_dir: Path) -> dict[str, list[dict]]:
+    pools = {}
+    for model in POOL_MODELS:
+        path = pool_dir / f"bfcl_qwen3_{model}.jsonl"
+        pools[model] = read_jsonl(path.read_bytes())
+    return pools
+
+
+class Matcher:
+    """Exact / fuzzy matching of pool queries against a release's user messages."""
+
+    def __init__(self, train_ids: set[str], threshold: float):
+        self.train_ids = train_ids
+        self.threshold = threshold
+        self._ratio_cache: dict[tuple[str, str], float] = {}
+
+    def ratio(self, a: str, b: str) -> float:
+        key = (a, b)
+        if key not in self._ratio_cache:
+            sm = difflib.SequenceMatcher(None, a, b, autojunk=False)
+            if sm.real_quick_ratio() < self.threshold or sm.quick_ratio() < self.threshold:
+                self._ratio_cache[key] = 0.0  # cannot reach the threshold
+            else:
+                self._ratio_cache[key] = sm.ratio()
+        return self._ratio_cache[key]
+
+    def match(self, rel: Release, queries: list[str]) -> dict:
+        exact_t0, exact_any, exact_all_tasks, fuzzy = set(), set(), set(), set()
+        ids_t0, ids_any, ids_fuzzy = set(), set(), set()
+        train_msgs = [(m, locs) for m, locs in rel.messages.items()
+                      if any(tid in self.train_ids for tid, _ in locs)]
+        for q in queries:
+            locs = rel.messages.get(q, [])
+            if locs:
+                exact_all_tasks.add(q)
+            for tid, turn in locs:
+                if tid in self.train_ids:
+                    exact_any.add(q)
+                    ids_any.add(tid)
+                    if turn == 0:
+                        exact_t0.add(q)
+                        ids_t0.add(tid)
+            for msg, mlocs in train_msgs:
+                if msg == q or self.ratio(q, msg) >= self.threshold:
+                    fuzzy.add(q)
+                    ids_fuzzy.update(tid for tid, _ in mlocs if tid in self.train_ids)
+        return {
+            "n": len(queries), "t0": exact_t0, "any": exact_any, "all_tasks": exact_all_tasks,
+            "fuzzy": fuzzy, "ids_t0": ids_t0, "ids_any": ids_any, "ids_fuzzy": ids_fuzzy,
+        }
+
+
+def release_dates(pypi_json: Path | None) -> dict[str, str]:
+    if not pypi_json:
+        return {}
+    meta = json.loads(pypi_json.read_text())
+    out = {}
+    for version, files in meta.get("releases", {}).items():
+        times = [f["upload_time"] for f in files if f["filename"].endswith(".whl")]
+        if times:
+            out[version] = min(times)[:10]
+    return out
+
+
+def id_list(ids: set[str]) -> str:
+    return ",".join(str(n) for n in sorted(int(i.rsplit("_", 1)[1]) for i in ids))
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("wheel_dir", type=Path, help="directory with bfcl_eval-*.whl files")
+    ap.add_argument("--pools", type=Path, default=DEFAULT_POOLS, help="dir with bfcl_qwen3_*.jsonl")
+    ap.add_argument("--split", type=Path, default=DEFAULT_SPLIT, help="official train/test split json")
+    ap.add_argument("--pypi-json", type=Path, default=None,
+                    help="saved https://pypi.org/pypi/bfcl-eval/json (for upload dates)")
+    ap.add_argument("--fuzzy", type=float, default=0.9, help="difflib ratio threshold (default 0.9)")
+    args = ap.parse_args(argv)
+
+    wheels = sorted(args.wheel_dir.glob("bfcl_eval-*.whl"), key=lambda p: version_key(p.name.split("-")[1]))
+    if not wheels:
+        print(f"no bfcl_eval-*.whl in {args.wheel_dir}", file=sys.stderr)
+        return 2
+    releases = [Release(w) for w in wheels]
+    dates = release_dates(args.pypi_json)
+    split = json.loads(args.split.read_text())
+    train_ids = set(split["train"])
+    pools = load_pools(args.pools)
+    queries = {m: sorted({norm(p["metadata"]["task_query"]) for p in P}) for m, P in pools.items()}
+    matcher = Matcher(train_ids, args.fuzzy)
+    results = {r.version: {m: matcher.match(r, queries[m]) for m in POOL_MODELS} for r in releases}
+
+    # ---- data groups -------------------------------------------------------------------
+    groups: dict[str, list[str]] = {}
+    for r in releases:
+        groups.setdefault(r.data_hash, []).append(r.version)
+    group_name = {h: chr(ord("A") + i) for i, h in enumerate(groups)}
+
+    out = []
+    w = out.append
+    w("## Per-release evidence\n")
+    w(f"Pools: {', '.join(f'{m}: {len(queries[m])} distinct task_query' for m in POOL_MODELS)}. "
+      f"Cells: exact turn-0 / exact any-turn / fuzzy>={args.fuzzy} matches on the 50 train tasks "
+      f"(distinct queries).\n")
+    w("| release | uploaded | file | group | data hash | q-hash | gt-hash | backend hash | "
+      "book_flight travel_cost (doc/backend) | 8B t0/any/fuzzy | 14B t0/any/fuzzy | 32B t0/any/fuzzy |")
+    w("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for r in releases:
+        cells = []
+        for m in POOL_MODELS:
+            res = results[r.version][m]
+            cells.append(f"{len(res['t0'])}/{len(res['any'])}/{len(res['fuzzy'])}")
+        tc = f"{'req' if r.doc_travel_cost else '-'}/{'yes' if r.backend_travel_cost else 'no'}"
+        w(f"| {r.version} | {dates.get(r.version, '?')} | {r.data_file.replace('_multi_turn_base.json', '')} | "
+          f"{group_name[r.data_hash]} | `{r.data_hash}` | `{r.q_hash}` | `{r.gt_hash}` | `{r.backend_hash}` | "
+          f"{tc} | {' | '.join(cells)} |")
+    w("")
+
+    w("## Data groups (identical multi_turn_base questions + initial_config + ground truth)\n")
+    w("| group | data hash | releases (downloaded ones only) |")
+    w("|---|---|---|")
+    for h, vs in groups.items():
+        w(f"| {group_name[h]} | `{h}` | {', '.join(vs)} |")
+    w("")
+
+    # ---- train ids matched per group ---------------------------------------------------
+    w("## Train task ids matched (exact any-turn), per pool and group\n")
+    w("| group | pool | # train ids | ids (multi_turn_base_N) |")
+    w("|---|---|---|---|")
+    for h, vs in groups.items():
+        for m in POOL_MODELS:
+            ids = results[vs[0]][m]["ids_any"]
+            w(f"| {group_name[h]} | {m} | {len(ids)} | {id_list(ids)} |")
+    w("")
+    w("Queries that match no train task in any release are mostly paraphrases or fragments "
+      "produced by the extraction LLM; test-task matches (a leakage check) are counted below.\n")
+    w("| group | pool | exact any-turn matches on any of the 200 tasks | of which not train |")
+    w("|---|---|---|---|")
+    for h, vs in groups.items():
+        for m in POOL_MODELS:
+            res = results[vs[0]][m]
+            w(f"| {group_name[h]} | {m} | {len(res['all_tasks'])} | {len(res['all_tasks'] - res['any'])} |")
+    w("")
+
+    # ---- discriminating queries --------------------------------------------------------
+    w("## Discriminating queries (exact match in some groups only)\n")
+    w("| pool | task (turn) | query (first 110 chars) | exact in groups |")
+    w("|---|---|---|---|")
+    reps = {h: vs[0] for h, vs in groups.items()}
+    for m in POOL_MODELS:
+        for q in queries[m]:
+            hits = [h for h, v in reps.items() if q in results[v][m]["all_tasks"]]
+            if hits and len(hits) != len(reps):
+                rel = next(r for r in releases if r.version == reps[hits[0]])
+                where = ", ".join(f"{tid.rsplit('_', 1)[1]} ({t})" for tid, t in rel.messages[q])
+                w(f"| {m} | {where} | {q[:110].replace('|', '/')} | "
+                  f"{''.join(sorted(group_name[h] for h in hits))} |")
+    w("")
+
+    # ---- travel_cost fingerprint -------------------------------------------------------
+    w("## `travel_cost` fingerprint\n")
+    w("Experiences whose text reports `travel_cost` as an invalid / rejected `book_flight` argument:\n")
+    w("| pool | category | task_query (first 90 chars) | evidence (first 160 chars) |")
+    w("|---|---|---|---|")
+    n_hits = 0
+    for m in POOL_MODELS:
+        for p in pools[m]:
+            text = p.get("when_to_use", "") + " " + p.get("content", "")
+            mt = TRAVEL_COST_ERR_RE.search(text)
+            if mt:
+                n_hits += 1
+                s = max(0, mt.start() - 60)
+                w(f"| {m} | {p['metadata'].get('category')} | "
+                  f"{norm(p['metadata']['task_query'])[:90].replace('|', '/')} | "
+                  f"…{norm(text[s:s + 160]).replace('|', '/')}… |")
+    w("")
+    w(f"{n_hits} experiences. `book_flight(travel_cost=...)` can only be rejected by a backend without "
+      "that parameter, while a model is only prompted to pass it by a function doc that requires it. "
+      "Per release (doc requires / backend accepts): " +
+      "; ".join(f"{r.version}: {'req' if r.doc_travel_cost else '-'}/{'yes' if r.backend_travel_cost else 'no'}"
+                for r in releases) + ".\n")
+    print("\n".join(out))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,249 @@
+"""Agreement with the paper and the official code, in tests that fail on drift.
+
+The ReMe method is driven directly (real MiniLM embeddings, real faiss pool, a scripted
+summarizer LLM, episodes whose outcomes the test chooses), so every expected f, u and
+deleted id below is computed by hand. The CLI parts run against the scripted server (a TEST
+DOUBLE that replays BFCL ground truth)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+
+from reme_cli.agent.loop import Trajectory
+from reme_cli.bench.base import Outcome, Task
+from reme_cli.llm.client import ChatResult
+from reme_cli.llm.embed import make_embedder
+from reme_cli.methods.base import Attempt
+from reme_cli.methods.reme.config import DeletionCfg, ReflectionCfg, ReMeConfig
+from reme_cli.methods.reme.events import EventLog, apply_events
+from reme_cli.methods.reme.experience import Experience
+from reme_cli.methods.reme.method import ReMe
+from reme_cli.methods.reme.pool import Pool
+from reme_cli.methods.summarizer import SummarizerSettings
+from reme_cli.run.metrics import compute_metrics
+from reme_cli.run.plan import plan_streams
+from reme_cli.run.records import UnitRecord
+from reme_cli.testing.scripted_server import (
+    AgentAndSummarizerPolicy,
+    BFCLReplayPolicy,
+    ScriptedServer,
+    ScriptedSummarizerPolicy,
+)
+from tests.conftest import SHARED
+
+QUERIES = {"move": "Move the report into the archive folder.", "buy": "Buy ten shares of the tech company.",
+           "mail": "Send a message to my colleague about the meeting."}
+
+
+class Summarizer:
+    """TEST DOUBLE LLM: no distilled experience, a fixed lesson, judge score 0.9; `fail_on`
+    makes one prompt kind raise (a summarizer that breaks mid-unit)."""
+
+    model = "scripted"
+
+    def __init__(self, fail_on: str | None = None):
+        self.fail_on = fail_on
+        self.kinds: list[str] = []
+
+    async def chat(self, messages, **kwargs) -> ChatResult:
+        system = messages[0]["content"]
+        kind = ("judge" if "strict reviewer" in system else "reflection" if "FAILED. It will retry" in system
+                else "distill")
+        self.kinds.append(kind)
+        if kind == self.fail_on:
+            raise RuntimeError(f"summarizer broke on {kind}")
+        text = {"judge": '{"score": 0.9, "reason": "ok"}', "reflection": '{"guidance": "Check the folder."}',
+                "distill": "[]"}[kind]
+        return ChatResult(text, [], None, 0, 0, 0.0, False)
+
+
+@pytest.fixture(scope="module")
+def embedder(tmp_path_factory):
+    return make_embedder({"kind": "sentence_transformers", "model": "all-MiniLM-L6-v2",
+                          "cache_dir": str(tmp_path_factory.mktemp("emb"))})
+
+
+def make_reme(tmp_path: Path, embedder, llm=None, **cfg_kw) -> ReMe:
+    """A dynamic ReMe over a fresh three-experience pool; ``cfg_kw`` sets ReMeConfig fields."""
+    base = Pool.create(tmp_path / "base", embedder)
+    base.add([Experience(id=f"e_{name}", when_to_use=q, content=f"how to {name}", source="success")
+              for name, q in QUERIES.items()])
+    base.save()
+    cfg = ReMeConfig(top_k=1, rerank=False, rewrite=False, **cfg_kw)
+    events = EventLog(tmp_path / "events.jsonl")
+
+    def restore() -> Pool:
+        pool = base.copy_to(tmp_path / "stream_pool", overwrite=True)
+        apply_events(pool, events.read())
+        return pool
+
+    return ReMe(restore(), cfg, SummarizerSettings(llm or Summarizer(), "scripted", 0.0, 256, {}),
+                dynamic=True, events=events, restore=restore)
+
+
+def episodes(outcomes: list[bool]):
+    """An Episode that succeeds or fails as told, attempt by attempt."""
+    left = list(outcomes)
+
+    async def episode(guidance, attempt):
+        return Attempt(Trajectory(turns=[[]]), Outcome(left.pop(0), 0.0))
+    return episode
+
+
+def solve(reme: ReMe, name: str, outcomes: list[bool], unit: str) -> None:
+    task = Task(id=name, turns=[[{"role": "user", "content": QUERIES[name]}]], query=QUERIES[name])
+    asyncio.run(reme.solve(task, episodes(outcomes), unit))
+    reme.commit()
+
+
+def counts(reme: ReMe) -> dict[str, tuple[int, int]]:
+    return {e.id: (e.f, e.u) for e in reme.pool}
+
+
+def test_deletion_fires_with_hand_computed_f_and_u(tmp_path, embedder):
+    reme = make_reme(tmp_path, embedder, deletion=DeletionCfg(alpha=2, beta=0.5, rule="le"),
+                     reflection=ReflectionCfg(enabled=False))
+    solve(reme, "move", [False], "u1")  # e_move: f=1 u=0
+    solve(reme, "buy", [True], "u2")    # e_buy:  f=1 u=1
+    assert counts(reme) == {"e_move": (1, 0), "e_buy": (1, 1), "e_mail": (0, 0)}
+    solve(reme, "buy", [True], "u3")    # e_buy: f=2 u=2 -> u/f = 1 > 0.5: kept
+    solve(reme, "move", [False], "u4")  # e_move: f=2 u=0 -> f >= alpha, u/f = 0 <= 0.5: deleted
+    assert counts(reme) == {"e_buy": (2, 2), "e_mail": (0, 0)}
+    deletes = [e for e in reme.events.read() if e["op"] == "delete"]
+    assert deletes == [{"unit": "u4", "op": "delete", "id": "e_move", "f": 2, "u": 0}]
+
+
+def test_deletion_every_n_tasks_waits_for_its_turn(tmp_path, embedder):
+    reme = make_reme(tmp_path, embedder, deletion=DeletionCfg(alpha=1, beta=0.5, every=3),
+                     reflection=ReflectionCfg(enabled=False))
+    solve(reme, "move", [False], "u1")  # task 1: e_move f=1 u=0 is deletable, but 1 % 3 != 0
+    solve(reme, "buy", [True], "u2")    # task 2: still waiting
+    assert "e_move" in counts(reme)
+    solve(reme, "mail", [True], "u3")   # task 3: the deletion pass runs
+    assert counts(reme) == {"e_buy": (1, 1), "e_mail": (1, 1)}
+
+
+@pytest.mark.parametrize("credit, u_after", [("final", 1), ("first_attempt", 0)])
+def test_u_credit_final_or_first_attempt(tmp_path, embedder, credit, u_after):
+    reme = make_reme(tmp_path, embedder, u_credit=credit, reflection=ReflectionCfg(judge=False))
+    solve(reme, "move", [False, True], "u1")  # fails, reflects, the retry succeeds
+    assert counts(reme)["e_move"] == (1, u_after)
+
+
+def test_reflection_lessons_go_through_the_judge_when_asked(tmp_path, embedder):
+    judged = Summarizer()
+    reme = make_reme(tmp_path, embedder, llm=judged)
+    solve(reme, "move", [False, True], "u1")
+    assert judged.kinds == ["reflection", "distill", "judge"]  # the lesson was judged
+    assert [e.source for e in reme.pool if e.source == "reflection"] == ["reflection"]
+
+
+def test_a_unit_failing_after_it_changed_the_pool_leaves_no_trace(tmp_path, embedder):
+    """The bug: f/u were applied, distillation then raised, the unit's events were dropped
+    but the in-memory counts stayed."""
+    reme = make_reme(tmp_path, embedder, llm=Summarizer(fail_on="distill"), addition="full",
+                     reflection=ReflectionCfg(enabled=False))
+    before = counts(reme)
+    task = Task(id="move", turns=[[{"role": "user", "content": QUERIES["move"]}]], query=QUERIES["move"])
+    with pytest.raises(RuntimeError, match="summarizer broke on distill"):
+        asyncio.run(reme.solve(task, episodes([True]), "u1"))
+    assert counts(reme)["e_move"] == (1, 1)  # the update had happened ...
+    reme.discard()                           # ... what the runner does with a failed unit
+    assert counts(reme) == before
+    rebuilt = make_reme(tmp_path / "again", embedder)  # start + committed events (none)
+    assert counts(rebuilt) == counts(reme)
+
+
+def test_dedup_on_key_and_content_keeps_lessons_with_an_empty_key(tmp_path, embedder):
+    lessons = [Experience(id=f"r{i}", when_to_use="", content=text, source="reflection")
+               for i, text in enumerate(["Log in before sending messages.", "Sell only shares you own."])]
+    for dedup_text, kept in (("key", 1), ("key_content", 2)):
+        pool = Pool.create(tmp_path / dedup_text, embedder, retrieval_key="generalized_query")
+        assert len(pool.add(lessons, dedup_threshold=0.85, dedup_text=dedup_text)) == kept
+
+
+def test_metrics_by_hand_and_errors_are_not_failures():
+    def rec(seed, run, task, success, error=None):
+        return UnitRecord(unit=f"s{seed}/r{run}/{task}", task_id=task, seed=seed, run=run, success=success,
+                          error=error, stop_reason="error" if error else "answered")
+    trials = [  # k=2, two seeds
+        rec(0, 0, "a", True), rec(0, 1, "a", False), rec(0, 0, "b", False), rec(0, 1, "b", False),
+        rec(1, 0, "a", True), rec(1, 1, "a", True), rec(1, 0, "b", True), rec(1, 1, "b", False, "Boom: x"),
+    ]
+    m = compute_metrics(trials, 2)
+    # seed 0: a 0.5, b 0.0 -> avg 0.25, pass 0.5; seed 1: a 1.0, b 1.0 (the errored unit left out)
+    # -> avg 1.0, pass 1.0. Mean over seeds: avg 0.625, pass 0.75; sample std: |1.0-0.25|/sqrt(2)
+    assert m["per_seed"]["0"] == {"avg@2": 0.25, "pass@2": 0.5, "tasks": 2}
+    assert m["per_seed"]["1"] == {"avg@2": 1.0, "pass@2": 1.0, "tasks": 2}
+    assert m["avg@2"]["mean"] == pytest.approx(0.625) and m["pass@2"]["mean"] == pytest.approx(0.75)
+    assert m["avg@2"]["std"] == pytest.approx(0.75 / 2 ** 0.5) and m["pass@2"]["std"] == pytest.approx(0.5 / 2 ** 0.5)
+    assert m["errors"] == 1 and m["complete"] is False
+
+
+def test_experiment_scope_shares_one_stream_per_seed():
+    streams = plan_streams(["t1", "t2", "t3"], seeds=2, runs=2, seed_base=0, sequential=True, scope="experiment")
+    assert len(streams) == 2 and all(len(s) == 6 for s in streams)
+    assert [u.position for u in streams[0]] == list(range(6))
+    assert [u.run for u in streams[0]] == [0, 0, 0, 1, 1, 1]
+    assert [u.task_id for u in streams[0][:3]] == [u.task_id for u in streams[0][3:]]  # the same order each run
+
+
+# ---------------------------------------------------------------- through the CLI
+
+
+@pytest.fixture(scope="module")
+def server():
+    with ScriptedServer(AgentAndSummarizerPolicy(BFCLReplayPolicy(), ScriptedSummarizerPolicy())) as srv:
+        yield srv
+
+
+@pytest.fixture(scope="module")
+def official_pool(tmp_path_factory):
+    from tests.conftest import run_reme
+
+    cwd = tmp_path_factory.mktemp("official")
+    src = SHARED / "reference" / "reme_official_pools" / "bfcl_qwen3_8b.jsonl"
+    run_reme(["pool", "import", str(src), "--out", str(cwd / "pool")], cwd, check=True)
+    return cwd / "pool"
+
+
+def _first_user(request: dict) -> str:
+    return next(m["content"] for m in request["body"]["messages"] if m["role"] == "user")
+
+
+def test_the_released_pool_with_official_code_sends_exactly_the_official_text(reme, server, official_pool):
+    n = len(server.requests)
+    reme("eval", "--mode", "fixed", "experiment=official_code", "model=qwen3-8b", "embedding=minilm",
+         f"llm.base_url={server.base_url}", "llm.model=replay", "benchmark.task_ids=[multi_turn_base_0]",
+         "eval.runs=1", "eval.seeds=1", f"memory.pool={official_pool}", "out_dir=run", check=True)
+    (trial,) = [json.loads(l) for l in (reme.cwd / "run" / "trials.jsonl").read_text().splitlines()]
+    pool = {e["id"]: e for e in map(json.loads, (official_pool / "experiences.jsonl").read_text().splitlines())}
+    retrieved = [(pool[i]["when_to_use"], pool[i]["content"]) for i in trial["retrieved_ids"]]
+    assert len(retrieved) == 5
+    from tests.test_distill import official_first_message
+
+    sent = _first_user(server.requests[n])
+    query = sent.split("\n", 1)[1].split("\n\nSome Related Experience", 1)[0]
+    assert sent == official_first_message(query, retrieved)
+    kinds = [r["body"]["messages"][0]["content"][:40] for r in server.requests[n:]]
+    assert not any("Rank the candidates" in k or "Rewrite them" in k for k in kinds)  # rerank/rewrite off
+
+
+def test_paper_defaults_rerank_and_rewrite_through_the_cli(reme, server, official_pool):
+    n = len(server.requests)
+    reme("eval", "--mode", "fixed", "model=qwen3-8b", "embedding=minilm", f"llm.base_url={server.base_url}",
+         "llm.model=replay", "benchmark.task_ids=[multi_turn_base_0]", "eval.runs=1", "eval.seeds=1",
+         f"memory.pool={official_pool}", "out_dir=run", check=True)
+    systems = [r["body"]["messages"][0]["content"] for r in server.requests[n:]]
+    assert sum("Rank the candidates" in s for s in systems) == 1  # the rerank prompt, over the top K
+    assert sum("Rewrite them into short guidance" in s for s in systems) == 1
+    (trial,) = [json.loads(l) for l in (reme.cwd / "run" / "trials.jsonl").read_text().splitlines()]
+    assert trial["guidance"] == "Some Related Experience to help you to complete the task:\nScripted guidance."
+    agent = [r for r in server.requests[n:] if r["headers"].get("x-reme-task-id")]
+    assert _first_user(agent[0]).endswith("\n\n" + trial["guidance"]) and _first_user(agent[0]).startswith("Task:\n")
+    rerank_prompt = next(r for r in server.requests[n:] if "Rank the candidates" in r["body"]["messages"][0]["content"])
+    assert rerank_prompt["body"]["messages"][-1]["content"].count("Candidate ") == 5  # the top K, not 2K
