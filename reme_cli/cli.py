@@ -63,8 +63,12 @@ def _run(body: Callable[[], None]) -> None:
     # over while units run.
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _raise_interrupted)
+    from reme_cli.bench.bfcl_release import ReleaseSwitch, reexec
+
     try:
         body()
+    except ReleaseSwitch as switch:  # the config asks for another BFCL release: run again with it
+        reexec(switch)
     except UserError as exc:
         console.print(f"[red]error:[/red] {exc}", highlight=False, soft_wrap=True)
         raise typer.Exit(exc.exit_code) from None
@@ -284,6 +288,18 @@ def pool_show_cmd(
         from reme_cli.commands.pool import show_pool
 
         show_pool(pool, query, limit, compose(["memory=reme", *(overrides or [])]), console)
+
+    _run(body)
+
+
+@app.command("bfcl-diff")
+def bfcl_diff_cmd() -> None:
+    """Per-task differences between the pinned BFCL release and the paper's (benchmark.release)."""
+
+    def body() -> None:
+        from reme_cli.bench.bfcl_release import main as release_main
+
+        release_main(["diff"])
 
     _run(body)
 

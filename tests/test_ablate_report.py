@@ -20,7 +20,7 @@ from reme_cli.testing.scripted_server import (
 
 SUITES = sorted(p.stem for p in (config_dir() / "ablation").glob("*.yaml"))
 EXPERIMENTS = sorted(p.stem for p in (config_dir() / "experiment").glob("*.yaml"))
-GPU = ["model=qwen3-8b", "embedding=minilm", "llm.base_url=http://127.0.0.1:9/v1"]
+GPU = ["model=qwen3-8b", "embedding=minilm", "llm.base_url=http://127.0.0.1:9/v1", "benchmark.release=current"]
 
 
 @pytest.fixture(scope="module")
@@ -80,7 +80,7 @@ def test_a_user_suite_is_just_a_file(reme):
 
 
 def test_ablate_table1_runs_reports_and_resumes(reme, server):
-    args = ("ablate", "table1", "model=qwen3-8b", "embedding=minilm", f"llm.base_url={server.base_url}", "llm.model=replay",
+    args = ("ablate", "table1", "model=qwen3-8b", "embedding=minilm", "benchmark.release=current", f"llm.base_url={server.base_url}", "llm.model=replay",
             "benchmark.limit=2", "eval.runs=4", "eval.seeds=1", "build.samples=2")
     reme(*args, check=True)
     suite = next((reme.cwd / "runs" / "ablate").iterdir())

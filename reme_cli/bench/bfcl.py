@@ -42,17 +42,27 @@ from reme_cli.bench.calls import (  # noqa: E402
     is_identifier,
     parse_call_string,
 )
+from reme_cli.bench.bfcl_release import RELEASES  # noqa: E402
+from reme_cli.bench.bfcl_release import ensure as ensure_release  # noqa: E402
 from reme_cli.core.config import check_choices  # noqa: E402
 from reme_cli.core.errors import UserError  # noqa: E402
 
 try:  # only dependency-free modules of bfcl-eval (installed with --no-deps)
-    from bfcl_eval.constants.executable_backend_config import (
-        CLASS_FILE_PATH_MAPPING,
-        MULTI_TURN_FUNC_DOC_FILE_MAPPING,
-        STATELESS_CLASSES,
-    )
     from bfcl_eval.constants.type_mappings import GORILLA_TO_OPENAPI
     from bfcl_eval.eval_checker.multi_turn_eval import multi_turn_utils
+
+    try:
+        from bfcl_eval.constants.executable_backend_config import (
+            CLASS_FILE_PATH_MAPPING,
+            MULTI_TURN_FUNC_DOC_FILE_MAPPING,
+            STATELESS_CLASSES,
+        )
+    except ImportError:  # releases up to 2025.6.x (the paper's): the same tables, elsewhere
+        from bfcl_eval.constants.category_mapping import MULTI_TURN_FUNC_DOC_FILE_MAPPING
+        from bfcl_eval.eval_checker.multi_turn_eval.multi_turn_utils import (
+            CLASS_FILE_PATH_MAPPING,
+            STATELESS_CLASSES,
+        )
     from bfcl_eval.eval_checker.multi_turn_eval.multi_turn_checker import (
         multi_turn_checker,
         multi_turn_irrelevance_checker,
@@ -109,11 +119,10 @@ def _dataset() -> dict[str, dict[str, Any]]:
     """id -> {entry, ground_truth}, in the data file's order. Read-only; copy before use."""
     _require_bfcl()
     data_dir = _bfcl_data_dir()
-    entries = _read_jsonl(data_dir / f"BFCL_v4_{CATEGORY}.json")
-    answers = {
-        a["id"]: a["ground_truth"]
-        for a in _read_jsonl(data_dir / "possible_answer" / f"BFCL_v4_{CATEGORY}.json")
-    }
+    # The data file is BFCL_v3_... up to 2025.6.x and BFCL_v4_... after (same task set).
+    name = next(f"{v}_{CATEGORY}.json" for v in ("BFCL_v4", "BFCL_v3") if (data_dir / f"{v}_{CATEGORY}.json").exists())
+    entries = _read_jsonl(data_dir / name)
+    answers = {a["id"]: a["ground_truth"] for a in _read_jsonl(data_dir / "possible_answer" / name)}
     return {e["id"]: {"entry": e, "ground_truth": answers[e["id"]]} for e in entries}
 
 
@@ -207,9 +216,12 @@ def _param_names(classes: tuple[str, ...]) -> dict[str, tuple[str, ...]]:
 class BFCLConfig(BenchmarkConfig):
     name: str = "bfcl_v3"
     max_steps_per_turn: int = 20  # model calls per user turn (bfcl-eval's own limit)
+    # Whose data, backends and checker: the pinned bfcl-eval (current) or the release the
+    # paper's pools were built on (paper: reme_cli/bench/bfcl_release.py).
+    release: str = "current"
 
     def check(self) -> None:
-        check_choices("benchmark", self, {"split": {"train", "test"}},
+        check_choices("benchmark", self, {"split": {"train", "test"}, "release": set(RELEASES)},
                       {"limit": 1, "max_interactions": 1, "max_steps_per_turn": 1})
 
 
@@ -222,6 +234,7 @@ class BFCLBenchmark:
 
     @classmethod
     def from_config(cls, cfg: BFCLConfig) -> BFCLBenchmark:
+        ensure_release(cfg.release)  # may re-execute the command with that release importable
         bench = cls(split=cfg.split, limit=cfg.limit, task_ids=cfg.task_ids)
         bench.max_steps_per_turn = cfg.max_steps_per_turn
         return bench

@@ -4,6 +4,7 @@ A suite is data (``configs/ablation/SUITE.yaml``, or a path to such a file):
 
     description: "..."
     table: topk                        # the report layout (reme_cli/report/tables.py)
+    overrides: [benchmark.release=paper]   # for every job, before the user's own
     pools:                             # pools to build, by name: build-pool overrides
       reme: []
     variants:                          # runs, by name
@@ -96,6 +97,8 @@ def load_suite(name: str) -> dict[str, Any]:
         unknown = set(variant) - {"mode", "pool", "overrides"}
         if unknown:
             raise UserError(f"{where}: variant {vname} has unknown keys {sorted(unknown)}")
+    if not isinstance(data.setdefault("overrides", []), list):
+        raise UserError(f"{where}: overrides must be a list")
     data.setdefault("table", path.stem)
     data.setdefault("description", path.stem)
     data["name"] = path.stem
@@ -113,7 +116,8 @@ def plan(name: str, overrides: list[str], only: list[str] | None = None) -> Suit
     """The suite's jobs; ``only``: just these run labels (one cluster job each) and the
     pools they need."""
     suite = load_suite(name)
-    base = compose(overrides)  # the user's overrides alone: where the suite lives
+    overrides = [*suite["overrides"], *overrides]  # the user's win
+    base = compose(overrides)  # where the suite lives
     root = Path(base.runs_root) / "ablate" / f"{suite['name']}-{base.benchmark.name}-{base.model.name}"
     out = SuitePlan(suite["name"], suite["description"], suite["table"], root)
 
