@@ -5,7 +5,6 @@ from __future__ import annotations
 import shlex
 import signal
 import subprocess
-import sys
 import threading
 from enum import Enum
 from pathlib import Path
@@ -14,7 +13,7 @@ from typing import Callable, Optional
 import typer
 from rich.console import Console
 
-from reme_cli.core.config import Config, compose
+from reme_cli.core.config import compose
 from reme_cli.core.errors import EXIT_UNIT_ERRORS, Interrupted, UserError
 
 console = Console(stderr=True)  # progress and tables; stdout carries only paths, for scripts
@@ -188,6 +187,13 @@ def ablate_cmd(
                                                           "and run nothing."),
     only: Optional[list[str]] = typer.Option(None, "--only", help="Run just this run label (repeatable): one "
                                                                      "cluster job per run, see README."),
+    launcher: str = typer.Option("inline", "--launcher", help="Where runs go: inline (here, in turn), joblib "
+                                                             "(parallel local processes), slurm or submitit-local "
+                                                             "(submitit jobs)."),
+    jobs: int = typer.Option(2, "--jobs", help="Runs at once with --launcher joblib."),
+    executor: Optional[list[str]] = typer.Option(None, "--executor", metavar="KEY=VALUE",
+                                                 help="submitit parameter (repeatable), e.g. slurm_partition=gpu "
+                                                      "gpus_per_node=1 timeout_min=1440."),
     wait: bool = WaitOpt,
     overrides: Optional[list[str]] = OverridesArg,
 ) -> None:
@@ -208,7 +214,10 @@ def ablate_cmd(
         if dry_run:
             print(p.path)
             return
-        results = run_suite(p, console, wait=wait)
+        params = dict(kv.split("=", 1) for kv in executor or [] if "=" in kv)
+        if len(params) != len(executor or []):
+            raise UserError("--executor takes KEY=VALUE")
+        results = run_suite(p, console, wait=wait, launcher=launcher, jobs=jobs, executor=params)
         target, _ = report([p.path / "runs"], out=p.path / "report", suite=p.table)
         console.print(f"report: {target / 'report.md'}")
         _finish(results)

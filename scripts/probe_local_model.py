@@ -96,6 +96,8 @@ from pathlib import Path
 from openai import OpenAI
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from reme_cli.agent.protocols import grammar_schema
+from reme_cli.agent.protocols import step_schema as _step_schema
 from reme_cli.llm.local_server import LocalServer
 
 ENUM_SCHEMA = {

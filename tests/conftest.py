@@ -1,3 +1,4 @@
+import contextlib
 import os
 import subprocess
 import sys
@@ -26,3 +27,16 @@ def reme(tmp_path):
         return run_reme(list(args), tmp_path, **kw)
     _run.cwd = tmp_path
     return _run
+
+
+@contextlib.contextmanager
+def scripted_server_process(*args: str, env: dict | None = None):
+    """The scripted server (a TEST DOUBLE) in its own process: yields its base URL. Its own
+    process, so a run can be killed or interrupted without touching the server."""
+    server = subprocess.Popen([sys.executable, "-m", "reme_cli.testing.scripted_server", *args],
+                              stdout=subprocess.PIPE, text=True, cwd=REPO, env=env)
+    try:
+        yield server.stdout.readline().strip()
+    finally:
+        server.kill()
+        server.wait()

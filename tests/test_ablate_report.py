@@ -111,3 +111,18 @@ def test_report_on_two_runs_prints_table1_beside_the_paper(reme, server):
     assert "none" in metrics and "fixed" in metrics
     empty = reme("report", str(reme.cwd / "pool"))
     assert empty.returncode == 2 and "no `reme eval` run directories" in empty.stderr
+
+
+@pytest.mark.parametrize("launcher", ["joblib", "submitit-local"])
+def test_a_suite_runs_as_separate_jobs_through_a_launcher(reme, server, launcher):
+    args = ("ablate", "table1", "model=qwen3-8b", "embedding=minilm", "benchmark.release=current",
+            f"llm.base_url={server.base_url}", "llm.model=replay", "benchmark.limit=1", "eval.runs=1",
+            "eval.seeds=1", "build.samples=1", "--launcher", launcher, "--jobs", "3")
+    reme(*args, check=True)
+    suite = next((reme.cwd / "runs" / "ablate").iterdir())
+    logs = sorted(p.name for p in (suite / "logs").glob("*.log"))
+    assert logs == ["build-pool-reme.log", "eval-no_memory.log", "eval-reme_dynamic.log", "eval-reme_fixed.log"]
+    for run in ("no_memory", "reme_fixed", "reme_dynamic"):
+        manifest = json.loads((suite / "runs" / run / "manifest.json").read_text())
+        assert manifest["status"] == "complete"
+    assert "| No Memory |" in (suite / "report" / "report.md").read_text()

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import ast
 from collections import defaultdict
-from pathlib import Path
 
 from tests.conftest import REPO
 

@@ -7,35 +7,23 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 
 import pytest
 import yaml
 
 from reme_cli.bench.bfcl_release import RELEASES, release_dir
-from tests.conftest import REPO
+from tests.conftest import scripted_server_process
 
 COMMON = ["model=qwen3-8b", "llm.model=replay", "llm.cache=false", "benchmark.limit=4", "eval.runs=1",
           "eval.seeds=1"]
 
 
-def replay_server(release: str) -> tuple[subprocess.Popen, str]:
-    env = dict(os.environ)
-    if release == "paper":
-        env["PYTHONPATH"] = str(release_dir("paper"))
-    proc = subprocess.Popen([sys.executable, "-m", "reme_cli.testing.scripted_server", "--policy", "bfcl-replay"],
-                            stdout=subprocess.PIPE, text=True, cwd=REPO, env=env)
-    return proc, proc.stdout.readline().strip()
-
-
 @pytest.fixture(scope="module")
 def servers():
-    started = {r: replay_server(r) for r in ("current", "paper")}
-    yield {r: url for r, (_, url) in started.items()}
-    for proc, _ in started.values():
-        proc.kill()
-        proc.wait()
+    paper_env = {**os.environ, "PYTHONPATH": str(release_dir("paper"))}  # the paper release's ground truth
+    with scripted_server_process("--policy", "bfcl-replay") as current, \
+            scripted_server_process("--policy", "bfcl-replay", env=paper_env) as paper:
+        yield {"current": current, "paper": paper}
 
 
 def test_the_paper_release_is_installed_beside_the_pinned_one():

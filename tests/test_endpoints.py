@@ -13,7 +13,6 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
 
 from reme_cli.llm.client import Replica, pick_replica
 from reme_cli.testing.scripted_server import BFCLReplayPolicy, ScriptedServer

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from reme_cli.testing.scripted_server import BFCLReplayPolicy, ScriptedServer
-from tests.conftest import REPO
+from tests.conftest import scripted_server_process
 
 REPLAY = ["model=qwen3-8b", "embedding=minilm", "llm.model=replay", "llm.cache=false"]
 
@@ -34,14 +34,8 @@ def replay_server():
 def slow_replay_url():
     """A replay server in its own process, answering after a delay, so a run can be
     interrupted with units in flight."""
-    server = subprocess.Popen(
-        [sys.executable, "-m", "reme_cli.testing.scripted_server", "--policy", "bfcl-replay",
-         "--delay", "0.15"], stdout=subprocess.PIPE, text=True, cwd=REPO)
-    try:
-        yield server.stdout.readline().strip()
-    finally:
-        server.kill()
-        server.wait()
+    with scripted_server_process("--policy", "bfcl-replay", "--delay", "0.15") as url:
+        yield url
 
 
 @pytest.fixture(scope="module")

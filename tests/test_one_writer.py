@@ -20,21 +20,15 @@ import pytest
 from reme_cli.core.errors import UserError
 from reme_cli.run import lock as lock_mod
 from reme_cli.run.lock import DirLock, lock_path
-from tests.conftest import REPO, SHARED
+from tests.conftest import SHARED, scripted_server_process
 
 REPLAY = ["model=qwen3-8b", "embedding=minilm", "llm.model=replay", "llm.cache=false"]
 
 
 @pytest.fixture(scope="module")
 def slow_url():
-    server = subprocess.Popen(
-        [sys.executable, "-m", "reme_cli.testing.scripted_server", "--policy", "bfcl-replay+summarizer",
-         "--delay", "0.2"], stdout=subprocess.PIPE, text=True, cwd=REPO)
-    try:
-        yield server.stdout.readline().strip()
-    finally:
-        server.kill()
-        server.wait()
+    with scripted_server_process("--policy", "bfcl-replay+summarizer", "--delay", "0.2") as url:
+        yield url
 
 
 def units(path: Path) -> list[str]:

@@ -11,7 +11,7 @@ from reme_cli.report.paper import paper_model_label, paper_value
 from reme_cli.report.plots import plot_bars, plot_pool_series, plot_topk
 from reme_cli.report.stats import paired_bootstrap
 from reme_cli.report.tables import (DAGGER, DASH, SMOKE_NOTE, comparisons, error_analysis,
-                                    table1, table3, table4, to_markdown, topk)
+                                    build_table, to_markdown)
 from reme_cli.report.write import choose_tables, write_report
 
 ERR = "E"  # an outcome that errored (not a failure)
@@ -111,12 +111,12 @@ def test_missing_units_or_unfinished_status_make_run_partial_and_table1_marks_it
     assert one_row(metrics, "short")["partial"]
     assert not one_row(metrics, "full")["partial"]
     assert one_row(metrics, "stopped")["partial"]
-    table = table1(metrics, runs).set_index("setting")
+    table = build_table("table1", metrics, runs).set_index("setting")
     ours = "Qwen3-8B BFCL-v3 Avg@2 ours"
     assert table.loc["No Memory", ours].endswith(DAGGER)
     assert table.loc["ReMe (dynamic)", ours].endswith(DAGGER)
     assert DAGGER not in table.loc["ReMe (fixed)", ours]
-    notes = "\n".join(table1(metrics, runs).attrs["notes"])
+    notes = "\n".join(build_table("table1", metrics, runs).attrs["notes"])
     assert "short" in notes and "4/6" in notes and "stopped" in notes and "interrupted" in notes
 
 
@@ -148,7 +148,7 @@ def _table1_runs():
 
 def test_table1_shows_paper_values_and_delta_beside_ours():
     units, runs = _table1_runs()
-    table = table1(run_metrics(units, runs), runs)
+    table = build_table("table1", run_metrics(units, runs), runs)
     assert list(table["setting"]) == ["No Memory", "ReMe (fixed)"]  # paper order, only present
     t = table.set_index("setting")
     g = "Qwen3-8B BFCL-v3"
@@ -168,7 +168,7 @@ def test_table1_shows_paper_values_and_delta_beside_ours():
 def test_table1_local_model_has_no_paper_value_and_carries_smoke_note():
     units = make_units("loc", {(0, "t1"): [1, 0]})
     runs = pd.DataFrame([make_run("loc", model="local", tasks=1)])
-    table = table1(run_metrics(units, runs), runs)
+    table = build_table("table1", run_metrics(units, runs), runs)
     assert table.loc[0, "local (135M) BFCL-v3 Avg@2 paper"] == DASH
     assert table.loc[0, "local (135M) BFCL-v3 Avg@2 Δ"] == DASH
     assert table.loc[0, "local (135M) BFCL-v3 Avg@2 ours"] == "50.00 ± 0.00"
@@ -178,7 +178,7 @@ def test_table1_local_model_has_no_paper_value_and_carries_smoke_note():
 def test_two_runs_in_one_cell_keep_separate_rows():
     units = pd.concat([make_units("a", {(0, "t1"): [1, 1]}), make_units("b", {(0, "t1"): [0, 0]})])
     runs = pd.DataFrame([make_run("a", tasks=1, variant="v1"), make_run("b", tasks=1, variant="v2")])
-    table = table1(run_metrics(units, runs), runs)
+    table = build_table("table1", run_metrics(units, runs), runs)
     assert list(table["setting"]) == ["No Memory [v1]", "No Memory [v2]"]
     # never averaged: 100 and 0, not 50
     assert list(table["Qwen3-8B BFCL-v3 Avg@2 ours"]) == ["100.00 ± 0.00", "0.00 ± 0.00"]
@@ -200,7 +200,7 @@ def test_table3_cumulative_component_rows_in_paper_order():
                                      "memory.reflection.enabled": combos[i][1],
                                      "memory.deletion.enabled": combos[i][2]}) for i in ids])
     units = pd.concat([make_units(i, {(0, "t1"): [1, 1, 1, 1]}) for i in ids])
-    table = table3(run_metrics(units, runs), runs)
+    table = build_table("table3", run_metrics(units, runs), runs)
     assert list(table["components"]) == ["full addition", "selective addition", "+ reflection",
                                           "+ deletion"]
     # paper table 3 (dynamic): + deletion Pass@4 = 68.0, no std -> "68.00"; ours 100 -> +32.00
@@ -213,7 +213,7 @@ def test_table4_same_summarizer_means_the_executor():
     runs = pd.DataFrame([_reme("s", **{"summarizer.name": "same"}) | {"mode": "fixed"},
                          _reme("b", **{"summarizer.name": "qwen3-14b"}) | {"mode": "fixed"}])
     units = pd.concat([make_units(i, {(0, "t1"): [1, 0, 0, 0]}) for i in ("s", "b")])
-    table = table4(run_metrics(units, runs), runs).set_index("summarizer")
+    table = build_table("table4", run_metrics(units, runs), runs).set_index("summarizer")
     assert list(table.index) == ["summarizer=Qwen3-8B", "summarizer=Qwen3-14B"]
     # ours Avg = 1/4 = 25.00; paper 8B-summarizer Avg@4 = 44.5 -> 25.00 - 44.50 = -19.50
     assert table.loc["summarizer=Qwen3-8B", "Qwen3-8B BFCL-v3 Avg@4 Δ"] == "-19.50"
@@ -226,7 +226,7 @@ def test_topk_rows_sorted_numerically_and_plot_written(tmp_path):
     units = pd.concat([make_units(r, {(0, "t1"): [1, 0, 0, 0], (1, "t1"): [1, 1, 0, 0]})
                        for r in ks])
     metrics = run_metrics(units, runs)
-    table = topk(metrics, runs)
+    table = build_table("topk", metrics, runs)
     assert list(table["K"]) == ["K=1", "K=5", "K=10"]  # a string sort would put K=10 second
     assert not any("paper" in c for c in table.columns)
     png = plot_topk(metrics, runs, tmp_path / "topk.png")

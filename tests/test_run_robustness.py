@@ -25,7 +25,7 @@ from reme_cli.testing.scripted_server import (
     ScriptedServer,
     ScriptedSummarizerPolicy,
 )
-from tests.conftest import REPO
+from tests.conftest import scripted_server_process
 
 REPLAY = ["model=qwen3-8b", "embedding=minilm", "llm.model=replay", "llm.cache=false", "eval.seeds=1"]
 THREE = "benchmark.task_ids=[multi_turn_base_0,multi_turn_base_2,multi_turn_base_4]"
@@ -76,10 +76,7 @@ def test_bad_input_exits_2_without_a_traceback(reme):
 
 
 def test_a_server_that_hangs_up_trips_the_breaker_within_bounded_time(tmp_path):
-    server = subprocess.Popen([sys.executable, "-m", "reme_cli.testing.scripted_server", "--refuse-chat"],
-                              stdout=subprocess.PIPE, text=True, cwd=REPO)
-    try:
-        url = server.stdout.readline().strip()
+    with scripted_server_process("--refuse-chat") as url:
         t0 = time.monotonic()
         # 50 units, 2 in flight: without the breaker each would retry for ~a minute.
         proc = subprocess.run(
@@ -88,9 +85,6 @@ def test_a_server_that_hangs_up_trips_the_breaker_within_bounded_time(tmp_path):
             cwd=tmp_path, env={**os.environ, "REME_CACHE_DIR": str(tmp_path / "cache")},
             capture_output=True, text=True, timeout=120)
         elapsed = time.monotonic() - t0
-    finally:
-        server.kill()
-        server.wait()
     assert proc.returncode == 4, proc.stderr[-2000:]
     assert elapsed < 60
     (line,) = error_lines(proc.stderr)

@@ -30,7 +30,7 @@ from rich.table import Table
 from reme_cli.bench.registry import make_benchmark
 from reme_cli.commands.jobs import expand, job_label, swept_keys
 from reme_cli.core.config import Config, compose, config_dir
-from reme_cli.core.errors import UserError
+from reme_cli.core.errors import EXIT_UNIT_ERRORS, UserError
 
 MODES = {"none", "fixed", "dynamic"}
 
@@ -39,6 +39,7 @@ MODES = {"none", "fixed", "dynamic"}
 class PoolJob:
     name: str
     cfg: Config
+    overrides: list[str]  # what `reme build-pool` needs to rebuild cfg (a cluster job does)
     units: int  # training trajectories to sample
     max_calls: int  # executor calls at most (units x max_interactions)
 
@@ -49,6 +50,7 @@ class RunJob:
     variant: str
     pool: str | None
     cfg: Config
+    overrides: list[str]  # what `reme eval` needs to rebuild cfg
     units: int
     max_calls: int
 
@@ -123,10 +125,11 @@ def plan(name: str, overrides: list[str], only: list[str] | None = None) -> Suit
 
     used = {v.get("pool") for v in suite["variants"].values() if v["mode"] != "none"}
     for pname in [p for p in suite["pools"] if p in used]:
-        cfg = compose(["benchmark.split=train", "memory=reme", *overrides, *(suite["pools"][pname] or []),
-                       f"out_dir={root / 'pools' / pname}"])
+        job_overrides = ["benchmark.split=train", "memory=reme", *overrides, *(suite["pools"][pname] or []),
+                         f"out_dir={root / 'pools' / pname}"]
+        cfg = compose(job_overrides)
         units, calls = _units(cfg, samples=cfg.build.samples)
-        out.pools.append(PoolJob(pname, cfg, units, calls))
+        out.pools.append(PoolJob(pname, cfg, job_overrides, units, calls))
 
     for vname, variant in suite["variants"].items():
         extra = list(variant.get("overrides") or [])
@@ -136,10 +139,10 @@ def plan(name: str, overrides: list[str], only: list[str] | None = None) -> Suit
             head = [f"eval.mode={variant['mode']}"]
             if variant["mode"] != "none":
                 head += ["memory=reme", f"memory.pool={root / 'pools' / variant['pool']}"]
-            cfg = compose([*head, *overrides, *job,
-                           f"out_dir={root / 'runs' / label}"])
+            job_overrides = [*head, *overrides, *job, f"out_dir={root / 'runs' / label}"]
+            cfg = compose(job_overrides)
             units, calls = _units(cfg)
-            out.runs.append(RunJob(label, vname, variant.get("pool"), cfg, units, calls))
+            out.runs.append(RunJob(label, vname, variant.get("pool"), cfg, job_overrides, units, calls))
     if only:
         unknown = sorted(set(only) - {j.label for j in out.runs})
         if unknown:
@@ -164,11 +167,28 @@ def plan_table(p: SuitePlan) -> Table:
     return table
 
 
-def run_suite(p: SuitePlan, console: Console, wait: bool = False) -> list:
-    """Build the pools, run the variants (each resumes if it ran before), return the results."""
+def run_suite(p: SuitePlan, console: Console, wait: bool = False, launcher: str = "inline",
+              jobs: int = 2, executor: dict[str, str] | None = None) -> list:
+    """Build the pools, then run the variants (each resumes if it ran before); returns the
+    results. ``launcher``: ``inline`` (here, one after another) or any launcher of
+    ``reme_cli.commands.launch`` (each run its own process or cluster job)."""
     from reme_cli.commands.build_pool import build_pool
-    from reme_cli.commands.evaluate import evaluate
+    from reme_cli.commands.evaluate import RunResult, evaluate
 
-    results = [build_pool(j.cfg, console, wait=wait) for j in p.pools]
-    results += [evaluate(j.cfg, console, wait=wait) for j in p.runs]
-    return results
+    if launcher == "inline":
+        results = [build_pool(j.cfg, console, wait=wait) for j in p.pools]
+        return results + [evaluate(j.cfg, console, wait=wait) for j in p.runs]
+
+    from reme_cli.commands.launch import Job, launch
+
+    def batch(kind: str, items: list) -> list:
+        specs = [Job(kind, getattr(j, "label", getattr(j, "name", "")), j.overrides) for j in items]
+        codes = launch(specs, launcher, p.path / "logs", parallel=jobs, executor=executor or {})
+        for spec, code in zip(specs, codes, strict=True):
+            if code not in (0, EXIT_UNIT_ERRORS):  # bad input, a broken server, an interruption
+                raise UserError(f"{spec.kind} {spec.label} stopped with exit code {code}; its log: "
+                                f"{p.path / 'logs' / f'{spec.kind}-{spec.label}.log'}")
+        return [RunResult(Path(j.cfg.out_dir), int(code != 0)) for j, code in zip(items, codes, strict=True)]
+
+    # Pools first: every run of the suite may need one.
+    return batch("build-pool", p.pools) + batch("eval", p.runs)

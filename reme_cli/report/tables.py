@@ -340,43 +340,10 @@ def table_names() -> list[str]:
     return list(_specs())
 
 
-def table1(metrics: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
-    """Main results: memory systems x models x benchmarks, in the paper's setting order."""
-    return layout(metrics, runs, table_spec("table1"))
-
-
-def table2(metrics: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
-    """Keypoint- vs trajectory-level experiences (memory.granularity)."""
-    return layout(metrics, runs, table_spec("table2"))
-
-
-def table3(metrics: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
-    """Cumulative component ablation: addition, reflection, deletion."""
-    return layout(metrics, runs, table_spec("table3"))
-
-
-def table4(metrics: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
-    """Which model distils the experiences (summarizer.name; "same" = the executor)."""
-    return layout(metrics, runs, table_spec("table4"))
-
-
-def table5(metrics: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
-    """Which text is embedded as the retrieval key (memory.retrieval_key)."""
-    return layout(metrics, runs, table_spec("table5"))
-
-
-def topk(metrics: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
-    """Score vs the number of retrieved experiences K (memory.top_k); no paper numbers."""
-    return layout(metrics, runs, table_spec("topk"))
-
-
-def alpha_beta(metrics: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
-    """Deletion-threshold grid (memory.deletion.alpha x beta); no paper numbers."""
-    return layout(metrics, runs, table_spec("alpha_beta"))
-
-
 def build_table(name: str, metrics: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
-    """A table by its suite name ("table1".."table5", "topk", "alpha_beta")."""
+    """A paper table by its suite name: "table1" (memory systems x models x benchmarks),
+    "table2" (granularity), "table3" (cumulative components), "table4" (summarizer),
+    "table5" (retrieval key), "topk", "alpha_beta" (no paper numbers for the last two)."""
     return layout(metrics, runs, table_spec(name))
 
 
