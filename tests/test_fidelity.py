@@ -247,3 +247,31 @@ def test_paper_defaults_rerank_and_rewrite_through_the_cli(reme, server, officia
     assert _first_user(agent[0]).endswith("\n\n" + trial["guidance"]) and _first_user(agent[0]).startswith("Task:\n")
     rerank_prompt = next(r for r in server.requests[n:] if "Rank the candidates" in r["body"]["messages"][0]["content"])
     assert rerank_prompt["body"]["messages"][-1]["content"].count("Candidate ") == 5  # the top K, not 2K
+
+
+class HashEmbedder:
+    """TEST DOUBLE embedder: another model name and dimension than the pool's."""
+
+    name, dim = "hash-8", 8
+
+    def embed(self, texts):
+        import numpy as np
+
+        vecs = np.array([[((hash(t) >> i) & 0xFF) + 1.0 for i in range(0, 64, 8)] for t in texts], dtype=np.float32)
+        return vecs / np.linalg.norm(vecs, axis=1, keepdims=True)
+
+
+def test_a_pool_embedded_with_another_model_is_refused_or_reembedded(tmp_path, embedder):
+    from reme_cli.core.config import compose
+    from reme_cli.core.errors import UserError
+    from reme_cli.methods.reme.method import load_pool
+
+    reme = make_reme(tmp_path, embedder)  # writes tmp_path/base with MiniLM
+    refuse = compose(["memory=reme", f"memory.pool={tmp_path / 'base'}"])
+    with pytest.raises(UserError, match=r"embedded with sentence_transformers:.*\(384-d\).*hash-8 \(8-d\).*memory.reembed=true"):
+        load_pool(refuse, HashEmbedder(), tmp_path / "run")
+    allow = compose(["memory=reme", f"memory.pool={tmp_path / 'base'}", "memory.reembed=true"])
+    pool = load_pool(allow, HashEmbedder(), tmp_path / "run")
+    assert pool.embedder.name == "hash-8" and pool.vectors.shape == (3, 8)
+    assert sorted(e.id for e in pool) == sorted(e.id for e in reme.pool)
+    assert Pool.load(tmp_path / "base", embedder).embedder.dim == 384  # the source pool is untouched

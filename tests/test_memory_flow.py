@@ -198,6 +198,28 @@ def test_dynamic_resume_after_kill_matches_an_uninterrupted_run(workdir, base_po
             _pool_state(workdir / "dyn_a" / "streams" / stream / "pool")
 
 
+def test_experiment_scope_shares_one_pool_across_runs_and_resumes(workdir, base_pool, slow_server):
+    """eval.scope=experiment (the official scripts): run 1 starts from the pool run 0 left."""
+    common = [*_args(slow_server, f"memory.pool={base_pool}", "benchmark.limit=3", "eval.runs=2", "eval.seeds=1",
+                     "memory.deletion.alpha=2", "eval.scope=experiment")]
+    args = [sys.executable, "-m", "reme_cli.cli", "eval", "--mode", "dynamic", *common, "out_dir=exp_killed"]
+    env = {**os.environ, "REME_CACHE_DIR": str(workdir / ".reme_cache")}
+    reme(workdir, "eval", "--mode", "dynamic", *common, "out_dir=exp_whole")
+    whole = workdir / "exp_whole"
+    assert sorted(p.name for p in (whole / "streams").iterdir()) == ["s0_r0"]  # one pool for both runs
+    events = [json.loads(l) for l in (whole / "streams" / "s0_r0" / "events.jsonl").read_text().splitlines()]
+    assert {e["unit"].split("/")[1] for e in events} == {"r0", "r1"}
+    by_pos = sorted(_trials(whole), key=lambda t: t["position"])
+    assert [t["run"] for t in by_pos] == [0, 0, 0, 1, 1, 1]
+    proc = subprocess.Popen(args, cwd=workdir, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    _kill_when(proc, workdir / "exp_killed" / "trials.jsonl", 2)
+    done = subprocess.run(args, cwd=workdir, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert len(_trials(workdir / "exp_killed")) == 6
+    assert _pool_state(workdir / "exp_killed" / "streams" / "s0_r0" / "pool") == \
+        _pool_state(whole / "streams" / "s0_r0" / "pool")
+
+
 def test_build_pool_survives_junk_and_its_pool_serves_fixed_eval(workdir, server):
     with ScriptedServer(ScriptedSummarizerPolicy(junk_every=3)) as summarizer:
         proc = reme(workdir, "build-pool", *_args(server, "benchmark.limit=3", "build.samples=2",

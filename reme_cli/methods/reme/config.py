@@ -29,6 +29,8 @@ class DeletionCfg:
 class ReMeConfig:
     name: str = "reme"
     pool: Optional[str] = None
+    # A pool embedded with another model is refused; true: re-embed a copy for this run.
+    reembed: bool = False
     top_k: int = 5
     retrieval_key: str = "usage_scenario"  # usage_scenario | task_query | generalized_query | keywords
     rerank: bool = True  # LLM rerank of the top K (paper; v0.1.9/v0.2.0.4 default; 2026 scripts: off)

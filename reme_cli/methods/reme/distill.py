@@ -5,7 +5,9 @@ Pure async functions over an `LLM`: no files, no global state beyond the read-on
 texts in `prompts/*.md` beside this module. Every bad LLM answer is counted and skipped, never raised;
 transport errors from the client do propagate (the client already retried them).
 
-Prompt files hold a constant system part, then a line `<!-- user -->`, then the user part
+Prompt files may open with a `<!-- provenance -->` comment (where the text came from and how
+it differs from the official code's; never sent), then hold a constant system part, then a
+line `<!-- user -->`, then the user part
 with `$name` placeholders (`string.Template`), so braces and dollars inside trajectories
 cannot break the templating and the system prefix stays identical for prefix caching.
 """
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import re
 import importlib.resources
 import json
 from dataclasses import asdict, dataclass, field
@@ -54,6 +57,8 @@ class Prompt:
 def load_prompt(name: str) -> Prompt:
     """`prompts/<name>.md` (beside this module) split into its constant system part and user template."""
     text = (importlib.resources.files(__package__) / "prompts" / f"{name}.md").read_text(encoding="utf-8")
+    # A leading <!-- ... --> block says where the prompt came from; the model never sees it.
+    text = re.sub(r"\A\s*<!--(?!\s*user\s*-->).*?-->\s*", "", text, flags=re.DOTALL)
     if _USER_MARK not in text:
         raise ValueError(f"prompt {name}.md has no '{_USER_MARK}' line")
     system, user = text.split(_USER_MARK, 1)

@@ -55,16 +55,29 @@ def require_pool(cfg: Config) -> Path:
 
 
 def load_pool(cfg: Config, embedder: Embedder, workdir: Path) -> Pool:
-    """The configured pool, re-keyed into ``workdir`` if the ablation asks for another key."""
-    pool = Pool.load(require_pool(cfg), embedder)
+    """The configured pool; re-keyed into ``workdir`` if the ablation asks for another key,
+    or re-embedded there with this run's embedder when ``memory.reembed`` allows it (the
+    pool itself is never changed)."""
+    source = require_pool(cfg)
+    try:
+        pool = Pool.load(source, embedder)
+    except UserError:
+        if not cfg.memory.reembed:
+            raise
+        items, key = Pool.experiences_at(source)
+        pool = _derived(workdir / "pool-reembedded", embedder, key, items, {"reembedded_from": str(source)})
     if pool.retrieval_key == cfg.memory.retrieval_key:
         return pool
-    rekeyed = workdir / f"pool-{cfg.memory.retrieval_key}"
-    if rekeyed.exists():
-        return Pool.load(rekeyed, embedder)
-    fresh = Pool.create(rekeyed, embedder, retrieval_key=cfg.memory.retrieval_key,
-                        built_by={"rekeyed_from": str(pool.path)})
-    fresh.add(list(pool), dedup_threshold=None)
+    return _derived(workdir / f"pool-{cfg.memory.retrieval_key}", embedder, cfg.memory.retrieval_key, list(pool),
+                    {"rekeyed_from": str(pool.path)})
+
+
+def _derived(path: Path, embedder: Embedder, key: str, items: list[Experience], built_by: dict) -> Pool:
+    """A pool made from another one's experiences (once: a rerun loads it)."""
+    if path.exists():
+        return Pool.load(path, embedder)
+    fresh = Pool.create(path, embedder, retrieval_key=key, built_by=built_by)
+    fresh.add(items, dedup_threshold=None)
     fresh.save()
     return fresh
 

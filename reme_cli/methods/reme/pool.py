@@ -108,7 +108,7 @@ class Pool:
             raise UserError(
                 f"pool {path} was embedded with {emb['name']} ({emb['dim']}-d) but the configured embedder is "
                 f"{embedder.name} ({embedder.dim}-d); pick the pool's model with embedding=..., "
-                "or rebuild/re-import the pool with this embedder"
+                "or re-embed it with memory.reembed=true"
             )
         items = _read_experiences(path / EXPERIENCES)
         repairs: list[str] = []
@@ -135,6 +135,12 @@ class Pool:
         )
         pool.repairs = repairs
         return pool
+
+    @staticmethod
+    def experiences_at(path: str | Path) -> tuple[list[Experience], str]:
+        """A pool's experiences and retrieval key, whatever embedder wrote it (to re-embed)."""
+        path = Path(path)
+        return _read_experiences(path / EXPERIENCES), _read_manifest(path)["retrieval_key"]
 
     def copy_to(self, path: str | Path, overwrite: bool = False) -> Pool:
         """An independent pool at `path` (e.g. one per dynamic-mode stream)."""
