@@ -107,27 +107,27 @@ class Runner:
 
         async def run_stream(stream: list[Unit]) -> None:
             async with slots:
-                memory = self.method_for((stream[0].seed, stream[0].run))
+                method = self.method_for((stream[0].seed, stream[0].run))
                 for unit in stream:
                     # A finished unit is skipped; its memory effects were restored from
-                    # the stream's event log when the memory was built.
+                    # the stream's event log when the method was built.
                     if unit.key in self._done:
                         continue
                     try:
-                        record = await self.run_unit(unit, memory)
+                        record = await self.run_unit(unit, method)
                     except RunAborted as exc:  # stop every stream now, not at its next request
                         halt(exc)
                         raise
                     if stop is not None:  # its error may be the stop itself: not a result
                         return
                     if record.ok:
-                        await asyncio.to_thread(memory.commit)
+                        await asyncio.to_thread(method.commit)
                     else:
-                        memory.discard()
+                        method.discard()
                     await writer.write(record)
                     if self.progress:
                         self.progress.advance(record)
-                await asyncio.to_thread(memory.finish)
+                await asyncio.to_thread(method.finish)
 
         tasks = [asyncio.ensure_future(run_stream(s)) for s in todo]
 
@@ -157,9 +157,6 @@ class Runner:
             finally:
                 if watchdog is not None:
                     watchdog.cancel()
-        fatal = next((r for r in results if isinstance(r, RunAborted)), None)
-        if stop is None and fatal is not None:
-            stop = fatal
         if isinstance(stop, RunAborted) and self.health is not None:
             # The breaker can trip a moment before a dead server's exit is seen: the exit,
             # when there is one, is the better message.
