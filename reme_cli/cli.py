@@ -301,6 +301,27 @@ def pool_show_cmd(
     _run(body)
 
 
+appworld_app = typer.Typer(help="AppWorld's own environment (separate virtualenv).", no_args_is_help=True)
+app.add_typer(appworld_app, name="appworld")
+
+
+@appworld_app.command("setup")
+def appworld_setup_cmd(
+    venv: Optional[Path] = typer.Option(None, help="Where to create it (default <prefix>/share/reme/appworld-venv)."),
+) -> None:
+    """Create AppWorld's virtualenv from the pinned version, run `appworld install`, verify it.
+
+    Idempotent. The task data is separate: `appworld download data` on a networked machine.
+    """
+
+    def body() -> None:
+        from reme_cli.bench.appworld import setup
+
+        print(setup(venv))
+
+    _run(body)
+
+
 @app.command("bfcl-diff")
 def bfcl_diff_cmd() -> None:
     """Per-task differences between the pinned BFCL release and the paper's (benchmark.release)."""

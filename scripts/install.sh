@@ -60,6 +60,9 @@ pip_install --no-deps -r requirements-bfcl.txt
 python -m reme_cli.bench.bfcl_release install >/dev/null
 python -c "import reme_cli, bfcl_eval, llama_cpp, faiss, sentence_transformers"
 
+# The tests run AppWorld episodes: its own virtualenv, from the pinned version (~2 min).
+[[ "$extras" == *dev* ]] && reme appworld setup >/dev/null
+
 # The smoke check: the embedded server must answer a short greedy chat correctly.
 python -m reme_cli.llm.smoke
 echo "reme installed: $(command -v reme)"

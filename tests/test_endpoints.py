@@ -42,7 +42,7 @@ def stand_in(tmp_path: Path, delay: float = 0.0) -> dict[str, str]:
 
 
 def stand_ins_running(tmp_path: Path) -> list[str]:
-    out = subprocess.run(["ps", "-eo", "stat,args"], capture_output=True, text=True).stdout
+    out = subprocess.run(["ps", "-ww", "-eo", "stat,args"], capture_output=True, text=True).stdout
     return [l for l in out.splitlines() if str(tmp_path / "bin" / "vllm") in l and not l.startswith("Z")]
 
 

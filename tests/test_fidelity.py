@@ -275,3 +275,16 @@ def test_a_pool_embedded_with_another_model_is_refused_or_reembedded(tmp_path, e
     assert pool.embedder.name == "hash-8" and pool.vectors.shape == (3, 8)
     assert sorted(e.id for e in pool) == sorted(e.id for e in reme.pool)
     assert Pool.load(tmp_path / "base", embedder).embedder.dim == 384  # the source pool is untouched
+
+
+def test_scenario_goal_completion_by_hand():
+    def rec(seed, run, task, success, difficulty=1):
+        return UnitRecord(unit=f"s{seed}/r{run}/{task}", task_id=task, seed=seed, run=run, success=success,
+                          stop_reason="answered", checker={"scenario": task.split("_")[0], "difficulty": difficulty})
+    trials = [rec(0, 0, "a_1", True), rec(0, 0, "a_2", True), rec(0, 0, "b_1", True), rec(0, 0, "b_2", False, 3),
+              rec(0, 1, "a_1", True), rec(0, 1, "a_2", False), rec(0, 1, "b_1", True), rec(0, 1, "b_2", True, 3)]
+    m = compute_metrics(trials, 2)
+    # run 0: a passes (both), b fails -> 1/2; run 1: a fails, b passes -> 1/2; SGC = 0.5.
+    # TGC Avg@2: a_1 1.0, a_2 0.5, b_1 1.0, b_2 0.5 -> 0.75. Difficulty 1: 5 of 6 units; 3: 1 of 2.
+    assert m["sgc"]["mean"] == 0.5 and m["avg@2"]["mean"] == 0.75
+    assert m["by_difficulty"] == {"1": pytest.approx(5 / 6), "3": 0.5}

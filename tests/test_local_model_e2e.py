@@ -14,7 +14,7 @@ SMALL = ["eval.runs=1", "eval.seeds=1", "benchmark.max_interactions=3", "llm.con
 
 
 def _llama_servers() -> list[str]:
-    out = subprocess.run(["ps", "-eo", "stat,args"], capture_output=True, text=True).stdout
+    out = subprocess.run(["ps", "-ww", "-eo", "stat,args"], capture_output=True, text=True).stdout
     return [l for l in out.splitlines() if "llama_cpp.server" in l and not l.startswith("Z")]
 
 
@@ -51,7 +51,7 @@ def test_embedded_model_builds_a_pool(reme):
 
 
 def _server_child(parent: int) -> int | None:
-    out = subprocess.run(["ps", "-eo", "pid,ppid,args"], capture_output=True, text=True).stdout
+    out = subprocess.run(["ps", "-ww", "-eo", "pid,ppid,args"], capture_output=True, text=True).stdout
     for line in out.splitlines()[1:]:
         pid, ppid, args = line.split(None, 2)
         if int(ppid) == parent and "llama_cpp.server" in args:

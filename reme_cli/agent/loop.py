@@ -152,13 +152,21 @@ async def run_episode(
             traj.messages.append(reply.message)
             calls: list[dict[str, Any]] = []
             outputs: list[str] = []
+            done = False
             for call in reply.calls:
                 res = await env.execute(call.name, call.arguments)
                 outputs.append(res.output)
+                done = done or res.done
                 calls.append({"name": call.name, "arguments": call.arguments, "call": res.call,
                               "output": res.output, "error": res.error})
+            # Code-action protocols record the step as code and its output (AppWorld).
+            code = reply.calls[0].arguments["code"] if getattr(protocol, "code_actions", False) and reply.calls else None
             steps.append(Step(reply.text, calls, result.prompt_tokens, result.completion_tokens,
-                              result.latency_s, result.cached))
+                              result.latency_s, result.cached, code=code, code_output=outputs[0] if code else None))
+            if done:  # the environment says the task is over: no further turn or step
+                await env.end_step()
+                await env.end_turn()
+                return traj
             if not reply.calls:
                 if result.finish_reason == "length":
                     traj.stop_reason = "truncated"

@@ -120,6 +120,47 @@ class JSONProtocol:
         return [{"role": "user", "content": TOOL_RESULTS_PREFIX + "\n" + "\n".join(lines)}]
 
 
+_CODE_BLOCK = re.compile(r"```(?:python|py)?[ \t]*\n(.*?)```", re.DOTALL)
+
+CODE_SYSTEM_PROMPT = """\
+You are an AI assistant who completes a user's day-to-day task by writing Python code that \
+calls app APIs. Work step by step, in a loop: think briefly, then write ONE ```python code block; \
+it runs in a persistent Python session where `apis` is defined, and its printed output comes \
+back to you. Look up what you need first: apis.api_docs.show_app_descriptions(), \
+apis.api_docs.show_api_descriptions(app_name=...), apis.api_docs.show_api_doc(app_name=..., \
+api_name=...). Log in to an app with the supervisor's credentials from \
+apis.supervisor.show_account_passwords() before using it. When the task is done, call \
+apis.supervisor.complete_task(answer=...) (answer only when the task asks a question; use \
+status="fail" if it cannot be done). Do not ask for clarification."""
+
+
+class CodeProtocol:
+    """Code actions (AppWorld): the model writes Python; the environment runs it.
+
+    The reply's last ```python block is one call of the environment's ``execute`` action;
+    its output comes back as the next user message. A reply without code ends the turn.
+    (The agent prompt follows the official ReMe AppWorld agent's ReAct loop in spirit; the
+    text is reme's own.)"""
+
+    name = "code"
+    code_actions = True
+
+    def system_prompt(self, base: str | None, tools: list[dict[str, Any]]) -> str | None:
+        return base or CODE_SYSTEM_PROMPT
+
+    def request_kwargs(self, tools: list[dict[str, Any]]) -> dict[str, Any]:
+        return {}
+
+    def read(self, result: ChatResult) -> Reply:
+        text = _THINK.sub("", result.content).strip()
+        blocks = _CODE_BLOCK.findall(text)
+        calls = [ToolCallRequest(id="code_0", name="execute", arguments={"code": blocks[-1].strip()})] if blocks else []
+        return Reply(text=text, calls=calls, message={"role": "assistant", "content": text})
+
+    def result_messages(self, calls: list[ToolCallRequest], outputs: list[str]) -> list[dict[str, Any]]:
+        return [{"role": "user", "content": "Output:\n```\n" + "\n".join(outputs) + "\n```"}]
+
+
 def make_protocol(name: str) -> ToolProtocol:
     """The protocol ``model.tool_protocol`` names (built-in or registered by a plug-in)."""
     from reme_cli.core.registry import PROTOCOLS

@@ -44,6 +44,7 @@ class ToolResult:
     call: str
     output: str
     error: bool = False
+    done: bool = False  # the task is over (AppWorld: the agent called complete_task)
 
 
 @dataclass

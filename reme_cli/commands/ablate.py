@@ -4,7 +4,9 @@ A suite is data (``configs/ablation/SUITE.yaml``, or a path to such a file):
 
     description: "..."
     table: topk                        # the report layout (reme_cli/report/tables.py)
-    overrides: [benchmark.release=paper]   # for every job, before the user's own
+    overrides: [...]                   # for every job, before the user's own
+    benchmark_overrides:               # ... and these for the benchmark the job runs
+      bfcl_v3: [benchmark.release=paper]
     pools:                             # pools to build, by name: build-pool overrides
       reme: []
     variants:                          # runs, by name
@@ -101,6 +103,8 @@ def load_suite(name: str) -> dict[str, Any]:
             raise UserError(f"{where}: variant {vname} has unknown keys {sorted(unknown)}")
     if not isinstance(data.setdefault("overrides", []), list):
         raise UserError(f"{where}: overrides must be a list")
+    if not isinstance(data.setdefault("benchmark_overrides", {}), dict):
+        raise UserError(f"{where}: benchmark_overrides must map a benchmark name to a list of overrides")
     data.setdefault("table", path.stem)
     data.setdefault("description", path.stem)
     data["name"] = path.stem
@@ -118,7 +122,8 @@ def plan(name: str, overrides: list[str], only: list[str] | None = None) -> Suit
     """The suite's jobs; ``only``: just these run labels (one cluster job each) and the
     pools they need."""
     suite = load_suite(name)
-    overrides = [*suite["overrides"], *overrides]  # the user's win
+    bench = compose([*suite["overrides"], *overrides]).benchmark.name
+    overrides = [*suite["overrides"], *suite["benchmark_overrides"].get(bench, []), *overrides]  # the user's win
     base = compose(overrides)  # where the suite lives
     root = Path(base.runs_root) / "ablate" / f"{suite['name']}-{base.benchmark.name}-{base.model.name}"
     out = SuitePlan(suite["name"], suite["description"], suite["table"], root)

@@ -82,6 +82,7 @@ class Registry(Generic[T]):
 # The four seams. Built-ins are named by where they live, so core imports none of them.
 BENCHMARKS: Registry[Any] = Registry("benchmark", "reme.benchmarks")
 BENCHMARKS.add("bfcl_v3", "reme_cli.bench.bfcl:BFCLBenchmark")
+BENCHMARKS.add("appworld", "reme_cli.bench.appworld:AppWorldBenchmark")
 
 METHODS: Registry[Any] = Registry("memory method", "reme.methods")
 METHODS.add("none", "reme_cli.methods.base:NoMemory")
@@ -90,6 +91,7 @@ METHODS.add("reme", "reme_cli.methods.reme.method:ReMe")
 PROTOCOLS: Registry[Any] = Registry("tool-call protocol", "reme.protocols")
 PROTOCOLS.add("openai", "reme_cli.agent.protocols:OpenAIProtocol")
 PROTOCOLS.add("json", "reme_cli.agent.protocols:JSONProtocol")
+PROTOCOLS.add("code", "reme_cli.agent.protocols:CodeProtocol")
 
 EMBEDDERS: Registry[Any] = Registry("embedder", "reme.embedders")
 EMBEDDERS.add("sentence_transformers", "reme_cli.llm.embed:SentenceTransformerEmbedder")

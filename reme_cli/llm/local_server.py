@@ -190,6 +190,9 @@ class LocalServer:
     # the command line, and the hint for a missing engine.
     kind = "embedded model"
     install_hint = INSTALL_HINT
+    url_suffix = "/v1"  # base_url = http://127.0.0.1:PORT + this
+    ready_path = "/models"  # GET base_url + this answers 200 once the server is up
+    extra_env: dict[str, str] | None = None  # added to the server's environment
 
     def _prepare(self) -> str:
         model_path = self.model_path or default_model_path()
@@ -203,11 +206,12 @@ class LocalServer:
         self._log = open(self.log_path, "ab")  # noqa: SIM115 - held for the server's lifetime
         self._log_start = self._log.tell()
         self.port = _free_port()
-        self.base_url = f"http://127.0.0.1:{self.port}/v1"
+        self.base_url = f"http://127.0.0.1:{self.port}{self.url_suffix}"
         use_pdeathsig = sys.platform == "linux" and threading.current_thread() is threading.main_thread()
         self._proc = subprocess.Popen(
             self.command(model_path, self.port),
             stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT,
+            env={**os.environ, **self.extra_env} if self.extra_env else None,
             # Own session: Ctrl-C in the terminal reaches only us, and we stop the server in
             # order (a half-killed server mid-request would log noise to the user's terminal).
             start_new_session=True,
@@ -225,7 +229,7 @@ class LocalServer:
             if code is not None:
                 raise UserError(self._startup_failure(f"exited with {describe_exit(code)}"))
             try:
-                with urllib.request.urlopen(self.base_url + "/models", timeout=2) as r:
+                with urllib.request.urlopen(self.base_url + self.ready_path, timeout=2) as r:
                     if r.status == 200:
                         return
             except (urllib.error.URLError, OSError):

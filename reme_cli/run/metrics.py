@@ -52,10 +52,31 @@ def compute_metrics(trials: list[UnitRecord], k: int, success_key: str = "succes
         },
     }
     for name, col in ((f"avg@{k}", "avg"), (f"pass@{k}", "pass_")):
-        values = per_seed[col]
-        out[name] = {
-            "mean": float(values.mean()),
-            "std": float(values.std(ddof=1)) if len(values) > 1 else 0.0,
-            "n_seeds": int(len(values)),
-        }
+        out[name] = _over_seeds(per_seed[col])
+    scored_trials = [t for t in trials if t.ok]
+    if scored_trials and all((t.checker or {}).get("scenario") for t in scored_trials):
+        out.update(scenario_metrics(scored_trials, success_key))
+    return out
+
+
+def _over_seeds(values: pd.Series) -> dict[str, Any]:
+    return {"mean": float(values.mean()), "std": float(values.std(ddof=1)) if len(values) > 1 else 0.0,
+            "n_seeds": int(len(values))}
+
+
+def scenario_metrics(trials: list[UnitRecord], success_key: str = "success") -> dict[str, Any]:
+    """AppWorld's scenario goal completion and its difficulty breakdown.
+
+    SGC, per seed: the mean over runs of the fraction of scenarios whose every task succeeded
+    in that run (AppWorld's own definition, applied per run like Avg@k). ``by_difficulty``:
+    the success rate of the units of each difficulty level."""
+    df = pd.DataFrame({"seed": [t.seed for t in trials], "run": [t.run for t in trials],
+                       "scenario": [t.checker["scenario"] for t in trials],
+                       "difficulty": [t.checker.get("difficulty") for t in trials],
+                       "success": [bool(getattr(t, success_key)) for t in trials]})
+    per_run = df.groupby(["seed", "run", "scenario"])["success"].all().groupby(level=["seed", "run"]).mean()
+    out: dict[str, Any] = {"sgc": _over_seeds(per_run.groupby(level="seed").mean())}
+    levels = df.dropna(subset=["difficulty"])
+    if not levels.empty:
+        out["by_difficulty"] = {str(d): float(v) for d, v in levels.groupby("difficulty")["success"].mean().items()}
     return out

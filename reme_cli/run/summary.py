@@ -18,8 +18,10 @@ def metrics_table(metrics: dict[str, Any], title: str, variants: dict[str, dict[
     """One row per metric variant (e.g. final and first-attempt success)."""
     k = metrics["k"]
     stops = metrics.get("stop_reasons") or {}
-    table = Table(title=title, caption="stop reasons: " + ", ".join(f"{r} {n}" for r, n in stops.items())
-                  if stops else None)
+    caption = ["stop reasons: " + ", ".join(f"{r} {n}" for r, n in stops.items())] if stops else []
+    if "sgc" in metrics:  # AppWorld: scenario goal completion beside the task-level numbers
+        caption.append(f"SGC % {_pct(metrics['sgc']['mean'])} ± {_pct(metrics['sgc']['std'])}")
+    table = Table(title=title, caption="; ".join(caption) or None)
     table.add_column("success")
     table.add_column(f"Avg@{k} % (mean ± std)", justify="right")
     table.add_column(f"Pass@{k} % (mean ± std)", justify="right")

@@ -304,6 +304,36 @@ class AgentAndSummarizerPolicy:
         return policy.reply(body, headers)
 
 
+# ------------------------------------------------------------------ AppWorld
+
+
+class AppWorldGoldPolicy:
+    """Answers an AppWorld task with its ground-truth solution code (``data/tasks/ID/
+    ground_truth/solution.py`` under ``root``), then "Done." once the code has run. Tasks in
+    ``corrupt`` get a solution that completes the task with a wrong answer."""
+
+    name = "appworld-gold"
+
+    def __init__(self, root: str, corrupt: Iterable[str] = ()):
+        self.root, self.corrupt = root, set(corrupt)
+
+    def reply(self, body: dict[str, Any], headers: Mapping[str, str]) -> Reply:
+        task_id = headers.get(TASK_HEADER)
+        if not task_id:
+            raise PolicyError(f"the {TASK_HEADER} header is required by the appworld-gold policy")
+        if any(m.get("role") == "assistant" for m in body.get("messages") or []):
+            return Reply(content=DONE_TEXT)  # the code ran; nothing more to do
+        if task_id in self.corrupt:
+            code = "apis.supervisor.complete_task(answer=42)"
+        else:
+            try:
+                with open(f"{self.root}/data/tasks/{task_id}/ground_truth/solution.py") as f:
+                    code = f.read()
+            except OSError as exc:
+                raise PolicyError(f"no solution for {task_id}: {exc}") from None
+        return Reply(content=f"I will solve it.\n```python\n{code}\n```")
+
+
 # ------------------------------------------------------------------ faults
 
 
@@ -516,10 +546,17 @@ class ScriptedServer:
         self.stop()
 
 
-POLICIES = ("fixed", "bfcl-replay", "summarizer", "bfcl-replay+summarizer")
+POLICIES = ("fixed", "bfcl-replay", "summarizer", "bfcl-replay+summarizer", "appworld-gold",
+            "appworld-gold+summarizer")
 
 
-def make_policy(name: str, corrupt: Iterable[str] = (), text: str = "ok", heal_on_retry: bool = False) -> Policy:
+def make_policy(name: str, corrupt: Iterable[str] = (), text: str = "ok", heal_on_retry: bool = False,
+                appworld_root: str | None = None) -> Policy:
+    if name.startswith("appworld-gold"):
+        if not appworld_root:
+            raise ValueError("the appworld-gold policy needs --appworld-root DIR")
+        gold = AppWorldGoldPolicy(appworld_root, corrupt)
+        return AgentAndSummarizerPolicy(gold, ScriptedSummarizerPolicy()) if name.endswith("+summarizer") else gold
     if name == "fixed":
         return FixedPolicy(text)
     if name == "bfcl-replay":
@@ -551,11 +588,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--refuse-chat", action="store_true",
                         help="answer /v1/models but hang up on every chat request (a dying server)")
     parser.add_argument("--max-model-len", type=int, help="report this context length in /v1/models")
+    parser.add_argument("--appworld-root", help="an AppWorld data root (appworld-gold policies)")
     args = parser.parse_args(argv)
-    if args.corrupt and not args.policy.startswith("bfcl-replay"):
-        parser.error("--corrupt needs a bfcl-replay policy")
+    if args.corrupt and not args.policy.startswith(("bfcl-replay", "appworld-gold")):
+        parser.error("--corrupt needs a bfcl-replay or appworld-gold policy")
     try:
-        policy = make_policy(args.policy, corrupt=args.corrupt, text=args.text, heal_on_retry=args.heal_on_retry)
+        policy = make_policy(args.policy, corrupt=args.corrupt, text=args.text, heal_on_retry=args.heal_on_retry,
+                             appworld_root=args.appworld_root)
     except Exception as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

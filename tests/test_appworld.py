@@ -1,0 +1,127 @@
+"""AppWorld end to end on a toy world built at test time (never committed, not the
+benchmark): `scripts/appworld_toyworld.py` writes 3 tasks with their own solutions and
+evaluation code from the installed package's apps, in AppWorld's own virtualenv
+(`reme appworld setup`). Episodes run in AppWorld worker processes; the scripted server (a
+TEST DOUBLE) answers with each task's gold solution code."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from reme_cli.bench.appworld import default_venv
+from tests.conftest import REPO, SHARED, scripted_server_process
+
+TASKS = "benchmark.task_ids=[toy0001_1,toy0002_1,toy0003_1]"
+
+
+@pytest.fixture(scope="module")
+def toy_world(tmp_path_factory) -> Path:
+    python = default_venv() / "bin" / "python"
+    assert python.exists(), "AppWorld is not set up: run `reme appworld setup` (.ci/run does)"
+    root = tmp_path_factory.mktemp("toyworld")
+    subprocess.run([str(python), str(REPO / "scripts" / "appworld_toyworld.py"), str(root), "--force"],
+                   check=True, capture_output=True, timeout=600)
+    return root
+
+
+def common(root: Path, url: str) -> list[str]:
+    return ["benchmark=appworld", f"benchmark.data_dir={root}", "benchmark.split=train", TASKS, "model=qwen3-8b",
+            "embedding=minilm", "model.tool_protocol=code", f"llm.base_url={url}", "llm.model=gold",
+            "llm.cache=false", "eval.runs=1", "eval.seeds=1", "llm.concurrency=3"]
+
+
+def trials(run: Path) -> dict[str, dict]:
+    return {r["task_id"]: r for r in map(json.loads, (run / "trials.jsonl").read_text().splitlines())}
+
+
+def workers_running() -> list[str]:
+    # -ww: without it ps cuts lines at 80 columns, before the module name.
+    out = subprocess.run(["ps", "-ww", "-eo", "pid,stat,args"], capture_output=True, text=True).stdout
+    return [l for l in out.splitlines() if "appworld.serve.environment" in l and l.split()[1][0] != "Z"]
+
+
+def test_gold_solutions_score_100_and_a_wrong_one_fails_exactly_its_task(reme, toy_world):
+    with scripted_server_process("--policy", "appworld-gold", "--appworld-root", str(toy_world)) as url:
+        proc = reme("eval", *common(toy_world, url), "out_dir=gold", check=True)
+    with scripted_server_process("--policy", "appworld-gold", "--appworld-root", str(toy_world),
+                                 "--corrupt", "toy0002_1") as url:
+        reme("eval", *common(toy_world, url), "out_dir=wrong", check=True)
+    gold = trials(reme.cwd / "gold")
+    assert {t: r["success"] for t, r in gold.items()} == {"toy0001_1": True, "toy0002_1": True, "toy0003_1": True}
+    step = gold["toy0002_1"]["trajectory"]["turns"][0][0]
+    assert "apis.supervisor.complete_task" in step["code"] and step["code_output"] is not None  # code + output per step
+    metrics = json.loads((reme.cwd / "gold" / "metrics.json").read_text())
+    assert metrics["avg@1"]["mean"] == 1.0 and metrics["sgc"]["mean"] == 1.0
+    assert "SGC % 100.00" in proc.stderr
+    wrong = trials(reme.cwd / "wrong")
+    assert {t: r["success"] for t, r in wrong.items()} == {"toy0001_1": True, "toy0002_1": False, "toy0003_1": True}
+    assert "'42' == '3'" in json.dumps(wrong["toy0002_1"]["checker"]["failures"])
+    assert workers_running() == []  # every worker stopped at exit
+
+
+def test_missing_data_is_one_line_with_the_download_command(reme, tmp_path):
+    proc = reme("eval", "benchmark=appworld", f"benchmark.data_dir={tmp_path / 'nowhere'}", "out_dir=run")
+    assert proc.returncode == 2
+    (line,) = [l for l in proc.stderr.splitlines() if l.startswith("error:")]
+    assert "AppWorld data not found" in line and "download data --root" in line
+    assert not (reme.cwd / "run").exists()
+
+
+def test_a_worker_killed_mid_episode_is_recorded_and_the_rerun_completes(toy_world, tmp_path):
+    with scripted_server_process("--policy", "appworld-gold", "--appworld-root", str(toy_world),
+                                 "--delay", "3") as url:
+        args = [sys.executable, "-m", "reme_cli.cli", "eval", *common(toy_world, url), "llm.concurrency=1",
+                "out_dir=run"]
+        env = {**os.environ, "REME_CACHE_DIR": str(tmp_path / "cache")}
+        proc = subprocess.Popen(args, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        killed, deadline = False, time.time() + 180
+        while not killed and time.time() < deadline and proc.poll() is None:
+            time.sleep(0.5)
+            for line in workers_running():  # the worker is up; its episode waits on the model
+                try:
+                    os.kill(int(line.split()[0]), signal.SIGKILL)
+                    killed = True
+                except ProcessLookupError:
+                    continue
+        assert killed, "no AppWorld worker to kill"
+        _, err = proc.communicate(timeout=300)
+        assert proc.returncode == 3, err[-2000:]  # a unit error, recorded, not lost
+        recs = trials(tmp_path / "run")
+        assert len(recs) == 3
+        failed = [r for r in recs.values() if r["error"]]
+        # Killed while starting or mid-episode: either way the unit names the worker and is kept.
+        assert len(failed) == 1 and "AppWorld worker" in failed[0]["error"]
+        assert sum(r["success"] for r in recs.values()) == 2  # the other episodes got a fresh worker
+        again = subprocess.run(args, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert all(r["success"] and r["error"] is None for r in trials(tmp_path / "run").values())
+
+
+def test_the_released_appworld_pool_in_fixed_mode_and_a_dynamic_run(reme, toy_world):
+    pool = SHARED / "reference" / "reme_official_pools" / "appworld_qwen3_8b.jsonl"
+    reme("pool", "import", str(pool), "--out", "pool", check=True)
+    with scripted_server_process("--policy", "appworld-gold+summarizer", "--appworld-root", str(toy_world)) as url:
+        reme("eval", "--mode", "fixed", *common(toy_world, url), "memory.pool=pool", "out_dir=fixed", check=True)
+        reme("eval", "--mode", "dynamic", *common(toy_world, url), "memory.pool=pool", "out_dir=dynamic", check=True)
+    fixed = trials(reme.cwd / "fixed")
+    assert all(r["success"] and len(r["retrieved_ids"]) == 5 for r in fixed.values())
+    dynamic = json.loads((reme.cwd / "dynamic" / "metrics.json").read_text())
+    assert dynamic["avg@1"]["mean"] == 1.0 and dynamic["errors"] == 0
+    assert (reme.cwd / "dynamic" / "streams" / "s0_r0" / "events.jsonl").exists()
+
+
+def test_the_embedded_model_runs_an_episode_to_the_end(reme, toy_world):
+    proc = reme("eval", "benchmark=appworld", f"benchmark.data_dir={toy_world}", "benchmark.split=train",
+                "benchmark.task_ids=[toy0002_1]", "model.tool_protocol=code", "benchmark.max_interactions=2",
+                "eval.runs=1", "eval.seeds=1", "out_dir=local", check=True)
+    (rec,) = trials(reme.cwd / "local").values()
+    assert rec["error"] is None and rec["interactions"] >= 1 and isinstance(rec["success"], bool)
+    assert "smoke-level" in proc.stderr
