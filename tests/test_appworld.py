@@ -34,7 +34,7 @@ def toy_world(tmp_path_factory) -> Path:
 
 def common(root: Path, url: str) -> list[str]:
     return ["benchmark=appworld", f"benchmark.data_dir={root}", "benchmark.split=train", TASKS, "model=qwen3-8b",
-            "embedding=minilm", "model.tool_protocol=code", f"llm.base_url={url}", "llm.model=gold",
+            "embedding=minilm", f"llm.base_url={url}", "llm.model=gold",
             "llm.cache=false", "eval.runs=1", "eval.seeds=1", "llm.concurrency=3"]
 
 
@@ -120,8 +120,24 @@ def test_the_released_appworld_pool_in_fixed_mode_and_a_dynamic_run(reme, toy_wo
 
 def test_the_embedded_model_runs_an_episode_to_the_end(reme, toy_world):
     proc = reme("eval", "benchmark=appworld", f"benchmark.data_dir={toy_world}", "benchmark.split=train",
-                "benchmark.task_ids=[toy0002_1]", "model.tool_protocol=code", "benchmark.max_interactions=2",
+                "benchmark.task_ids=[toy0002_1]", "benchmark.max_interactions=2",
                 "eval.runs=1", "eval.seeds=1", "out_dir=local", check=True)
     (rec,) = trials(reme.cwd / "local").values()
     assert rec["error"] is None and rec["interactions"] >= 1 and isinstance(rec["success"], bool)
     assert "smoke-level" in proc.stderr
+
+
+def test_appworld_asks_for_code_actions_and_no_thinking_over_the_models_settings():
+    from reme_cli.commands.evaluate import episode_settings
+    from reme_cli.core.config import compose
+    from reme_cli.llm.endpoint import request_extra_body
+
+    aw, bfcl = compose(["benchmark=appworld", "model=qwen3-8b"]), compose(["model=qwen3-8b"])
+    assert request_extra_body(aw) == {"chat_template_kwargs": {"enable_thinking": False}}
+    assert request_extra_body(bfcl) == {"chat_template_kwargs": {"enable_thinking": True}}
+
+    class Bench:
+        max_steps_per_turn = None
+    assert episode_settings(aw, Bench()).protocol.name == "code"
+    assert episode_settings(bfcl, Bench()).protocol.name == "openai"
+    assert episode_settings(compose(["benchmark=appworld"]), Bench()).protocol.name == "code"  # the CPU model too

@@ -25,6 +25,10 @@ class BenchmarkConfig:
     task_ids: Optional[list[str]] = None  # explicit ids: override split and limit
     max_interactions: int = 30  # model calls per task (paper: 30)
     system_prompt: Optional[str] = None
+    # How the benchmark wants actions and thinking, over the model's own settings when set
+    # (AppWorld: code actions, thinking off as in the official runs).
+    tool_protocol: Optional[str] = None
+    thinking: Optional[bool] = None
 
 
 @dataclass(frozen=True)

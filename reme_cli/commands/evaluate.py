@@ -62,7 +62,7 @@ def make_method_factory(cfg: Config, run_path: Path, client: ChatClient, finishe
 
 def episode_settings(cfg: Config, bench: Benchmark, temperature: float | None = None) -> EpisodeSettings:
     return EpisodeSettings(
-        protocol=make_protocol(cfg.model.tool_protocol),
+        protocol=make_protocol(cfg.benchmark.tool_protocol or cfg.model.tool_protocol),
         temperature=cfg.model.sampling.temperature if temperature is None else temperature,
         top_p=cfg.model.sampling.top_p,
         max_tokens=cfg.model.sampling.max_tokens,

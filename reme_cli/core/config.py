@@ -203,8 +203,9 @@ def validate(raw: DictConfig | dict) -> Config:
     cfg.benchmark = _plugin_section("benchmark", cfg.benchmark, BENCHMARKS)
     cfg.memory = _plugin_section("memory", cfg.memory, METHODS)
     check_choices("", cfg, _CHOICES, _AT_LEAST)
-    for key, registry in (("model.tool_protocol", PROTOCOLS), ("embedding.kind", EMBEDDERS)):
-        if not registry.has(_get(cfg, key)):
+    for key, registry in (("model.tool_protocol", PROTOCOLS), ("embedding.kind", EMBEDDERS),
+                          ("benchmark.tool_protocol", PROTOCOLS)):
+        if _get(cfg, key) is not None and not registry.has(_get(cfg, key)):
             raise UserError(f"{key}={_get(cfg, key)!r} is not allowed; choose one of {registry.names()}")
     if not 0.0 <= cfg.model.sampling.temperature <= 2.0:
         raise UserError("model.sampling.temperature must be between 0 and 2")

@@ -116,4 +116,5 @@ def request_extra_body(cfg: Config) -> dict[str, Any] | None:
     """Qwen3's thinking switch goes through vLLM's chat-template kwargs."""
     if cfg.model.kind == "local":
         return None
-    return {"chat_template_kwargs": {"enable_thinking": cfg.model.thinking}}
+    thinking = cfg.model.thinking if cfg.benchmark.thinking is None else cfg.benchmark.thinking
+    return {"chat_template_kwargs": {"enable_thinking": thinking}}
