@@ -9,6 +9,7 @@ A suite is data (``configs/ablation/SUITE.yaml``, or a path to such a file):
       bfcl_v3: [benchmark.release=paper]
     pools:                             # pools to build, by name: build-pool overrides
       reme: []
+      amem: [memory=amem]              # a pool's memory method (default reme) is its variants' too
     variants:                          # runs, by name
       k0: {mode: fixed, pool: reme, overrides: [memory.top_k=0]}
       ab: {mode: dynamic, pool: reme, overrides: ["memory.deletion.alpha=3,5,10"]}   # swept like -m
@@ -112,6 +113,12 @@ def load_suite(name: str) -> dict[str, Any]:
     return data
 
 
+def pool_memory(pool_overrides: list[str]) -> str:
+    """The memory method a suite's pool is built for (its last ``memory=``; ReMe if none)."""
+    named = [o.split("=", 1)[1] for o in pool_overrides if o.startswith("memory=")]
+    return named[-1] if named else "reme"
+
+
 def _units(cfg: Config, samples: int | None = None) -> tuple[int, int]:
     tasks = len(make_benchmark(cfg.benchmark).task_ids())
     units = tasks * (samples if samples is not None else cfg.eval.seeds * cfg.eval.runs)
@@ -129,9 +136,10 @@ def plan(name: str, overrides: list[str], only: list[str] | None = None) -> Suit
     out = SuitePlan(suite["name"], suite["description"], suite["table"], root)
 
     used = {v.get("pool") for v in suite["variants"].values() if v["mode"] != "none"}
+    memory = {pname: pool_memory(suite["pools"][pname] or []) for pname in suite["pools"]}
     for pname in [p for p in suite["pools"] if p in used]:
-        job_overrides = ["benchmark.split=train", "memory=reme", *overrides, *(suite["pools"][pname] or []),
-                         f"out_dir={root / 'pools' / pname}"]
+        job_overrides = ["benchmark.split=train", f"memory={memory[pname]}", *overrides,
+                         *(suite["pools"][pname] or []), f"out_dir={root / 'pools' / pname}"]
         cfg = compose(job_overrides)
         units, calls = _units(cfg, samples=cfg.build.samples)
         out.pools.append(PoolJob(pname, cfg, job_overrides, units, calls))
@@ -143,7 +151,7 @@ def plan(name: str, overrides: list[str], only: list[str] | None = None) -> Suit
             label = job_label(vname, job, swept)
             head = [f"eval.mode={variant['mode']}"]
             if variant["mode"] != "none":
-                head += ["memory=reme", f"memory.pool={root / 'pools' / variant['pool']}"]
+                head += [f"memory={memory[variant['pool']]}", f"memory.pool={root / 'pools' / variant['pool']}"]
             job_overrides = [*head, *overrides, *job, f"out_dir={root / 'runs' / label}"]
             cfg = compose(job_overrides)
             units, calls = _units(cfg)

@@ -36,3 +36,38 @@ def append_lines(path: Path, records: list[dict[str, Any]]) -> None:
         f.write(text)
         f.flush()
         os.fsync(f.fileno())
+
+
+def read_lines(path: Path) -> list[dict[str, Any]]:
+    """The whole JSON lines of a file (none if it does not exist); a torn last line, left by
+    a crash mid-append, is skipped so that its work is simply redone."""
+    if not path.exists():
+        return []
+    out = []
+    for line in path.read_text().splitlines():
+        try:
+            out.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return out
+
+
+def replace_dir(dest: Path, fill: Any) -> Any:
+    """Build a directory beside ``dest`` with ``fill(staging)``, then swap it in whole: a
+    crash or an error leaves the previous ``dest`` (if any) untouched. Returns ``fill``'s
+    result."""
+    import shutil
+    import uuid
+
+    staging = dest.parent / f".{dest.name}.building-{uuid.uuid4().hex[:8]}"
+    old = dest.with_name(f".{dest.name}.old-{uuid.uuid4().hex[:8]}")
+    try:
+        staging.mkdir(parents=True)
+        result = fill(staging)
+        if dest.exists():
+            dest.rename(old)
+        staging.rename(dest)
+        shutil.rmtree(old, ignore_errors=True)
+        return result
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)

@@ -72,6 +72,40 @@ class Method(Protocol):
 MethodFactory = Callable[[tuple[int, int]], Method]  # (seed, run) -> the method for that stream
 
 
+@dataclass
+class BuildContext:
+    """What `reme build-pool` hands a method once the training trajectories are sampled.
+
+    A method writes its own resumable intermediate files under ``work`` (the build run
+    directory) and fills ``staging``, which replaces the pool directory whole afterwards."""
+
+    cfg: Any  # the validated Config
+    summarizer: Any  # SummarizerSettings: the LLM (and its sampling) that learns from trajectories
+    embedder: Any  # the run's Embedder
+    bench: Any  # the Benchmark (tasks are loaded from it)
+    task_ids: list[str]  # the training tasks, in split order
+    attempts: dict[str, list[tuple[Trajectory, Outcome]]]  # sampled trajectories per task (finished ones)
+    work: Path
+
+
+@dataclass
+class BuildResult:
+    report: dict[str, Any]  # merged into build/report.json
+    rows: list[tuple[str, str]]  # what the console table shows, beside the sampling rows
+
+
+class PoolBuilder(Protocol):
+    """A method with a pool to build from training trajectories (``reme build-pool memory=NAME``)."""
+
+    @classmethod
+    async def learn_from_training(cls, ctx: BuildContext) -> None:
+        """The LLM phase: resumable, its results in files under ``ctx.work``."""
+
+    @classmethod
+    def assemble_pool(cls, ctx: BuildContext, staging: Path) -> BuildResult:
+        """Write the pool into the empty ``staging`` dir from ``ctx.work``'s files (no LLM)."""
+
+
 class MethodPlugin(Protocol):
     """What the ``reme.methods`` registry holds for a name."""
 

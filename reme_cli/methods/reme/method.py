@@ -17,7 +17,8 @@ from typing import Any
 from reme_cli.bench.base import Task
 from reme_cli.core.config import Config
 from reme_cli.core.errors import UserError
-from reme_cli.methods.base import Attempt, Episode, MethodContext, MethodFactory, OneAttempt, Retrieval, Solved
+from reme_cli.methods.base import (Attempt, BuildContext, BuildResult, Episode, MethodContext, MethodFactory,
+                                   OneAttempt, Retrieval, Solved)
 from reme_cli.methods.reme.config import ReMeConfig
 from reme_cli.methods.summarizer import SummarizerSettings
 from reme_cli.methods.reme.distill import distill_task, judge, reflect, reflection_experience
@@ -131,6 +132,18 @@ class ReMe(OneAttempt):
         self._restore = restore
         self.tasks_done = tasks_done  # tasks of this stream finished so far (deletion cadence)
         self.max_retries = cfg.reflection.max_retries if (dynamic and cfg.reflection.enabled) else 0
+
+    @classmethod
+    async def learn_from_training(cls, ctx: BuildContext) -> None:
+        from reme_cli.methods.reme.build import distill_training
+
+        await distill_training(ctx)
+
+    @classmethod
+    def assemble_pool(cls, ctx: BuildContext, staging: Path) -> BuildResult:
+        from reme_cli.methods.reme.build import assemble
+
+        return assemble(ctx, staging)
 
     @classmethod
     def preflight(cls, cfg: Config) -> None:

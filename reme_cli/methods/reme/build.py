@@ -1,0 +1,95 @@
+"""ReMe's acquisition from sampled training trajectories (the second and third phases of
+`reme build-pool memory=reme`).
+
+distill: per task, success / failure / comparative analysis of the best and worst
+trajectory, then the LLM judge (``build/distill.jsonl``, one line per finished task);
+assemble: embedding dedup in task order into the pool (rebuilt from distill's file each
+time, so it is cheap and never half-written).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from reme_cli.core.config import config_hash
+from reme_cli.core.io import append_lines, read_lines
+from reme_cli.methods.base import BuildContext, BuildResult
+from reme_cli.methods.reme.distill import DistillStats, distill_task, judge
+from reme_cli.methods.reme.experience import Experience
+from reme_cli.methods.reme.method import assign_stable_ids
+from reme_cli.methods.reme.pool import Pool
+
+DISTILL_FILE = "distill.jsonl"
+
+
+async def distill_training(ctx: BuildContext) -> None:
+    cfg, summarizer = ctx.cfg, ctx.summarizer
+    done = {rec["task_id"] for rec in read_lines(ctx.work / DISTILL_FILE)}
+    slots = asyncio.Semaphore(cfg.llm.concurrency)
+    fmt = summarizer.formats
+    common = {"temperature": summarizer.temperature, "max_tokens": summarizer.max_tokens}
+
+    async def distill_one(task_id: str) -> None:
+        async with slots:
+            task = ctx.bench.load(task_id)
+            attempts = ctx.attempts[task_id]
+            cands, stats = await distill_task(
+                summarizer.llm, task, attempts, granularity=cfg.memory.granularity,
+                author=summarizer.author, response_format=fmt.get("distill"), **common)
+            kept, judged = await judge(summarizer.llm, task, cands, threshold=cfg.memory.judge_threshold,
+                                       response_format=fmt.get("judge"), **common)
+            stats.merge(judged)
+            assign_stable_ids(kept, task_id)
+            await asyncio.to_thread(append_lines, ctx.work / DISTILL_FILE, [{
+                "task_id": task_id,
+                "trajectories": len(attempts),
+                "successes": sum(o.success for _, o in attempts),
+                "stats": stats.to_dict(),
+                "experiences": [e.to_dict() for e in kept],
+            }])
+
+    await asyncio.gather(*(distill_one(t) for t in ctx.task_ids if t not in done and ctx.attempts.get(t)))
+
+
+def assemble(ctx: BuildContext, staging: Path) -> BuildResult:
+    """Dedup the judged candidates into a fresh pool, in the split's task order."""
+    cfg = ctx.cfg
+    by_task = {rec["task_id"]: rec for rec in read_lines(ctx.work / DISTILL_FILE)}
+    stats = DistillStats()
+    candidates: list[Experience] = []
+    for task_id in ctx.task_ids:
+        rec = by_task.get(task_id)
+        if rec is None:
+            continue
+        stats.merge(DistillStats(**rec["stats"]))
+        candidates += [Experience.from_dict(e) for e in rec["experiences"]]
+
+    pool = Pool.create(staging, ctx.embedder, retrieval_key=cfg.memory.retrieval_key, built_by={
+        "kind": "build-pool", "run": str(ctx.work), "config_hash": config_hash(cfg),
+        "model": cfg.model.name, "summarizer": cfg.summarizer.name,
+        "granularity": cfg.memory.granularity, "judge_threshold": cfg.memory.judge_threshold,
+        "dedup_threshold": cfg.memory.dedup_threshold, "samples": cfg.build.samples})
+    added = pool.add(candidates, dedup_threshold=cfg.memory.dedup_threshold)
+    pool.save()
+
+    report = {
+        "tasks_distilled": len(by_task),
+        "trajectories_per_task": {t: by_task[t]["trajectories"] for t in by_task},
+        "candidates_by_source": stats.candidates,
+        "invalid_llm_outputs": stats.invalid_outputs,
+        "rejected_by_judge": stats.rejected_by_judge,
+        "removed_as_duplicates": len(candidates) - len(added),
+        "pool_size": len(added),
+        "pool_by_source": {s: sum(e.source == s for e in added) for s in sorted({e.source for e in added})},
+        "summarizer_llm_calls": stats.llm_calls,
+    }
+    rows = [
+        ("tasks distilled", str(report["tasks_distilled"])),
+        ("candidates by source", ", ".join(f"{k} {v}" for k, v in sorted(stats.candidates.items())) or "0"),
+        ("invalid LLM outputs (skipped)", str(stats.invalid_outputs)),
+        ("rejected by judge", str(stats.rejected_by_judge)),
+        ("removed as duplicates", str(report["removed_as_duplicates"])),
+        ("pool size", str(len(added))),
+    ]
+    return BuildResult(report, rows)
