@@ -141,3 +141,25 @@ def test_appworld_asks_for_code_actions_and_no_thinking_over_the_models_settings
     assert episode_settings(aw, Bench()).protocol.name == "code"
     assert episode_settings(bfcl, Bench()).protocol.name == "openai"
     assert episode_settings(compose(["benchmark=appworld"]), Bench()).protocol.name == "code"  # the CPU model too
+
+
+def test_build_pool_on_appworld_then_its_pool_in_fixed_mode_scores_100_and_the_report_has_sgc(reme, toy_world):
+    with scripted_server_process("--policy", "appworld-gold+summarizer", "--appworld-root", str(toy_world)) as url:
+        reme("build-pool", *common(toy_world, url), "build.samples=2", "out_dir=built", check=True)
+        build = json.loads((reme.cwd / "built" / "build" / "report.json").read_text())
+        assert build["trajectories"] == 6 and build["tasks_distilled"] == 3 and build["unit_errors"] == 0
+        assert build["trajectory_success_rate"] == 1.0
+        pool = [json.loads(l) for l in (reme.cwd / "built" / "pool" / "experiences.jsonl").read_text().splitlines()]
+        assert len(pool) == build["pool_size"] > 0
+        assert {e["source"] for e in pool} == {"success"}  # every sample solved its task
+        assert {e["origin_task"] for e in pool} <= {"toy0001_1", "toy0002_1", "toy0003_1"}
+        reme("eval", "--mode", "fixed", *common(toy_world, url), "memory.pool=built", "out_dir=fixed", check=True)
+    fixed = trials(reme.cwd / "fixed")
+    assert len(fixed) == 3 and all(r["success"] and r["retrieved_ids"] for r in fixed.values())
+    metrics = json.loads((reme.cwd / "fixed" / "metrics.json").read_text())
+    assert metrics["avg@1"]["mean"] == 1.0 and metrics["sgc"]["mean"] == 1.0
+    reme("report", "fixed", "--out", "report", check=True)
+    md = (reme.cwd / "report" / "report.md").read_text()
+    assert "AppWorld SGC Avg@1 ours" in md and "## AppWorld: scenario goal completion and difficulty" in md
+    levels = sorted(metrics["by_difficulty"])
+    assert levels and all(f"difficulty {d}" in md for d in levels)

@@ -442,3 +442,74 @@ def test_every_prompt_loads_and_has_its_marker(name):
     p = load_prompt(name)
     assert p.system and "JSON" in p.system
     assert KIND_MARKERS[name] in p.user.template
+
+
+# ------------------------------------------------------------------------ per-benchmark prompt families
+# The substrings the scripted test server (ScriptedSummarizerPolicy) tells prompts apart by.
+POLICY_MARKERS = {"judge": "strict reviewer of experiences", "reflection": "FAILED. It will retry",
+                  "rerank": "Rank the candidates", "rewrite": "Rewrite them into short guidance",
+                  "success": "SUCCESSFUL", "failure": "FAILED", "comparative": "two attempts",
+                  "trajectory": "ONE reusable"}
+
+
+@pytest.mark.parametrize("name", list(KIND_MARKERS))
+def test_appworld_prompts_speak_of_code_and_api_calls_and_share_the_user_part(name):
+    bfcl, aw = load_prompt(name), load_prompt(name, "appworld")
+    assert "code and API calls" in aw.system and "function call" not in aw.system
+    assert "code and API calls" not in bfcl.system
+    assert "$" not in aw.system  # every family word filled in: the system prefix is constant
+    assert aw.user.template == bfcl.user.template
+    assert POLICY_MARKERS[name] in aw.system and POLICY_MARKERS[name] in bfcl.system
+
+
+def test_an_unknown_prompt_family_is_refused():
+    with pytest.raises(ValueError, match="unknown prompt family 'sql'.*function_calls, appworld"):
+        load_prompt("judge", "sql")
+
+
+AW_TASK = Task(id="toy0002_1", turns=[[{"role": "user", "content": "How many songs are in my queue?"}]],
+               query="How many songs are in my queue?", prompt_family="appworld")
+
+
+def code_traj() -> Trajectory:
+    code = "print(apis.spotify.show_queue(access_token=token))"
+    ok = Step(f"Let me look at the queue.\n```python\n{code}\n```", [
+        {"name": "execute", "arguments": {"code": code}, "call": code, "output": "[1, 2, 3]", "error": False}],
+        0, 0, 0.0, False, code=code, code_output="[1, 2, 3]")
+    bad_code = "apis.supervisor.complete_task(answer=len(queue))"
+    bad = Step(f"```python\n{bad_code}\n```", [
+        {"name": "execute", "arguments": {"code": bad_code}, "call": bad_code,
+         "output": "Execution failed. NameError: name 'queue' is not defined", "error": True}],
+        0, 0, 0.0, False, code=bad_code, code_output="Execution failed. NameError: name 'queue' is not defined")
+    return Trajectory(turns=[[ok, bad]], interactions=2)
+
+
+def test_a_code_step_renders_as_its_thought_code_and_output():
+    text = render_trajectory(AW_TASK, code_traj(), LOSS)
+    assert ("[assistant] Let me look at the queue.\n[code]\nprint(apis.spotify.show_queue(access_token=token))\n"
+            "[output] [1, 2, 3]") in text
+    assert text.count("show_queue") == 1  # the reply's own copy of the block is not repeated
+    assert "[code]\napis.supervisor.complete_task(answer=len(queue))\n[error] Execution failed. NameError" in text
+    assert "[call]" not in text
+
+
+def test_an_appworld_task_gets_the_appworld_words_in_every_summarizer_call():
+    answers = {**GOOD_ANSWERS, "judge": '{"score": 0.9, "reason": "ok"}',
+               "reflection": '{"guidance": "Paginate."}', "rerank": "[1, 0]",
+               "rewrite": '{"rewritten_context": "Read the doc first."}'}
+    llm = ScriptedSummarizer(answers)
+    exps, _ = run(distill_task(llm, AW_TASK, [(code_traj(), WIN), (code_traj(), LOSS)], author="m"))
+    run(judge(llm, AW_TASK, exps, threshold=0.3))
+    run(reflect(llm, AW_TASK, code_traj(), LOSS, []))
+    run(rerank(llm, AW_TASK.query, EXPS, top_k=2, family=AW_TASK.prompt_family))
+    run(rewrite(llm, AW_TASK.query, EXPS[:2], family=AW_TASK.prompt_family))
+    assert sorted(set(llm.kinds())) == sorted(KIND_MARKERS.keys() - {"trajectory"})
+    for kind, messages, _ in llm.calls:
+        assert messages[0]["content"] == load_prompt(kind, "appworld").system, kind
+    distilled = [m for k, m, _ in llm.calls if k in ("success", "failure", "comparative")]
+    assert all("[code]\nprint(apis.spotify.show_queue" in m[-1]["content"] for m in distilled)
+    # A BFCL task keeps the tool-call words.
+    bfcl = ScriptedSummarizer(GOOD_ANSWERS)
+    run(distill_task(bfcl, TASK, [(traj("A"), WIN)], author="m"))
+    assert bfcl.calls[0][1][0]["content"] == load_prompt("success").system
+    assert "multi-turn task with function calls" in bfcl.calls[0][1][0]["content"]

@@ -386,3 +386,76 @@ def test_write_report_topk_suite_draws_topk_plot_and_smoke_title(tmp_path):
     assert {"topk.png", "table_topk.csv", "report.md"} <= {p.name for p in paths}
     md = (tmp_path / "report.md").read_text()
     assert SMOKE_NOTE in md and "K=1" in md
+
+
+# ---------------------------------------------------------------- AppWorld: SGC and difficulty
+
+AW_LEVELS = {"s1_1": 1, "s1_2": 2, "s2_1": 3}  # scenario s1 has two tasks, s2 one
+
+
+def make_aw_units(run_id: str, outcomes: dict[tuple[int, str], list]) -> pd.DataFrame:
+    units = make_units(run_id, outcomes)
+    # What AppWorld's checker records: the scenario (id before "_") and the difficulty level.
+    return units.assign(scenario=units["task_id"].str.split("_").str[0],
+                        difficulty=units["task_id"].map(AW_LEVELS))
+
+
+def _appworld_runs():
+    aw = make_aw_units("aw", {
+        (0, "s1_1"): [1, 1], (0, "s1_2"): [1, 0], (0, "s2_1"): [0, 1],
+        (1, "s1_1"): [1, ERR], (1, "s1_2"): [1, 1], (1, "s2_1"): [1, 0],
+    })
+    bfcl = make_units("bf", {(0, "t1"): [1, 0]})
+    runs = pd.DataFrame([make_run("aw", benchmark="appworld", seeds=2, k=2, tasks=3),
+                         make_run("bf", tasks=1)])
+    return pd.concat([aw, bfcl]), runs
+
+
+def test_appworld_sgc_per_run_then_seed_with_errors_left_out_and_difficulty_rates():
+    units, runs = _appworld_runs()
+    metrics = run_metrics(units, runs)
+    row = one_row(metrics, "aw")
+    # seed 0: run 0 s1 passes (1,1), s2 fails -> 1/2 ; run 1 s1 fails, s2 passes -> 1/2 ; SGC 0.5
+    # seed 1: run 0 both pass -> 1 ; run 1 s1 = {s1_2: 1} (the errored s1_1 is no verdict) passes,
+    #         s2 fails -> 1/2 ; SGC 0.75   (0.5 if the error counted as a failure)
+    assert row["sgc_mean"] == pytest.approx(0.625)
+    assert row["sgc_std"] == pytest.approx(0.25 / math.sqrt(2))
+    # TGC Avg: seed 0 (1 + 0.5 + 0.5)/3 = 2/3 ; seed 1 (1 + 1 + 0.5)/3 = 5/6
+    assert row["avg_mean"] == pytest.approx((2 / 3 + 5 / 6) / 2)
+    # level 1 = s1_1: 3 scored units, all solved; level 2 = s1_2: 3/4; level 3 = s2_1: 2/4
+    assert row["by_difficulty"] == pytest.approx({"1": 1.0, "2": 0.75, "3": 0.5})
+    bf = one_row(metrics, "bf")
+    assert math.isnan(bf["sgc_mean"]) and bf["by_difficulty"] == {}
+
+
+def test_table1_has_an_sgc_column_for_appworld_only_and_says_what_it_is():
+    units, runs = _appworld_runs()
+    table = build_table("table1", run_metrics(units, runs), runs)
+    columns = list(table.columns)
+    sgc = "Qwen3-8B AppWorld SGC Avg@2 ours"
+    assert columns.index(sgc) == columns.index("Qwen3-8B AppWorld Pass@2 Δ") + 1  # beside TGC Avg/Pass
+    assert not any("BFCL-v3 SGC" in c for c in columns)
+    (row,) = table.to_dict("records")  # one setting, its BFCL and AppWorld cells side by side
+    assert row[sgc] == f"62.50 ± 17.68 {DAGGER}"  # "aw" has an errored unit: partial, so marked
+    assert row["Qwen3-8B BFCL-v3 Avg@2 ours"] == "50.00 ± 0.00"
+    assert any("scenario goal completion" in n for n in table.attrs["notes"])
+
+
+def test_report_writes_the_appworld_sgc_and_difficulty_table(tmp_path):
+    units, runs = _appworld_runs()
+    paths = write_report(tmp_path / "rep", units, runs)
+    assert "table_appworld.csv" in {p.name for p in paths}
+    csv = pd.read_csv(tmp_path / "rep" / "table_appworld.csv", dtype=str)
+    assert list(csv["run"]) == ["aw"]  # the BFCL run has no row
+    (row,) = csv.to_dict("records")
+    assert row["SGC Avg@k"] == f"62.50 ± 17.68 {DAGGER}" and row["TGC Avg@k"] == f"75.00 ± 11.79 {DAGGER}"
+    assert (row["difficulty 1"], row["difficulty 2"], row["difficulty 3"]) == ("100.00", "75.00", "50.00")
+    md = (tmp_path / "rep" / "report.md").read_text()
+    assert "## AppWorld: scenario goal completion and difficulty" in md
+    metrics_csv = pd.read_csv(tmp_path / "rep" / "metrics.csv").set_index("run_id")
+    assert metrics_csv.loc["aw", "by_difficulty"] == "1:1.000000;2:0.750000;3:0.500000"
+    # A report without AppWorld runs has no such section.
+    bf_units, bf_runs = units[units["run_id"] == "bf"], runs[runs["run_id"] == "bf"]
+    paths = write_report(tmp_path / "bf", bf_units, bf_runs)
+    assert "table_appworld.csv" not in {p.name for p in paths}
+    assert "AppWorld" not in (tmp_path / "bf" / "report.md").read_text()

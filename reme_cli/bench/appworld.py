@@ -119,6 +119,7 @@ class AppWorldBenchmark:
     name = "appworld"
     config_class = AppWorldConfig
     max_steps_per_turn = None
+    prompt_family = "appworld"  # summarizer prompts that speak of code and API calls
 
     def __init__(self, cfg: AppWorldConfig):
         self.cfg = cfg
@@ -153,7 +154,7 @@ class AppWorldBenchmark:
         text = (f"My name is: {sup['first_name']} {sup['last_name']}. My personal email is {sup['email']} and "
                 f"phone number is {sup['phone_number']}.\nTask:\n\n{specs['instruction']}")
         return Task(id=task_id, turns=[[{"role": "user", "content": text}]], query=specs["instruction"],
-                    meta={"scenario": task_id.split("_")[0], "supervisor": sup})
+                    meta={"scenario": task_id.split("_")[0], "supervisor": sup}, prompt_family=self.prompt_family)
 
     async def open(self, task: Task, episode_key: str) -> AppWorldEnv:
         if self._workers is None:

@@ -31,6 +31,10 @@ class BenchmarkConfig:
     thinking: Optional[bool] = None
 
 
+# The summarizer's words for tool-call benchmarks (reme_cli/methods/reme/prompts/families.toml).
+DEFAULT_PROMPT_FAMILY = "function_calls"
+
+
 @dataclass(frozen=True)
 class Task:
     """One benchmark task. ``turns`` holds the user message(s) of each turn."""
@@ -39,6 +43,9 @@ class Task:
     turns: list[list[dict[str, str]]]
     query: str  # what memory retrieval keys on (BFCL: the first user message)
     meta: dict[str, Any] = field(default_factory=dict)
+    # Carried by the task, not the benchmark, because every memory step (build-pool's too)
+    # already receives the task: a code-action benchmark names its own family here.
+    prompt_family: str = DEFAULT_PROMPT_FAMILY
 
 
 @dataclass

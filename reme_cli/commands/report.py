@@ -74,13 +74,16 @@ def load_frames(paths: list[Path]) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataF
             "variant": path.name, "params": _flatten(cfg),
         })
         for t in trials:
+            checker = t.checker or {}
             unit_rows.append({"run_id": run_id, "seed": t.seed, "run": t.run, "task_id": t.task_id,
                               "success": t.success, "error": not t.ok, "stop_reason": t.stop_reason,
-                              "checker_error_type": None if t.success else (t.checker or {}).get("error_type")})
+                              "checker_error_type": None if t.success else checker.get("error_type"),
+                              # AppWorld's checker names both; SGC and the difficulty table need them.
+                              "scenario": checker.get("scenario"), "difficulty": checker.get("difficulty")})
         if mode == "dynamic":
             series_rows += [{"run_id": run_id, **row} for row in _pool_series(path, trials)]
     units = pd.DataFrame(unit_rows, columns=["run_id", "seed", "run", "task_id", "success", "error",
-                                             "stop_reason", "checker_error_type"])
+                                             "stop_reason", "checker_error_type", "scenario", "difficulty"])
     series = pd.DataFrame(series_rows) if series_rows else None
     return units, pd.DataFrame(run_rows), series
 

@@ -6,6 +6,9 @@ and the sample standard deviation (ddof=1; 0.0 for a single seed).
 
 Errored units are not failures: they are dropped before any mean is taken, counted, and the
 run is flagged ``partial`` so that no table averages them in silently.
+
+Runs whose every scored unit names its scenario (AppWorld) also get SGC and the success rate
+per difficulty level, computed by the same function as the run's own metrics.json.
 """
 
 from __future__ import annotations
@@ -14,8 +17,11 @@ import math
 
 import pandas as pd
 
+from reme_cli.run.metrics import scenario_scores
+
 METRIC_COLUMNS = ["run_id", "avg_mean", "avg_std", "pass_mean", "pass_std", "n_seeds", "n_tasks",
-                  "n_units", "n_errors", "expected_units", "partial", "per_seed"]
+                  "n_units", "n_errors", "expected_units", "partial", "per_seed", "sgc_mean", "sgc_std",
+                  "by_difficulty"]
 
 
 def as_flag(column: pd.Series) -> pd.Series:
@@ -58,6 +64,20 @@ def _mean_std(values: pd.Series) -> tuple[float, float]:
     return float(values.mean()), float(values.std(ddof=1))
 
 
+def scenario_columns(units: pd.DataFrame) -> dict:
+    """sgc_mean, sgc_std and by_difficulty ({level: success rate}) of one run's units; NaN
+    and {} when some scored unit has no scenario (not an AppWorld run)."""
+    scored = scored_units(units)
+    if scored.empty or "scenario" not in scored or not scored["scenario"].notna().all():
+        return {"sgc_mean": math.nan, "sgc_std": math.nan, "by_difficulty": {}}
+    difficulty = scored["difficulty"] if "difficulty" in scored else None
+    scores = scenario_scores(pd.DataFrame({"seed": scored["seed"], "run": scored["run"],
+                                           "scenario": scored["scenario"], "difficulty": difficulty,
+                                           "success": as_flag(scored["success"])}))
+    return {"sgc_mean": scores["sgc"]["mean"], "sgc_std": scores["sgc"]["std"],
+            "by_difficulty": scores.get("by_difficulty", {})}
+
+
 def _one_run(run: pd.Series, units: pd.DataFrame) -> dict:
     """The metrics row of one run from its own units."""
     per_seed = seed_scores(units)
@@ -72,6 +92,7 @@ def _one_run(run: pd.Series, units: pd.DataFrame) -> dict:
         "n_tasks": int(scored_units(units)["task_id"].nunique()), "n_units": len(units),
         "n_errors": n_errors, "expected_units": expected, "partial": bool(partial),
         "per_seed": {int(r.seed): (float(r.avg), float(r["pass"])) for _, r in per_seed.iterrows()},
+        **scenario_columns(units),
     }
 
 

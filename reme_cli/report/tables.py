@@ -24,6 +24,9 @@ from reme_cli.report.stats import paired_bootstrap
 DASH = "—"
 DAGGER = "†"
 SMOKE_NOTE = "smoke-level: embedded 135M model, not comparable to the paper"
+APPWORLD_NOTE = ("AppWorld: Avg@k and Pass@k are over task goal completion (TGC, every test of the task "
+                 "passes); SGC Avg@k is scenario goal completion (every task of a scenario passes in a run), "
+                 "averaged over the k runs. The paper reports no SGC.")
 SETTING_ORDER = ["No Memory", "A-Mem", "LangMem", "ReMe (fixed)", "ReMe (dynamic)"]
 MODEL_ORDER = ["qwen3-8b", "qwen3-14b", "qwen3-32b", "local"]
 BENCHMARK_ORDER = ["bfcl_v3", "appworld"]
@@ -204,6 +207,11 @@ def _metric_name(metric: str, k: int) -> str:
     return f"{'Avg' if metric == 'avg' else 'Pass'}@{int(k)}"
 
 
+def sgc_name(k: int) -> str:
+    """AppWorld's scenario goal completion, averaged over the k runs like Avg@k."""
+    return f"SGC Avg@{int(k)}"
+
+
 def _paper_mode(note: object) -> str | None:
     """The ReMe mode a paper ablation value was measured in, read from the CSV's note."""
     text = str(note).lower() if isinstance(note, str) else ""
@@ -250,6 +258,9 @@ def _fill_cells(cells: dict, run: pd.Series, spec: TableSpec, paper: pd.DataFram
                                                 else found[1] / 100)
         mean = run[f"{metric}_mean"]
         cells[f"{prefix} Δ"] = DASH if math.isnan(mean) else fmt_points(mean * 100 - found[0])
+    if pd.notna(run.get("sgc_mean")):
+        sgc = fmt_mean_std(run["sgc_mean"], run["sgc_std"])
+        cells[f"{group} {sgc_name(run['k'])} ours"] = f"{sgc} {DAGGER}" if run["partial"] else sgc
 
 
 def _partial_note(run: pd.Series) -> str:
@@ -267,6 +278,8 @@ def _table_notes(joined: pd.DataFrame, spec: TableSpec, cell_notes: list[str]) -
     paper_models = joined["model"].map(paper_model_label).notna()
     if spec.paper_table is not None and (paper_models & (joined["k"] != 4)).any():
         notes.append("the paper reports Avg@4/Pass@4; columns with another k show no paper value.")
+    if (joined["benchmark"] == "appworld").any():
+        notes.append(APPWORLD_NOTE)
     notes.extend(cell_notes)
     return list(dict.fromkeys(notes))
 
@@ -284,6 +297,9 @@ def _column_order(joined: pd.DataFrame, columns: set[str]) -> list[str]:
                 name = f"{group} {_metric_name(metric, g.k)} {sub}"
                 if name in columns and name not in ordered:
                     ordered.append(name)
+        sgc = f"{group} {sgc_name(g.k)} ours"
+        if sgc in columns and sgc not in ordered:
+            ordered.append(sgc)
     return ordered
 
 

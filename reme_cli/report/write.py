@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from reme_cli.report.appworld import appworld_table
 from reme_cli.report.metrics import run_metrics
 from reme_cli.report.plots import plot_bars, plot_pool_series, plot_topk
 from reme_cli.report.tables import (ErrorAnalysis, build_table, comparisons, error_analysis,
@@ -50,7 +51,13 @@ def _metrics_frame(metrics: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
     """Run metadata and metrics side by side, one row per run, for metrics.csv."""
     cols = [c for c in RUN_COLUMNS if c in runs.columns]
     out = runs[cols].merge(metrics, on="run_id").sort_values("run_id", kind="stable")
-    return out.assign(per_seed=out["per_seed"].map(_per_seed_text))
+    return out.assign(per_seed=out["per_seed"].map(_per_seed_text),
+                      by_difficulty=out["by_difficulty"].map(_levels_text))
+
+
+def _levels_text(by_difficulty: dict) -> str:
+    """by_difficulty as "level:rate" with fixed decimals, for the CSV ("" outside AppWorld)."""
+    return ";".join(f"{d}:{r:.6f}" for d, r in sorted(by_difficulty.items()))
 
 
 def _runs_overview(metrics: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
@@ -113,7 +120,8 @@ def _header_md(runs: pd.DataFrame, metrics: pd.DataFrame) -> list[str]:
 
 def write_report(out_dir: str | Path, units: pd.DataFrame, runs: pd.DataFrame,
                  pool_series: pd.DataFrame | None = None, suite: str | None = None) -> list[Path]:
-    """Write report.md, CSVs (metrics, each table, comparisons, error analysis) and PNGs.
+    """Write report.md, CSVs (metrics, each table, AppWorld's SGC and difficulty breakdown,
+    comparisons, error analysis) and PNGs.
 
     Returns every written path, report.md last.
     """
@@ -128,6 +136,10 @@ def write_report(out_dir: str | Path, units: pd.DataFrame, runs: pd.DataFrame,
         _write_csv(table, out / f"table_{name}.csv", written)
         body = to_markdown(table) if len(table) else "No run applies to this table."
         md += [f"## {table.attrs['title']}", "", body, *_notes_md(table), ""]
+    appworld = appworld_table(metrics, runs)
+    if len(appworld):
+        _write_csv(appworld, out / "table_appworld.csv", written)
+        md += [f"## {appworld.attrs['title']}", "", to_markdown(appworld), *_notes_md(appworld), ""]
     md += _figures(out, metrics, runs, pool_series, suite, written)
     md += _comparisons_section(out, units, metrics, runs, written)
     report = out / "report.md"

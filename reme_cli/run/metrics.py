@@ -65,18 +65,29 @@ def _over_seeds(values: pd.Series) -> dict[str, Any]:
 
 
 def scenario_metrics(trials: list[UnitRecord], success_key: str = "success") -> dict[str, Any]:
-    """AppWorld's scenario goal completion and its difficulty breakdown.
+    """AppWorld's scenario goal completion and its difficulty breakdown (see `scenario_scores`)."""
+    return scenario_scores(pd.DataFrame({
+        "seed": [t.seed for t in trials], "run": [t.run for t in trials],
+        "scenario": [t.checker["scenario"] for t in trials],
+        "difficulty": [t.checker.get("difficulty") for t in trials],
+        "success": [bool(getattr(t, success_key)) for t in trials]}))
+
+
+def scenario_scores(df: pd.DataFrame) -> dict[str, Any]:
+    """SGC and ``by_difficulty`` from scored units (columns seed, run, scenario, difficulty,
+    success); `reme report` computes them with this same function.
 
     SGC, per seed: the mean over runs of the fraction of scenarios whose every task succeeded
     in that run (AppWorld's own definition, applied per run like Avg@k). ``by_difficulty``:
     the success rate of the units of each difficulty level."""
-    df = pd.DataFrame({"seed": [t.seed for t in trials], "run": [t.run for t in trials],
-                       "scenario": [t.checker["scenario"] for t in trials],
-                       "difficulty": [t.checker.get("difficulty") for t in trials],
-                       "success": [bool(getattr(t, success_key)) for t in trials]})
     per_run = df.groupby(["seed", "run", "scenario"])["success"].all().groupby(level=["seed", "run"]).mean()
     out: dict[str, Any] = {"sgc": _over_seeds(per_run.groupby(level="seed").mean())}
     levels = df.dropna(subset=["difficulty"])
     if not levels.empty:
-        out["by_difficulty"] = {str(d): float(v) for d, v in levels.groupby("difficulty")["success"].mean().items()}
+        out["by_difficulty"] = {_level(d): float(v) for d, v in levels.groupby("difficulty")["success"].mean().items()}
     return out
+
+
+def _level(value: Any) -> str:
+    # A level read back through pandas may be 2.0 where the record said 2.
+    return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)

@@ -6,10 +6,12 @@ texts in `prompts/*.md` beside this module. Every bad LLM answer is counted and 
 transport errors from the client do propagate (the client already retried them).
 
 Prompt files may open with a `<!-- provenance -->` comment (where the text came from and how
-it differs from the official code's; never sent), then hold a constant system part, then a
+it differs from the official code's; never sent), then hold a system part, then a
 line `<!-- user -->`, then the user part
 with `$name` placeholders (`string.Template`), so braces and dollars inside trajectories
-cannot break the templating and the system prefix stays identical for prefix caching.
+cannot break the templating. The system part's only placeholders are a benchmark family's
+words (`prompts/families.toml`, picked by `Task.prompt_family`), filled once at load, so the
+system prefix stays identical per family for prefix caching.
 """
 
 from __future__ import annotations
@@ -19,12 +21,13 @@ import functools
 import re
 import importlib.resources
 import json
+import tomllib
 from dataclasses import asdict, dataclass, field
 from string import Template
 from typing import Any
 
-from reme_cli.agent.loop import Trajectory
-from reme_cli.bench.base import Outcome, Task
+from reme_cli.agent.loop import Step, Trajectory
+from reme_cli.bench.base import DEFAULT_PROMPT_FAMILY, Outcome, Task
 from reme_cli.llm.client import LLM
 from reme_cli.methods.reme.experience import Experience
 from reme_cli.methods.reme.llm_json import parse_json
@@ -37,6 +40,8 @@ _USER_MARK = "<!-- user -->"
 _MAX_TEXT_CHARS = 1500
 _MAX_CALL_CHARS = 400
 _MAX_OUTPUT_CHARS = 600
+_MAX_CODE_CHARS = 1500  # one code action does what several calls do
+_FENCED = re.compile(r"```.*?```", re.DOTALL)
 
 
 # ---------------------------------------------------------------------------- prompts
@@ -53,19 +58,35 @@ class Prompt:
         ]
 
 
+def _prompts_dir():
+    return importlib.resources.files(__package__) / "prompts"
+
+
 @functools.cache
-def load_prompt(name: str) -> Prompt:
-    """`prompts/<name>.md` (beside this module) split into its constant system part and user template."""
-    text = (importlib.resources.files(__package__) / "prompts" / f"{name}.md").read_text(encoding="utf-8")
+def prompt_families() -> dict[str, dict[str, str]]:
+    """Each family's words for the system parts (`prompts/families.toml`)."""
+    return tomllib.loads((_prompts_dir() / "families.toml").read_text(encoding="utf-8"))
+
+
+@functools.cache
+def load_prompt(name: str, family: str = DEFAULT_PROMPT_FAMILY) -> Prompt:
+    """`prompts/<name>.md` (beside this module) split into its system part, with `family`'s
+    words filled in, and its user template."""
+    families = prompt_families()
+    if family not in families:
+        raise ValueError(f"unknown prompt family {family!r}; choose one of {', '.join(families)}")
+    text = (_prompts_dir() / f"{name}.md").read_text(encoding="utf-8")
     # A leading <!-- ... --> block says where the prompt came from; the model never sees it.
     text = re.sub(r"\A\s*<!--(?!\s*user\s*-->).*?-->\s*", "", text, flags=re.DOTALL)
     if _USER_MARK not in text:
         raise ValueError(f"prompt {name}.md has no '{_USER_MARK}' line")
     system, user = text.split(_USER_MARK, 1)
-    system, user = system.strip(), user.strip()
-    if Template(system).get_identifiers():
-        raise ValueError(f"prompt {name}.md: the system part must be constant (no $placeholders)")
-    return Prompt(name, system, Template(user))
+    try:
+        system = Template(system.strip()).substitute(families[family])
+    except (KeyError, ValueError) as exc:
+        raise ValueError(f"prompt {name}.md: the system part may hold only the words of family {family!r} "
+                         f"(no other $placeholder): {exc}") from None
+    return Prompt(name, system, Template(user.strip()))
 
 
 # ---------------------------------------------------------------------------- stats
@@ -118,11 +139,25 @@ def _call_text(call: dict[str, Any]) -> str:
     return text
 
 
+def _code_step(step: Step) -> list[str]:
+    """A code action as its thought, its code and what running it printed; the reply's own
+    copy of the code block is left out of the thought, so the code shows once."""
+    lines = []
+    thought = _FENCED.sub("", step.text or "").strip()
+    if thought:
+        lines.append(f"[assistant] {_clip(thought, _MAX_TEXT_CHARS)}")
+    lines.append(f"[code]\n{_clip(step.code or '', _MAX_CODE_CHARS)}")
+    failed = any(c.get("error") for c in step.calls)
+    lines.append(f"{'[error]' if failed else '[output]'} {_clip(step.code_output or '', _MAX_OUTPUT_CHARS)}")
+    return lines
+
+
 def render_trajectory(task: Task, traj: Trajectory, outcome: Outcome | None, max_chars: int = 12000) -> str:
     """Compact, deterministic text of an episode for the summarizer.
 
     User turns come from `task.turns` (never from `traj.messages`, which carry injected
-    guidance); then each assistant step's text and calls with truncated outputs. The
+    guidance); then each assistant step's text and calls with truncated outputs (a code
+    action: its code and output, see `_code_step`). The
     outcome shows success and reward only: the checker's details can spell out the
     ground truth, which an experience must not memorize. Too long: cut from the middle,
     keeping the task opening and the ending.
@@ -134,6 +169,9 @@ def render_trajectory(task: Task, traj: Trajectory, outcome: Outcome | None, max
         for msg in user_msgs:
             lines.append(f"[user] {msg.get('content', '').strip()}")
         for step in steps:
+            if step.code is not None:
+                lines += _code_step(step)
+                continue
             if step.text and step.text.strip():
                 lines.append(f"[assistant] {_clip(step.text, _MAX_TEXT_CHARS)}")
             for call in step.calls:
@@ -307,16 +345,16 @@ async def distill_task(
 
     jobs: list[tuple[str, list[dict[str, str]]]] = []
     if granularity == "trajectory":
-        jobs.append(("trajectory", load_prompt("trajectory").messages(
+        jobs.append(("trajectory", load_prompt("trajectory", task.prompt_family).messages(
             trajectory=render(best_traj, best_out),
             outcome="successful" if best_out.success else "failed")))
     else:
         if best_out.success:
-            jobs.append(("success", load_prompt("success").messages(trajectory=render(best_traj, best_out))))
+            jobs.append(("success", load_prompt("success", task.prompt_family).messages(trajectory=render(best_traj, best_out))))
         if not worst_out.success:
-            jobs.append(("failure", load_prompt("failure").messages(trajectory=render(worst_traj, worst_out))))
+            jobs.append(("failure", load_prompt("failure", task.prompt_family).messages(trajectory=render(worst_traj, worst_out))))
         if best_out.reward != worst_out.reward:
-            jobs.append(("comparative", load_prompt("comparative").messages(
+            jobs.append(("comparative", load_prompt("comparative", task.prompt_family).messages(
                 best=render(best_traj, best_out), worst=render(worst_traj, worst_out),
                 best_reward=f"{best_out.reward:g}", worst_reward=f"{worst_out.reward:g}")))
 
@@ -391,7 +429,7 @@ async def judge(
     stats = DistillStats()
     if not candidates:
         return [], stats
-    prompt = load_prompt("judge")
+    prompt = load_prompt("judge", task.prompt_family)
     jobs = [prompt.messages(
         task=task.query,
         source=exp.source,
@@ -440,7 +478,7 @@ async def reflect(
     Returns the "guidance" string of the JSON answer, or None when the answer has no
     usable guidance (the caller then retries without a new lesson or stops)."""
     previous = "\n".join(f"- {p.strip()}" for p in previous_lessons if p.strip()) or "(none)"
-    messages = load_prompt("reflection").messages(
+    messages = load_prompt("reflection", task.prompt_family).messages(
         trajectory=render_trajectory(task, traj, outcome, max_trajectory_chars), previous=previous)
     text = await _ask(llm, messages, temperature=temperature, max_tokens=max_tokens, seed=seed,
                       response_format=response_format)

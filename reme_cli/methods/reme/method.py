@@ -207,9 +207,11 @@ class ReMe(OneAttempt):
         scores = {e.id: s for e, s in hits}
         exps = [e for e, _ in hits]
         if self.cfg.rerank and len(exps) > 1:
-            exps = await rerank(self.summ.llm, task.query, exps, k, **self._sampling("rerank"))
+            exps = await rerank(self.summ.llm, task.query, exps, k, family=task.prompt_family,
+                                **self._sampling("rerank"))
         exps = exps[:k]
-        guidance = (await rewrite(self.summ.llm, task.query, exps, **self._sampling("rewrite"))
+        guidance = (await rewrite(self.summ.llm, task.query, exps, family=task.prompt_family,
+                                  **self._sampling("rewrite"))
                     if self.cfg.rewrite else format_guidance(exps))
         retrieval = Retrieval(guidance, [e.id for e in exps], [scores[e.id] for e in exps])
         if self.events is not None:

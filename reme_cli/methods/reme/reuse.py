@@ -31,6 +31,7 @@ from typing import Any
 
 from reme_cli.agent.loop import GUIDANCE_HEADER
 from reme_cli.llm.client import LLM
+from reme_cli.bench.base import DEFAULT_PROMPT_FAMILY
 from reme_cli.methods.reme.distill import load_prompt
 from reme_cli.methods.reme.experience import Experience
 from reme_cli.methods.reme.llm_json import parse_json
@@ -73,14 +74,15 @@ def _indices(parsed: Any, n: int) -> list[int]:
     return out
 
 
-async def rerank(llm: LLM, query: str, candidates: list[Experience], top_k: int,
-                 **sampling: Any) -> list[Experience]:
+async def rerank(llm: LLM, query: str, candidates: list[Experience], top_k: int, *,
+                 family: str = DEFAULT_PROMPT_FAMILY, **sampling: Any) -> list[Experience]:
     """The top_k candidates in the LLM's order of usefulness for `query`.
 
     As in the official RerankMemoryOp: the indices the LLM ranks come first, the
     candidates it left out follow in their input order, then the list is cut to top_k.
     No usable index in the answer: the input order. `sampling` goes to `llm.chat`
-    (temperature 0 and max_tokens 512 unless given). No call for 0 or 1 candidates.
+    (temperature 0 and max_tokens 512 unless given); `family` picks the prompt's words
+    (the task's ``prompt_family``). No call for 0 or 1 candidates.
     """
     if top_k <= 0 or not candidates:
         return []
@@ -90,20 +92,21 @@ async def rerank(llm: LLM, query: str, candidates: list[Experience], top_k: int,
         f"Candidate {i}:\nWhen to use: {e.when_to_use}\nContent: {e.content}"
         for i, e in enumerate(candidates)
     )
-    messages = load_prompt("rerank").messages(query=query, candidates=text)
+    messages = load_prompt("rerank", family).messages(query=query, candidates=text)
     result = await llm.chat(messages, **_sampling(sampling, 512))
     order = _indices(parse_json(result.content, (dict, list)), len(candidates))
     order += [i for i in range(len(candidates)) if i not in order]
     return [candidates[i] for i in order[:top_k]]
 
 
-async def rewrite(llm: LLM, query: str, experiences: list[Experience], **sampling: Any) -> str | None:
+async def rewrite(llm: LLM, query: str, experiences: list[Experience], *, family: str = DEFAULT_PROMPT_FAMILY,
+                  **sampling: Any) -> str | None:
     """Task-specific guidance written by the LLM from the retrieved experiences, under the
     same header as `format_guidance`; `format_guidance(experiences)` when the answer has no
     usable "rewritten_context"; None when there is nothing to rewrite."""
     if not experiences:
         return None
-    messages = load_prompt("rewrite").messages(query=query, experiences=format_experiences(experiences))
+    messages = load_prompt("rewrite", family).messages(query=query, experiences=format_experiences(experiences))
     result = await llm.chat(messages, **_sampling(sampling, 1024))
     parsed = parse_json(result.content, dict)
     text = parsed.get("rewritten_context") if isinstance(parsed, dict) else None
