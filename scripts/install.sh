@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install reme into the active Python environment (use a venv), CPU-only by default.
 #   bash scripts/install.sh          # reme + the embedded CPU model + bfcl-eval, then a smoke check
-#   bash scripts/install.sh --dev    # ... and the test tools
+#   bash scripts/install.sh --baselines   # ... and the LangMem baseline (memory=langmem)
+#   bash scripts/install.sh --dev    # ... the baselines, and the test tools (what CI runs)
 # On a GPU box add vLLM yourself (`pip install vllm`), which brings its own CUDA torch.
 #
 # Every package comes from the tested set in constraints.txt (regenerate it with
@@ -9,7 +10,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 extras="local"
-[[ "${1:-}" == "--dev" ]] && extras="local,dev"
+case "${1:-}" in
+  --dev) extras="local,baselines,dev" ;;
+  --baselines) extras="local,baselines" ;;
+  "") ;;
+  *) echo "error: unknown option ${1}; use --baselines or --dev (or nothing)" >&2; exit 2 ;;
+esac
 constraints="$PWD/constraints.txt"
 pip_install() { python -m pip install -q -c "$constraints" "$@"; }
 

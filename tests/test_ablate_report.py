@@ -86,11 +86,16 @@ def test_ablate_table1_runs_reports_and_resumes(reme, server):
     suite = next((reme.cwd / "runs" / "ablate").iterdir())
     md = (suite / "report" / "report.md").read_text()
     assert md.startswith("> **Test double:**")  # never passed off as a model result
-    row = next(l for l in md.splitlines() if l.startswith("| No Memory |"))
-    assert "40.33" in row and "59.55" in row and "100.00 ± 0.00" in row
+    rows = {l.split("|")[1].strip(): l for l in md.splitlines() if l.startswith("| ")}
+    assert "40.33" in rows["No Memory"] and "59.55" in rows["No Memory"] and "100.00 ± 0.00" in rows["No Memory"]
+    # All five of the paper's settings, each beside the paper's Qwen3-8B BFCL values.
+    assert "41.22" in rows["A-Mem"] and "62.00" in rows["A-Mem"] and "100.00 ± 0.00" in rows["A-Mem"]
+    assert "44.11" in rows["LangMem"] and "65.55" in rows["LangMem"] and "100.00 ± 0.00" in rows["LangMem"]
+    assert {"ReMe (fixed)", "ReMe (dynamic)"} <= set(rows)
     assert (suite / "report" / "table_table1.csv").exists() and (suite / "report" / "scores.png").stat().st_size
+    assert sorted(p.name for p in (suite / "pools").iterdir()) == ["amem", "langmem", "reme"]
     before = {p: p.read_text() for p in suite.glob("runs/*/trials.jsonl")}
-    assert len(before) == 3
+    assert len(before) == 5
     reme(*args, check=True)  # resumes: every unit already finished
     assert {p: p.read_text() for p in suite.glob("runs/*/trials.jsonl")} == before
 
@@ -117,7 +122,8 @@ def test_report_on_two_runs_prints_table1_beside_the_paper(reme, server):
 def test_a_suite_runs_as_separate_jobs_through_a_launcher(reme, server, launcher):
     args = ("ablate", "table1", "model=qwen3-8b", "embedding=minilm", "benchmark.release=current",
             f"llm.base_url={server.base_url}", "llm.model=replay", "benchmark.limit=1", "eval.runs=1",
-            "eval.seeds=1", "build.samples=1", "--launcher", launcher, "--jobs", "3")
+            "eval.seeds=1", "build.samples=1", "--launcher", launcher, "--jobs", "3",
+            "--only", "no_memory", "--only", "reme_fixed", "--only", "reme_dynamic")
     reme(*args, check=True)
     suite = next((reme.cwd / "runs" / "ablate").iterdir())
     logs = sorted(p.name for p in (suite / "logs").glob("*.log"))

@@ -87,6 +87,8 @@ BENCHMARKS.add("appworld", "reme_cli.bench.appworld:AppWorldBenchmark")
 METHODS: Registry[Any] = Registry("memory method", "reme.methods")
 METHODS.add("none", "reme_cli.methods.base:NoMemory")
 METHODS.add("reme", "reme_cli.methods.reme.method:ReMe")
+METHODS.add("amem", "reme_cli.methods.amem.method:AMem")
+METHODS.add("langmem", "reme_cli.methods.langmem.method:LangMem")
 
 PROTOCOLS: Registry[Any] = Registry("tool-call protocol", "reme.protocols")
 PROTOCOLS.add("openai", "reme_cli.agent.protocols:OpenAIProtocol")

@@ -23,6 +23,7 @@ class Retrieval:
     guidance: str | None = None  # the exact text appended to the first user message
     ids: list[str] = field(default_factory=list)
     scores: list[float] = field(default_factory=list)
+    details: dict[str, Any] = field(default_factory=dict)  # more that the method records about it
 
 
 @dataclass

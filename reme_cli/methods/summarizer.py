@@ -19,6 +19,14 @@ class SummarizerSettings:
     temperature: float
     max_tokens: int
     formats: dict[str, dict[str, Any] | None]  # role -> response_format (constrained small models)
+    llama_cpp: bool = False  # the summarizer is a llama.cpp server: JSON schemas go as json_object
+
+    def schema_format(self, name: str, schema: dict[str, Any]) -> dict[str, Any]:
+        """The response_format asking for ``schema``: OpenAI/vLLM's ``json_schema``, or
+        llama-cpp-python's ``json_object`` + ``schema`` (it rejects ``json_schema``)."""
+        if self.llama_cpp:
+            return {"type": "json_object", "schema": schema}
+        return {"type": "json_schema", "json_schema": {"name": name, "schema": schema}}
 
 _STR_LIST = {"type": "array", "items": {"type": "string"}}
 
@@ -64,6 +72,7 @@ def summarizer_settings(cfg: Config, executor: ChatClient) -> tuple[SummarizerSe
         llm: LLM = _WithExtraBody(executor, request_extra_body(cfg))
         author = cfg.model.name
         constrained = cfg.model.tool_protocol == "json"
+        llama_cpp = cfg.model.kind == "local"
     else:
         served = check_server(s.base_url, cfg.llm.api_key)
         model = s.model or (served[0] if served else s.name)
@@ -72,6 +81,6 @@ def summarizer_settings(cfg: Config, executor: ChatClient) -> tuple[SummarizerSe
         own = ChatClient(base_url=s.base_url, model=model, api_key=cfg.llm.api_key,
                          concurrency=cfg.llm.concurrency, timeout=cfg.llm.timeout,
                          max_retries=cfg.llm.max_retries, breaker_threshold=cfg.llm.breaker_threshold, cache=cache)
-        llm, author, constrained = own, s.name, False
+        llm, author, constrained, llama_cpp = own, s.name, False, False
     formats = dict(CONSTRAINED_FORMATS) if constrained else {}
-    return SummarizerSettings(llm, author, s.temperature, s.max_tokens, formats), own
+    return SummarizerSettings(llm, author, s.temperature, s.max_tokens, formats, llama_cpp), own

@@ -15,7 +15,9 @@ Policies:
   named in the ``X-Reme-Task-Id`` header; tasks in ``corrupt`` get one argument changed so
   that they fail the official checker (with ``heal_on_retry``, only until the prompt carries
   a reflection lesson).
-* ``ScriptedSummarizerPolicy``: canned distillation / judge / reflection answers.
+* ``ScriptedSummarizerPolicy``: canned distillation / judge / reflection answers; requests
+  for a JSON schema or a forced tool call (the baselines' structured output) get an answer
+  that fills the schema (``schema_fill``).
 * ``AgentAndSummarizerPolicy``: replay for agent requests, the summarizer for the rest.
 * ``FaultPolicy(inner, overflow, truncate)``: vLLM's context-length 400 or a reply cut off
   by ``max_tokens`` for chosen tasks (``--overflow``, ``--truncate``).
@@ -35,6 +37,7 @@ import argparse
 import copy
 import itertools
 import json
+import re
 import sys
 import threading
 import time
@@ -42,6 +45,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Protocol
+
+from reme_cli.testing.schema_fill import structured_answer, structured_request
 
 TASK_HEADER = "X-Reme-Task-Id"
 TOOL_RESULTS_PREFIX = "[tool results]"
@@ -59,6 +64,7 @@ class Reply:
     content: str | None = None
     tool_calls: list[Call] = field(default_factory=list)
     finish_reason: str | None = None  # default: "tool_calls" or "stop"
+    raw: bool = False  # send content as is, even when the request has a response_format
 
 
 class Policy(Protocol):
@@ -287,6 +293,20 @@ class ScriptedSummarizerPolicy:
                     "experience": f"Scripted {kind} lesson: check the state before each call.",
                     "tags": ["scripted"], "confidence": 0.9, "tools_used": [],
                 }]))
+        if "Content for analysis:" in user:  # A-Mem's note construction: words of the content
+            words = re.findall(r"[A-Za-z_]{4,}", user.split("Content for analysis:", 1)[1])
+            return Reply(content=json.dumps({"keywords": words[:5], "context": " ".join(words[:12]),
+                                             "tags": ["scripted", *words[5:7]]}), raw=True)
+        if "AI memory evolution agent" in user:  # A-Mem: link to the nearest note, retag all
+            n = int(re.search(r"The number of neighbors is (\d+)", user).group(1))
+            return Reply(content=json.dumps({
+                "should_evolve": True, "actions": ["strengthen", "update_neighbor"],
+                "suggested_connections": ["0"], "tags_to_update": ["scripted", "linked"],
+                "new_context_neighborhood": [f"Scripted context {i}, evolved." for i in range(n)],
+                "new_tags_neighborhood": [["scripted", "evolved"] for _ in range(n)]}), raw=True)
+        if structured_request(body):  # other memory methods' schemas (LangMem, A-Mem)
+            content, calls = structured_answer(body)
+            return Reply(content=content, tool_calls=calls, raw=True)
         raise PolicyError("the summarizer script does not know this prompt")
 
 
@@ -374,7 +394,9 @@ def _completion(body: dict[str, Any], reply: Reply, turn_id: int) -> dict[str, A
     finish = "stop"
     if reply.finish_reason == "length":  # cut off mid-reply: the text is all there is
         message["content"] = reply.content or ""
-    elif json_protocol:
+    elif reply.raw and not reply.tool_calls:
+        message["content"] = reply.content
+    elif json_protocol and not reply.raw:
         payload: dict[str, Any] = {
             "tool_calls": [{"name": n, "arguments": a} for n, a in reply.tool_calls]
         }

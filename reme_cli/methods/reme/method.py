@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 from pathlib import Path
 from collections.abc import Callable
 from typing import Any
@@ -34,12 +35,26 @@ STREAMS_DIR = "streams"
 def resolve_pool_path(path: str | Path) -> Path:
     """``memory.pool`` may name a pool, or a build-pool output directory holding one."""
     p = Path(path)
+    for manifest in (p / "manifest.json", p / "pool" / "manifest.json"):
+        other = _other_method(manifest)
+        if other:
+            raise UserError(f"memory.pool={path} is a pool of memory={other}; run with memory={other}, "
+                            "or give a ReMe pool (`reme build-pool`)")
     if (p / "pool" / "manifest.json").exists():
         return p / "pool"
     if (p / "manifest.json").exists() and (p / "experiences.jsonl").exists():
         return p
     raise UserError(f"memory.pool={path} is not a pool: build one with `reme build-pool` "
                     "or import one with `reme pool import FILE --out DIR`")
+
+
+def _other_method(manifest: Path) -> str | None:
+    """The method another memory's pool names in its manifest (ReMe's names none)."""
+    try:
+        method = json.loads(manifest.read_text()).get("method")
+    except (OSError, ValueError):
+        return None
+    return method if method and method != "reme" else None
 
 
 def make_embedder_for(cfg: Config) -> Embedder:

@@ -1,0 +1,198 @@
+"""`memory=amem`: A-Mem in build-pool (training trajectories become notes), fixed mode
+(retrieve from a read-only store) and dynamic mode (each stream adds its finished tasks as
+notes and lets A-Mem evolve its links). See this package's docstring for the algorithm."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Optional
+
+from reme_cli.agent.loop import GUIDANCE_HEADER, Trajectory
+from reme_cli.bench.base import Outcome, Task
+from reme_cli.core.config import check_choices
+from reme_cli.core.errors import UserError
+from reme_cli.core.io import append_lines, read_lines
+from reme_cli.methods.amem.agentic import AMemStats, construct, evolve
+from reme_cli.methods.amem.notes import Note, NoteStore
+from reme_cli.methods.base import (Attempt, BuildContext, BuildResult, MethodContext, MethodFactory, OneAttempt,
+                                   Retrieval)
+from reme_cli.methods.reme.distill import render_trajectory
+from reme_cli.methods.reme.events import EventLog
+from reme_cli.methods.reme.method import make_embedder_for, stream_dir
+
+BUILD_EVENTS = "amem_events.jsonl"
+STREAM_EVENTS = "amem_events.jsonl"
+
+
+@dataclass
+class AMemConfig:
+    name: str = "amem"
+    pool: Optional[str] = None  # a `reme build-pool memory=amem` output dir (or its pool/)
+    top_k: int = 5  # notes retrieved per task (A-Mem's default k)
+    linked: bool = True  # also inject the notes linked from the retrieved ones (at most top_k)
+    neighbors: int = 5  # nearest notes shown to the evolution call (the code's k=5)
+    build_notes: str = "best"  # best: one note per training task (a success if any) | all: every trajectory
+    note_max_chars: int = 3000  # a trajectory note longer than this is cut in the middle
+
+    def check(self) -> None:
+        check_choices("memory", self, {"build_notes": {"best", "all"}},
+                      {"top_k": 0, "neighbors": 0, "note_max_chars": 200})
+
+
+def resolve_store(path: str | Path) -> Path:
+    p = Path(path)
+    for candidate in (p / "pool", p):
+        if NoteStore.is_store(candidate):
+            return candidate
+    raise UserError(f"memory.pool={path} is not an A-Mem pool: build one with "
+                    f"`reme build-pool memory=amem` and give its output directory")
+
+
+def note_content(task: Task, trajectory: Trajectory, outcome: Outcome, max_chars: int) -> str:
+    return render_trajectory(task, trajectory, outcome, max_chars=max_chars)
+
+
+def format_notes(notes: list[Note]) -> str | None:
+    """Retrieved notes in the family of ReMe's injected guidance (same header, numbered)."""
+    if not notes:
+        return None
+    body = "\n".join(
+        f"Experience {i} :\n Context: {n.context}\n Keywords: {', '.join(n.keywords)}\n"
+        f" Tags: {', '.join(n.tags)}\n Content: {n.content}\n" for i, n in enumerate(notes, 1))
+    return f"{GUIDANCE_HEADER}:\n{body}"
+
+
+def _training_notes(cfg: AMemConfig, attempts: list[tuple[Trajectory, Outcome]]) -> list[tuple[int, Trajectory, Outcome]]:
+    if cfg.build_notes == "all":
+        return [(i, t, o) for i, (t, o) in enumerate(attempts)]
+    best = next((i for i, (_, o) in enumerate(attempts) if o.success), 0)
+    return [(best, *attempts[best])]
+
+
+class AMem(OneAttempt):
+    config_class = AMemConfig
+    needs_summarizer = True  # A-Mem's own LLM calls go to the summarizer (the executor by default)
+
+    def __init__(self, store: NoteStore, cfg: AMemConfig, summ: Any, events: EventLog | None = None):
+        self.store = store
+        self.cfg = cfg
+        self.summ = summ
+        self.events = events  # None: fixed mode, the store is read-only
+        self._pending: list[dict[str, Any]] = []
+
+    # ------------------------------------------------------------------ build-pool
+    @classmethod
+    async def learn_from_training(cls, ctx: BuildContext) -> None:
+        """Notes in split order: analyses run concurrently, evolution one note at a time
+        (each sees the notes before it). A task's events are one durable append, so an
+        interrupted build resumes after the last finished task."""
+        cfg: AMemConfig = ctx.cfg.memory
+        path = ctx.work / BUILD_EVENTS
+        events = read_lines(path)
+        store = NoteStore(ctx.embedder)
+        await asyncio.to_thread(store.apply, events)
+        done = {e["unit"] for e in events}
+        todo = [t for t in ctx.task_ids if t not in done and ctx.attempts.get(t)]
+        slots = asyncio.Semaphore(ctx.cfg.llm.concurrency)
+        stats = AMemStats()
+
+        async def analyze(task_id: str) -> list[Note]:
+            async with slots:
+                task = ctx.bench.load(task_id)
+                return [await construct(ctx.summarizer, note_content(task, t, o, cfg.note_max_chars),
+                                        f"{task_id}#{i}", f"build/{task_id}", stats)
+                        for i, t, o in _training_notes(cfg, ctx.attempts[task_id])]
+
+        analyzed = dict(zip(todo, await asyncio.gather(*(analyze(t) for t in todo))))
+        for task_id in todo:
+            task_events: list[dict[str, Any]] = []
+            for note in analyzed[task_id]:
+                new = await evolve(ctx.summarizer, store, note, cfg.neighbors, task_id, stats)
+                await asyncio.to_thread(store.apply, new)
+                task_events += new
+            await asyncio.to_thread(append_lines, path, task_events)
+        append_lines(ctx.work / "amem_stats.jsonl", [asdict(stats)])
+
+    @classmethod
+    def assemble_pool(cls, ctx: BuildContext, staging: Path) -> BuildResult:
+        events = read_lines(ctx.work / BUILD_EVENTS)
+        store = NoteStore(ctx.embedder, built_by={"kind": "build-pool", "run": str(ctx.work),
+                                                  "model": ctx.cfg.model.name, "samples": ctx.cfg.build.samples,
+                                                  "build_notes": ctx.cfg.memory.build_notes})
+        store.apply(events)
+        store.save(staging)
+        stats = AMemStats()
+        for rec in read_lines(ctx.work / "amem_stats.jsonl"):
+            stats.merge(AMemStats(**rec))
+        links = sum(len(n.links) for n in store.notes.values())
+        report = {"pool_size": len(store), "links": links, "amem": asdict(stats)}
+        rows = [("notes", str(len(store))), ("links", str(links)),
+                ("A-Mem LLM calls (this session)", str(stats.llm_calls)),
+                ("invalid analyses / evolutions", f"{stats.invalid_analyses} / {stats.invalid_evolutions}"),
+                ("neighbours updated", str(stats.neighbors_updated))]
+        return BuildResult(report, rows)
+
+    # ------------------------------------------------------------------ eval
+    @classmethod
+    def preflight(cls, cfg: Any) -> None:
+        if not cfg.memory.pool:
+            raise UserError(f"--mode {cfg.eval.mode} memory=amem needs memory.pool=DIR "
+                            f"(build one with `reme build-pool memory=amem`)")
+        resolve_store(cfg.memory.pool)
+
+    @classmethod
+    def factory(cls, ctx: MethodContext) -> MethodFactory:
+        cfg = ctx.cfg
+        base = NoteStore.load(resolve_store(cfg.memory.pool), make_embedder_for(cfg))
+        if cfg.eval.mode == "fixed":
+            shared = cls(base, cfg.memory, ctx.summarizer)
+            return lambda stream: shared
+
+        def for_stream(stream: tuple[int, int]) -> AMem:
+            d = stream_dir(ctx.run_path, stream)
+            d.mkdir(parents=True, exist_ok=True)
+            log = EventLog(d / STREAM_EVENTS)
+            store = base.copy()
+            store.apply(log.keep_only(ctx.finished_units))  # events of unfinished units go
+            return cls(store, cfg.memory, ctx.summarizer, events=log)
+
+        return for_stream
+
+    async def retrieve(self, task: Task, unit: str) -> Retrieval:
+        hits = await asyncio.to_thread(self.store.search, task.query, self.cfg.top_k)
+        notes = [n for n, _ in hits]
+        shown = self.store.with_links(notes, self.cfg.top_k) if self.cfg.linked else notes
+        retrieval = Retrieval(format_notes(shown), [n.id for n in notes], [s for _, s in hits],
+                              {"linked": [n.id for n in shown[len(notes):]]})
+        if self.events is not None:
+            self._pending.append({"unit": unit, "op": "retrieve", "ids": retrieval.ids})
+        return retrieval
+
+    async def learn(self, task: Task, attempts: list[Attempt], retrieval: Retrieval, unit: str) -> dict[str, Any]:
+        record: dict[str, Any] = dict(retrieval.details)
+        if self.events is None:
+            return record
+        final = attempts[-1]
+        stats = AMemStats()
+        note = await construct(self.summ, note_content(task, final.trajectory, final.outcome,
+                                                       self.cfg.note_max_chars), unit, unit, stats)
+        events = await evolve(self.summ, self.store, note, self.cfg.neighbors, unit, stats)
+        self._pending += events
+        record.update(note=note.id, links=note.links, keywords=note.keywords,
+                      updated_neighbors=[e["id"] for e in events if e["op"] == "update"], amem=asdict(stats))
+        return record
+
+    def commit(self) -> None:
+        if self.events is not None and self._pending:
+            append_lines(self.events.path, self._pending)
+            self.store.apply(self._pending)
+        self._pending = []
+
+    def discard(self) -> None:
+        self._pending = []
+
+    def finish(self) -> None:
+        if self.events is not None:
+            self.store.save(self.events.path.parent / "store")

@@ -1,0 +1,248 @@
+"""`memory=langmem`: the LangMem baseline of the paper's Table 1.
+
+Mechanism: LangMem's procedural-memory **prompt optimizer**,
+``langmem.create_prompt_optimizer(model, kind=memory.kind)``. The ReMe authors say they
+followed LangMem's procedural-memory guide, and there procedural memory is exactly this:
+instructions that an optimizer rewrites from trajectories and their feedback. (LangMem's
+memory managers over a vector store are its semantic/episodic tools.) The learned
+"procedural memory" is therefore one instructions text, not a set of retrieved items.
+``kind``: ``prompt_memory`` (default; one LLM call with a JSON schema, which every server
+here serves, the embedded llama.cpp model included), ``metaprompt`` or ``gradient`` (tool
+calls with a forced / required tool_choice: vLLM).
+
+- build-pool: the sampled training trajectories, in split order, go to the optimizer in
+  batches of ``memory.batch_size``, each step starting from the previous step's prompt
+  (``memory.initial_prompt`` first). Every step is a line of ``build/langmem_steps.jsonl``,
+  so an interrupted build resumes at the next batch; assemble writes the last prompt to
+  ``pool/langmem.json`` (+ ``prompt.txt``, ``manifest.json`` with ``"method": "langmem"``).
+- eval, fixed: every task's guidance is the pool's prompt, after the header ReMe's guidance
+  uses (``format_guidance``'s family); the retrieved id is the prompt's version (a hash).
+- eval, dynamic: each (seed, run) stream starts from the pool's prompt; after each task the
+  optimizer runs on that task's trajectory and feedback; the result is pending until the
+  runner commits the unit (a line of ``streams/s<seed>_r<run>/prompts.jsonl``) or discards
+  it. A resumed stream drops the lines of units that never finished and starts from the
+  last committed prompt.
+
+All LLM calls go through reme's summarizer client (``chat_model.RemeChatModel``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from reme_cli.agent.loop import GUIDANCE_HEADER
+from reme_cli.bench.base import Task
+from reme_cli.core.config import Config, config_hash
+from reme_cli.core.errors import UserError
+from reme_cli.core.io import append_lines, now, read_lines, write_json_atomic
+from reme_cli.llm.endpoint import request_extra_body
+from reme_cli.methods.base import (Attempt, BuildContext, BuildResult, MethodContext, MethodFactory, OneAttempt,
+                                   Retrieval)
+from reme_cli.methods.langmem.config import LangMemConfig
+from reme_cli.methods.langmem.optimizer import optimize, prompt_version, require_langmem
+
+POOL_FILE = "langmem.json"
+PROMPT_FILE = "prompt.txt"
+MANIFEST_FILE = "manifest.json"
+STEPS_FILE = "langmem_steps.jsonl"
+STREAMS_DIR = "streams"
+STREAM_FILE = "prompts.jsonl"
+POOL_FORMAT = "reme-langmem-pool"
+
+
+def format_guidance(prompt: str) -> str | None:
+    """The injected text: ReMe's guidance header, then the learned instructions."""
+    prompt = prompt.strip()
+    return f"{GUIDANCE_HEADER}:\n{prompt}\n" if prompt else None
+
+
+def resolve_pool_path(path: str | Path) -> Path:
+    """``memory.pool`` may name a LangMem pool or the build-pool output dir holding one; any
+    other pool (ReMe's experiences) is refused in one line."""
+    p = Path(path)
+    for candidate in (p / "pool", p):
+        if (candidate / POOL_FILE).is_file():
+            return candidate
+    for candidate in (p / "pool", p):
+        if (candidate / "experiences.jsonl").exists() or (candidate / MANIFEST_FILE).exists():
+            raise UserError(f"memory.pool={path} is not a LangMem pool (it holds another method's pool, e.g. "
+                            "ReMe's experiences): build one with `reme build-pool memory=langmem`")
+    raise UserError(f"memory.pool={path} is not a LangMem pool: build one with "
+                    "`reme build-pool memory=langmem out_dir=DIR`, then give memory.pool=DIR")
+
+
+def load_pool(path: str | Path) -> dict[str, Any]:
+    where = resolve_pool_path(path) / POOL_FILE
+    try:
+        data = json.loads(where.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise UserError(f"{where} is unreadable ({exc}); rebuild the pool") from None
+    if not isinstance(data, dict) or data.get("method") != "langmem" or not isinstance(data.get("prompt"), str):
+        raise UserError(f"{where} is not a LangMem pool file; rebuild it with `reme build-pool memory=langmem`")
+    return data
+
+
+def require_pool(cfg: Config) -> dict[str, Any]:
+    if not cfg.memory.pool:
+        raise UserError(f"--mode {cfg.eval.mode} memory=langmem needs memory.pool=DIR "
+                        "(build one with `reme build-pool memory=langmem out_dir=DIR`)")
+    return load_pool(cfg.memory.pool)
+
+
+def summarizer_extra_body(cfg: Config) -> dict[str, Any] | None:
+    """The request extras the summarizer's client adds by itself (Qwen3's thinking switch
+    when it shares the executor's server), kept when a tool_choice goes in extra_body."""
+    s = cfg.summarizer
+    return request_extra_body(cfg) if s.name == "same" or not s.base_url else None
+
+
+def stream_dir(run_path: Path, stream: tuple[int, int]) -> Path:
+    return run_path / STREAMS_DIR / f"s{stream[0]}_r{stream[1]}"
+
+
+def keep_only(path: Path, finished_units: set[str]) -> list[dict[str, Any]]:
+    """Drop (atomically) the lines of units that never finished; the rest, in order."""
+    kept = [r for r in read_lines(path) if r.get("unit") in finished_units]
+    if path.exists():
+        tmp = path.with_name(path.name + ".tmp")
+        with open(tmp, "w") as f:
+            f.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in kept)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    return kept
+
+
+class LangMem(OneAttempt):
+    """The learned instructions as every task's guidance; refined per stream in dynamic mode."""
+
+    config_class = LangMemConfig
+    needs_summarizer = True
+
+    def __init__(self, prompt: str, cfg: LangMemConfig, summarizer: Any, *, dynamic: bool,
+                 log: Path | None = None, extra_body: dict[str, Any] | None = None):
+        self.prompt = prompt
+        self.cfg = cfg
+        self.summ = summarizer
+        self.dynamic = dynamic
+        self.log = log  # the stream's committed prompt updates (dynamic)
+        self.extra_body = extra_body
+        self._pending: dict[str, Any] | None = None
+
+    # ------------------------------------------------------------------ build-pool
+    @classmethod
+    async def learn_from_training(cls, ctx: BuildContext) -> None:
+        """Optimizer steps over the training trajectories in split order, ``batch_size`` at
+        a time; each finished step is a line of ``STEPS_FILE`` (resume: the next batch)."""
+        require_langmem()
+        cfg: LangMemConfig = ctx.cfg.memory
+        items = [(task_id, i) for task_id in ctx.task_ids for i in range(len(ctx.attempts.get(task_id, [])))]
+        batches = [items[k:k + cfg.batch_size] for k in range(0, len(items), cfg.batch_size)]
+        path = ctx.work / STEPS_FILE
+        done = read_lines(path)
+        prompt = done[-1]["prompt"] if done else cfg.initial_prompt
+        extra = summarizer_extra_body(ctx.cfg)
+        for index in range(len(done), len(batches)):
+            batch = batches[index]
+            triples = [(ctx.bench.load(t), *ctx.attempts[t][i]) for t, i in batch]
+            step = await optimize(prompt, triples, cfg, ctx.summarizer, extra)
+            append_lines(path, [{
+                "step": index, "items": [f"{t}#{i}" for t, i in batch],
+                "successes": sum(o.success for _, _, o in triples),
+                "before": prompt_version(prompt), "after": prompt_version(step.prompt),
+                "changed": step.changed, "llm_calls": step.llm_calls, "error": step.error,
+                "prompt": step.prompt,
+            }])
+            prompt = step.prompt
+
+    @classmethod
+    def assemble_pool(cls, ctx: BuildContext, staging: Path) -> BuildResult:
+        cfg: LangMemConfig = ctx.cfg.memory
+        steps = read_lines(ctx.work / STEPS_FILE)
+        prompt = steps[-1]["prompt"] if steps else cfg.initial_prompt
+        meta = {
+            "format": POOL_FORMAT, "format_version": 1, "method": "langmem", "kind": cfg.kind,
+            "version": prompt_version(prompt), "initial_version": prompt_version(cfg.initial_prompt),
+            "steps": len(steps), "batch_size": cfg.batch_size,
+            "trajectories": sum(len(s["items"]) for s in steps),
+            "built_by": {"kind": "build-pool", "run": str(ctx.work), "config_hash": config_hash(ctx.cfg),
+                         "model": ctx.cfg.model.name, "summarizer": ctx.cfg.summarizer.name,
+                         "samples": ctx.cfg.build.samples},
+            "created_at": now(),
+        }
+        write_json_atomic(staging / POOL_FILE, {**meta, "prompt": prompt})
+        (staging / PROMPT_FILE).write_text(prompt + "\n", encoding="utf-8")
+        write_json_atomic(staging / MANIFEST_FILE, meta)  # written last: a complete pool
+        report = {
+            "langmem_kind": cfg.kind,
+            "optimizer_steps": len(steps),
+            "prompt_changes": sum(bool(s["changed"]) for s in steps),
+            "optimizer_failures": sum(bool(s["error"]) for s in steps),
+            "summarizer_llm_calls": sum(s["llm_calls"] for s in steps),
+            "prompt_version": meta["version"],
+            "prompt_chars": len(prompt),
+        }
+        rows = [
+            ("optimizer (LangMem)", cfg.kind),
+            ("optimizer steps", f"{len(steps)} (batch {cfg.batch_size})"),
+            ("prompt changed / failed steps", f"{report['prompt_changes']} / {report['optimizer_failures']}"),
+            ("prompt version", f"{meta['version']} ({len(prompt)} chars)"),
+        ]
+        return BuildResult(report, rows)
+
+    # ------------------------------------------------------------------ eval
+    @classmethod
+    def preflight(cls, cfg: Config) -> None:
+        require_langmem()  # a missing extra or pool is bad input: refused before anything is written
+        require_pool(cfg)
+
+    @classmethod
+    def factory(cls, ctx: MethodContext) -> MethodFactory:
+        require_langmem()
+        cfg = ctx.cfg
+        start = require_pool(cfg)["prompt"]
+        extra = summarizer_extra_body(cfg)
+        if cfg.eval.mode == "fixed":
+            shared = cls(start, cfg.memory, ctx.summarizer, dynamic=False)
+            return lambda stream: shared
+
+        def for_stream(stream: tuple[int, int]) -> LangMem:
+            d = stream_dir(ctx.run_path, stream)
+            d.mkdir(parents=True, exist_ok=True)
+            committed = keep_only(d / STREAM_FILE, ctx.finished_units)  # lines of unfinished units go
+            prompt = committed[-1]["prompt"] if committed else start
+            return cls(prompt, cfg.memory, ctx.summarizer, dynamic=True, log=d / STREAM_FILE, extra_body=extra)
+
+        return for_stream
+
+    async def retrieve(self, task: Task, unit: str = "") -> Retrieval:
+        return Retrieval(format_guidance(self.prompt), [prompt_version(self.prompt)])
+
+    async def learn(self, task: Task, attempts: list[Attempt], retrieval: Retrieval, unit: str = "") -> dict[str, Any]:
+        before = prompt_version(self.prompt)
+        if not self.dynamic:
+            return {"kind": self.cfg.kind, "prompt_version": before}
+        step = await optimize(self.prompt, [(task, a.trajectory, a.outcome) for a in attempts], self.cfg,
+                              self.summ, self.extra_body)
+        info = {"kind": self.cfg.kind, "prompt_before": before, "prompt_after": prompt_version(step.prompt),
+                "changed": step.changed, "llm_calls": step.llm_calls, "optimizer_error": step.error}
+        self._pending = {"unit": unit, "task_id": task.id, **info, "prompt": step.prompt}
+        return info
+
+    def commit(self) -> None:
+        if self._pending is not None:
+            append_lines(self.log, [self._pending])
+            self.prompt = self._pending["prompt"]
+            self._pending = None
+
+    def discard(self) -> None:
+        self._pending = None
+
+    def finish(self) -> None:
+        if self.dynamic and self.log is not None:
+            tmp = self.log.with_name(PROMPT_FILE + ".tmp")
+            tmp.write_text(self.prompt + "\n", encoding="utf-8")
+            os.replace(tmp, self.log.with_name(PROMPT_FILE))
