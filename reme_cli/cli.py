@@ -12,6 +12,7 @@ from typing import Callable, Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from reme_cli.core.config import compose
 from reme_cli.core.errors import EXIT_UNIT_ERRORS, Interrupted, UserError
@@ -69,7 +70,8 @@ def _run(body: Callable[[], None]) -> None:
     except ReleaseSwitch as switch:  # the config asks for another BFCL release: run again with it
         reexec(switch)
     except UserError as exc:
-        console.print(f"[red]error:[/red] {exc}", highlight=False, soft_wrap=True)
+        # Escaped: a message may hold brackets (pip extras, lists) that rich would eat as markup.
+        console.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
         raise typer.Exit(exc.exit_code) from None
     except KeyboardInterrupt as exc:
         console.print("[yellow]interrupted:[/yellow] finished units are saved; rerun the same command to resume")

@@ -31,9 +31,8 @@ from reme_cli.agent.loop import Trajectory
 from reme_cli.bench.base import Outcome, Task
 from reme_cli.core.errors import UserError
 
-# No square brackets: the CLI prints errors as rich markup, where "[baselines]" would vanish.
-INSTALL_HINT = ("memory=langmem needs LangMem, an optional extra: pip install langmem==0.0.30 trustcall==0.0.39 "
-                "(the pins of reme's `baselines` extra)")
+INSTALL_HINT = ("memory=langmem needs LangMem, an optional extra: pip install 'reme[baselines]' "
+                "(or bash scripts/install.sh --baselines)")
 
 # What LangMem/trustcall raise when a reply does not fit: json/pydantic/LangChain parse
 # errors are ValueErrors; trustcall's empty ``responses[0]`` is an IndexError; a reply of the
