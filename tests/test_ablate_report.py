@@ -94,6 +94,19 @@ def test_ablate_table1_runs_reports_and_resumes(reme, server):
     assert {"ReMe (fixed)", "ReMe (dynamic)"} <= set(rows)
     assert (suite / "report" / "table_table1.csv").exists() and (suite / "report" / "scores.png").stat().st_size
     assert sorted(p.name for p in (suite / "pools").iterdir()) == ["amem", "langmem", "reme"]
+    # The three methods learn from the same training trajectories: the pools built after
+    # ReMe's replayed every sampling call from the response cache.
+    def sampled(pool: str) -> tuple[dict, list]:
+        report = json.loads((suite / "pools" / pool / "build" / "report.json").read_text())
+        lines = (suite / "pools" / pool / "build" / "trials.jsonl").read_text().splitlines()
+        calls = {t["unit"]: [(c["call"], c["output"]) for turn in t["trajectory"]["turns"] for step in turn
+                             for c in step["calls"]] for t in map(json.loads, lines)}
+        return report["sampling_llm"], sorted(calls.items())
+    reme_llm, reme_trajectories = sampled("reme")
+    assert reme_llm["calls"] > 0
+    for pool in ("amem", "langmem"):
+        llm, trajectories = sampled(pool)
+        assert llm["cached_calls"] == llm["calls"] == reme_llm["calls"] and trajectories == reme_trajectories
     before = {p: p.read_text() for p in suite.glob("runs/*/trials.jsonl")}
     assert len(before) == 5
     reme(*args, check=True)  # resumes: every unit already finished

@@ -71,8 +71,8 @@ def build_pool(cfg: Config, console: Console, wait: bool = False) -> RunResult:
             settings = episode_settings(cfg, bench, temperature=cfg.build.temperature)
             progress = RunProgress(console, f"sample {cfg.build.samples}/task")
             try:
-                ctx = asyncio.run(_sample_and_learn(cfg, ep, bench, settings, run_dir, progress, streams,
-                                                    task_ids, method, embedder))
+                ctx, sampling_llm = asyncio.run(_sample_and_learn(cfg, ep, bench, settings, run_dir, progress,
+                                                                  streams, task_ids, method, embedder))
             except BaseException:
                 run_dir.update_manifest(status="interrupted")
                 raise
@@ -80,7 +80,8 @@ def build_pool(cfg: Config, console: Console, wait: bool = False) -> RunResult:
                 progress.stop()
 
         built: BuildResult = replace_dir(out / "pool", lambda staging: method.assemble_pool(ctx, staging))
-        report = {**sampling_report(run_dir, task_ids), "method": cfg.memory.name, **built.report}
+        report = {**sampling_report(run_dir, task_ids), "sampling_llm": sampling_llm, "method": cfg.memory.name,
+                  **built.report}
         write_json_atomic(run_dir.path / REPORT_FILE, report)
         run_dir.update_manifest(status="complete" if not report["unit_errors"] else "incomplete")
     console.print(report_table(report, built.rows, out))
@@ -91,7 +92,7 @@ def build_pool(cfg: Config, console: Console, wait: bool = False) -> RunResult:
 
 async def _sample_and_learn(cfg: Config, ep, bench: Benchmark, settings: EpisodeSettings, run_dir: RunDir,
                             progress: RunProgress, streams, task_ids: list[str], method: Any,
-                            embedder: Any) -> BuildContext:
+                            embedder: Any) -> tuple[BuildContext, dict[str, int]]:
     client = make_client(cfg, ep)
     summarizer, own = summarizer_settings(cfg, client)
     try:
@@ -100,6 +101,9 @@ async def _sample_and_learn(cfg: Config, ep, bench: Benchmark, settings: Episode
                         health=ep.health)
         await runner.run(streams)
         progress.stop()
+        # Before the method's own calls: what sampling cost, and how much of it the response
+        # cache replayed (all of it when another method's pool sampled the same units).
+        sampling_llm = {"calls": client.usage.calls, "cached_calls": client.usage.cached_calls}
 
         attempts: dict[str, list[tuple[Trajectory, Outcome]]] = defaultdict(list)
         for t in sorted(run_dir.trials(), key=lambda t: t.run):
@@ -108,7 +112,7 @@ async def _sample_and_learn(cfg: Config, ep, bench: Benchmark, settings: Episode
         ctx = BuildContext(cfg=cfg, summarizer=summarizer, embedder=embedder, bench=bench, task_ids=task_ids,
                            attempts=dict(attempts), work=run_dir.path)
         await method.learn_from_training(ctx)
-        return ctx
+        return ctx, sampling_llm
     finally:
         await client.close()
         if own is not None:
@@ -134,6 +138,8 @@ def report_table(report: dict[str, Any], method_rows: list[tuple[str, str]], out
         ("trajectories", str(report["trajectories"])),
         ("trajectory success rate", f"{100 * report['trajectory_success_rate']:.1f}%"),
         ("unit errors", str(report["unit_errors"])),
+        ("sampling LLM calls (from cache)", f"{report['sampling_llm']['calls']} "
+                                            f"({report['sampling_llm']['cached_calls']})"),
         *method_rows,
     ]
     for what, value in rows:

@@ -81,14 +81,14 @@ def load_frames(paths: list[Path]) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataF
                               # AppWorld's checker names both; SGC and the difficulty table need them.
                               "scenario": checker.get("scenario"), "difficulty": checker.get("difficulty")})
         if mode == "dynamic":
-            series_rows += [{"run_id": run_id, **row} for row in _pool_series(path, trials)]
+            series_rows += [{"run_id": run_id, **row} for row in _pool_series(trials)]
     units = pd.DataFrame(unit_rows, columns=["run_id", "seed", "run", "task_id", "success", "error",
                                              "stop_reason", "checker_error_type", "scenario", "difficulty"])
     series = pd.DataFrame(series_rows) if series_rows else None
     return units, pd.DataFrame(run_rows), series
 
 
-def _pool_series(path: Path, trials: list) -> list[dict[str, Any]]:
+def _pool_series(trials: list) -> list[dict[str, Any]]:
     """Pool size along each dynamic stream, from the per-unit ``pool_size`` ReMe records."""
     rows = []
     for t in trials:

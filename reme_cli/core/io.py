@@ -71,3 +71,17 @@ def replace_dir(dest: Path, fill: Any) -> Any:
         return result
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+
+
+def keep_units(path: Path, finished_units: set[str]) -> list[dict[str, Any]]:
+    """Drop (atomically) the lines of units that never finished from a unit-keyed JSON-lines
+    log, and return the rest in order: a resumed stream replays only what was committed."""
+    kept = [r for r in read_lines(path) if r.get("unit") in finished_units]
+    if path.exists():
+        tmp = path.with_name(path.name + ".tmp")
+        with open(tmp, "w") as f:
+            f.writelines(json.dumps(r, ensure_ascii=False, default=str) + "\n" for r in kept)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    return kept

@@ -72,6 +72,13 @@ class Method(Protocol):
 
 MethodFactory = Callable[[tuple[int, int]], Method]  # (seed, run) -> the method for that stream
 
+STREAMS_DIR = "streams"
+
+
+def stream_dir(run_path: Path, stream: tuple[int, int]) -> Path:
+    """Where a dynamic stream keeps its memory's state inside the run directory."""
+    return run_path / STREAMS_DIR / f"s{stream[0]}_r{stream[1]}"
+
 
 @dataclass
 class BuildContext:

@@ -17,10 +17,10 @@ from reme_cli.core.io import append_lines, read_lines
 from reme_cli.methods.amem.agentic import AMemStats, construct, evolve
 from reme_cli.methods.amem.notes import Note, NoteStore
 from reme_cli.methods.base import (Attempt, BuildContext, BuildResult, MethodContext, MethodFactory, OneAttempt,
-                                   Retrieval)
+                                   Retrieval, stream_dir)
 from reme_cli.methods.reme.distill import render_trajectory
 from reme_cli.methods.reme.events import EventLog
-from reme_cli.methods.reme.method import make_embedder_for, stream_dir
+from reme_cli.methods.reme.method import make_embedder_for
 
 BUILD_EVENTS = "amem_events.jsonl"
 STREAM_EVENTS = "amem_events.jsonl"

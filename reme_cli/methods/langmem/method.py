@@ -37,10 +37,10 @@ from reme_cli.agent.loop import GUIDANCE_HEADER
 from reme_cli.bench.base import Task
 from reme_cli.core.config import Config, config_hash
 from reme_cli.core.errors import UserError
-from reme_cli.core.io import append_lines, now, read_lines, write_json_atomic
+from reme_cli.core.io import append_lines, keep_units, now, read_lines, write_json_atomic
 from reme_cli.llm.endpoint import request_extra_body
 from reme_cli.methods.base import (Attempt, BuildContext, BuildResult, MethodContext, MethodFactory, OneAttempt,
-                                   Retrieval)
+                                   Retrieval, stream_dir)
 from reme_cli.methods.langmem.config import LangMemConfig
 from reme_cli.methods.langmem.optimizer import optimize, prompt_version, require_langmem
 
@@ -48,7 +48,6 @@ POOL_FILE = "langmem.json"
 PROMPT_FILE = "prompt.txt"
 MANIFEST_FILE = "manifest.json"
 STEPS_FILE = "langmem_steps.jsonl"
-STREAMS_DIR = "streams"
 STREAM_FILE = "prompts.jsonl"
 POOL_FORMAT = "reme-langmem-pool"
 
@@ -97,23 +96,6 @@ def summarizer_extra_body(cfg: Config) -> dict[str, Any] | None:
     when it shares the executor's server), kept when a tool_choice goes in extra_body."""
     s = cfg.summarizer
     return request_extra_body(cfg) if s.name == "same" or not s.base_url else None
-
-
-def stream_dir(run_path: Path, stream: tuple[int, int]) -> Path:
-    return run_path / STREAMS_DIR / f"s{stream[0]}_r{stream[1]}"
-
-
-def keep_only(path: Path, finished_units: set[str]) -> list[dict[str, Any]]:
-    """Drop (atomically) the lines of units that never finished; the rest, in order."""
-    kept = [r for r in read_lines(path) if r.get("unit") in finished_units]
-    if path.exists():
-        tmp = path.with_name(path.name + ".tmp")
-        with open(tmp, "w") as f:
-            f.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in kept)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    return kept
 
 
 class LangMem(OneAttempt):
@@ -212,7 +194,7 @@ class LangMem(OneAttempt):
         def for_stream(stream: tuple[int, int]) -> LangMem:
             d = stream_dir(ctx.run_path, stream)
             d.mkdir(parents=True, exist_ok=True)
-            committed = keep_only(d / STREAM_FILE, ctx.finished_units)  # lines of unfinished units go
+            committed = keep_units(d / STREAM_FILE, ctx.finished_units)  # lines of unfinished units go
             prompt = committed[-1]["prompt"] if committed else start
             return cls(prompt, cfg.memory, ctx.summarizer, dynamic=True, log=d / STREAM_FILE, extra_body=extra)
 

@@ -30,6 +30,7 @@ from typing import Any
 from reme_cli.agent.loop import Trajectory
 from reme_cli.bench.base import Outcome, Task
 from reme_cli.core.errors import UserError
+from reme_cli.core.text import clip, middle_cut
 
 INSTALL_HINT = ("memory=langmem needs LangMem, an optional extra: pip install 'reme[baselines]' "
                 "(or bash scripts/install.sh --baselines)")
@@ -60,19 +61,6 @@ def require_langmem() -> Any:
 def prompt_version(prompt: str) -> str:
     """A short, stable name of a prompt text (what trials record as the retrieved id)."""
     return hashlib.sha256(prompt.encode("utf-8")).hexdigest()[:12]
-
-
-def _clip(text: str, limit: int) -> str:
-    text = text.strip()
-    return text if len(text) <= limit else text[:limit] + f" ...[{len(text) - limit} chars cut]"
-
-
-def _middle_cut(text: str, limit: int) -> str:
-    if len(text) <= limit:
-        return text
-    marker = f"\n...[{len(text) - limit} chars omitted]...\n"
-    head = max(limit - len(marker), 0) // 2
-    return text[:head] + marker + text[len(text) - (max(limit - len(marker), 0) - head):]
 
 
 def _args_object(call: dict[str, Any]) -> dict[str, Any]:
@@ -106,9 +94,9 @@ def trajectory_messages(task: Task, traj: Trajectory) -> list[dict[str, Any]]:
             for i, c in zip(ids, step.calls):
                 out = str(c.get("output", ""))
                 msgs.append({"role": "tool", "tool_call_id": i,
-                             "content": _clip(("Error: " if c.get("error") else "") + out, _MAX_OUTPUT_CHARS)})
+                             "content": clip(("Error: " if c.get("error") else "") + out, _MAX_OUTPUT_CHARS)})
             if step.code_output is not None:
-                msgs.append({"role": "user", "content": _clip(f"Output:\n{step.code_output}", _MAX_OUTPUT_CHARS)})
+                msgs.append({"role": "user", "content": clip(f"Output:\n{step.code_output}", _MAX_OUTPUT_CHARS)})
     return msgs
 
 
@@ -122,7 +110,7 @@ def feedback_text(outcome: Outcome, traj: Trajectory, with_reason: bool) -> str:
     if with_reason and (details.get("error_type") or details.get("error_message")):
         reason = str(details.get("error_message") or "").strip().splitlines()
         text += f" Reason ({details.get('error_type') or 'unknown'}): " \
-                f"{_clip(reason[0] if reason else '', _MAX_REASON_CHARS)}"
+                f"{clip(reason[0] if reason else '', _MAX_REASON_CHARS)}"
     if traj.stop_reason != "answered":
         text += f" The episode stopped early ({traj.stop_reason})."
     return text
@@ -135,7 +123,7 @@ def render_batch(batch: list[tuple[Task, Trajectory, Outcome]], *, with_reason: 
 
     pieces = []
     for i, (task, traj, outcome) in enumerate(batch):
-        shown = _middle_cut(get_trajectory_clean(convert_to_messages(trajectory_messages(task, traj))), max_chars)
+        shown = middle_cut(get_trajectory_clean(convert_to_messages(trajectory_messages(task, traj))), max_chars)
         pieces.append(f"<trajectory {i}>\n{shown}\n</trajectory {i}>\n"
                       f"<feedback {i}>\n{feedback_text(outcome, traj, with_reason)}\n</feedback {i}>")
     return "\n".join(pieces)
@@ -175,7 +163,7 @@ async def optimize(prompt: str, batch: list[tuple[Task, Trajectory, Outcome]], c
     except OPTIMIZER_FAILURES as exc:
         model.raise_fault()  # a swallowed transport error comes first, whatever followed it
         first = (str(exc).strip().splitlines() or [""])[0]
-        return Step(prompt, False, model.calls, f"{type(exc).__name__}: {_clip(first, 300)}")
+        return Step(prompt, False, model.calls, f"{type(exc).__name__}: {clip(first, 300)}")
     model.raise_fault()
     new = _plain(new).strip() if isinstance(new, str) else ""
     if not new:  # "update_prompt = False and an empty string": LangMem's way of keeping it

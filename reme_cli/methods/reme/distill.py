@@ -28,6 +28,7 @@ from typing import Any
 
 from reme_cli.agent.loop import Step, Trajectory
 from reme_cli.bench.base import DEFAULT_PROMPT_FAMILY, Outcome, Task
+from reme_cli.core.text import clip, middle_cut
 from reme_cli.llm.client import LLM
 from reme_cli.methods.reme.experience import Experience
 from reme_cli.methods.reme.llm_json import parse_json
@@ -111,24 +112,6 @@ class DistillStats:
 
 
 # ---------------------------------------------------------------------------- rendering
-def _clip(text: str, limit: int) -> str:
-    text = text.strip()
-    if len(text) <= limit:
-        return text
-    return text[:limit] + f" ...[{len(text) - limit} chars cut]"
-
-
-def _middle_cut(text: str, max_chars: int) -> str:
-    if len(text) <= max_chars:
-        return text
-    marker = "\n...[{} chars omitted]...\n"
-    room = max(max_chars - len(marker.format(len(text))), 0)
-    head = room // 2
-    tail = room - head
-    omitted = len(text) - head - tail
-    return text[:head] + marker.format(omitted) + (text[len(text) - tail:] if tail else "")
-
-
 def _call_text(call: dict[str, Any]) -> str:
     text = call.get("call")
     if not isinstance(text, str) or not text:
@@ -145,10 +128,10 @@ def _code_step(step: Step) -> list[str]:
     lines = []
     thought = _FENCED.sub("", step.text or "").strip()
     if thought:
-        lines.append(f"[assistant] {_clip(thought, _MAX_TEXT_CHARS)}")
-    lines.append(f"[code]\n{_clip(step.code or '', _MAX_CODE_CHARS)}")
+        lines.append(f"[assistant] {clip(thought, _MAX_TEXT_CHARS)}")
+    lines.append(f"[code]\n{clip(step.code or '', _MAX_CODE_CHARS)}")
     failed = any(c.get("error") for c in step.calls)
-    lines.append(f"{'[error]' if failed else '[output]'} {_clip(step.code_output or '', _MAX_OUTPUT_CHARS)}")
+    lines.append(f"{'[error]' if failed else '[output]'} {clip(step.code_output or '', _MAX_OUTPUT_CHARS)}")
     return lines
 
 
@@ -173,11 +156,11 @@ def render_trajectory(task: Task, traj: Trajectory, outcome: Outcome | None, max
                 lines += _code_step(step)
                 continue
             if step.text and step.text.strip():
-                lines.append(f"[assistant] {_clip(step.text, _MAX_TEXT_CHARS)}")
+                lines.append(f"[assistant] {clip(step.text, _MAX_TEXT_CHARS)}")
             for call in step.calls:
-                lines.append(f"[call] {_clip(_call_text(call), _MAX_CALL_CHARS)}")
+                lines.append(f"[call] {clip(_call_text(call), _MAX_CALL_CHARS)}")
                 tag = "[error]" if call.get("error") else "[output]"
-                lines.append(f"{tag} {_clip(str(call.get('output', '')), _MAX_OUTPUT_CHARS)}")
+                lines.append(f"{tag} {clip(str(call.get('output', '')), _MAX_OUTPUT_CHARS)}")
         if not steps:
             lines.append("[assistant] (no reply)")
     unreached = len(task.turns) - len(traj.turns)
@@ -188,7 +171,7 @@ def render_trajectory(task: Task, traj: Trajectory, outcome: Outcome | None, max
     if outcome is not None:
         verdict = "success" if outcome.success else "failure"
         lines.append(f"## Outcome: {verdict} (reward {outcome.reward:g})")
-    return _middle_cut("\n".join(lines), max_chars)
+    return middle_cut("\n".join(lines), max_chars)
 
 
 # ---------------------------------------------------------------------------- distillation

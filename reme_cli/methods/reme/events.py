@@ -9,14 +9,12 @@ neither lose nor double an update: the unit simply runs again.
 
 from __future__ import annotations
 
-import json
-import os
 from pathlib import Path
 from typing import Any
 
 from reme_cli.methods.reme.experience import Experience
 from reme_cli.methods.reme.pool import Pool
-from reme_cli.core.io import append_lines
+from reme_cli.core.io import append_lines, keep_units, read_lines
 
 
 class EventLog:
@@ -36,28 +34,11 @@ class EventLog:
         self._pending = []
 
     def read(self) -> list[dict[str, Any]]:
-        if not self.path.exists():
-            return []
-        events = []
-        for line in self.path.read_text().splitlines():
-            try:
-                events.append(json.loads(line))
-            except json.JSONDecodeError:  # a torn last line from a kill
-                continue
-        return events
+        return read_lines(self.path)  # a torn last line from a kill is skipped
 
     def keep_only(self, finished_units: set[str]) -> list[dict[str, Any]]:
         """Drop events of unfinished units (atomically) and return the rest in order."""
-        if not self.path.exists():
-            return []
-        events = [e for e in self.read() if e.get("unit") in finished_units]
-        tmp = self.path.with_name(self.path.name + ".tmp")
-        with open(tmp, "w") as f:
-            f.writelines(json.dumps(e, ensure_ascii=False) + "\n" for e in events)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self.path)
-        return events
+        return keep_units(self.path, finished_units)
 
 
 def apply_events(pool: Pool, events: list[dict[str, Any]]) -> None:

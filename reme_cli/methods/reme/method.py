@@ -19,7 +19,7 @@ from reme_cli.bench.base import Task
 from reme_cli.core.config import Config
 from reme_cli.core.errors import UserError
 from reme_cli.methods.base import (Attempt, BuildContext, BuildResult, Episode, MethodContext, MethodFactory,
-                                   OneAttempt, Retrieval, Solved)
+                                   OneAttempt, Retrieval, Solved, stream_dir)
 from reme_cli.methods.reme.config import ReMeConfig
 from reme_cli.methods.summarizer import SummarizerSettings
 from reme_cli.methods.reme.distill import distill_task, judge, reflect, reflection_experience
@@ -28,8 +28,6 @@ from reme_cli.methods.reme.events import EventLog, apply_events
 from reme_cli.methods.reme.experience import Experience
 from reme_cli.methods.reme.pool import Pool
 from reme_cli.methods.reme.reuse import format_guidance, rerank, rewrite
-
-STREAMS_DIR = "streams"
 
 
 def resolve_pool_path(path: str | Path) -> Path:
@@ -314,6 +312,3 @@ class ReMe(OneAttempt):
             out["response_format"] = self.summ.formats[role]
         return out
 
-
-def stream_dir(run_path: Path, stream: tuple[int, int]) -> Path:
-    return run_path / STREAMS_DIR / f"s{stream[0]}_r{stream[1]}"
