@@ -279,7 +279,7 @@ def test_an_unparsable_answer_keeps_the_prompt_and_is_recorded():
     import asyncio
 
     llm = _FakeLLM(reply="I think the prompt is fine.")
-    step = asyncio.run(optimize("P0", _batch(), LangMemConfig(), _Summarizer(llm), None))
+    step = asyncio.run(optimize("P0", _batch(), LangMemConfig(), _Summarizer(llm)))
     assert step.prompt == "P0" and not step.changed and llm.calls == 1
     assert step.error.startswith("OutputParserException")
 
@@ -292,7 +292,7 @@ def test_transport_errors_are_never_swallowed(kind):
     cfg = LangMemConfig(kind=kind)
     llm = _FakeLLM(error=ContextOverflow("maximum context length is 8192 tokens"))
     with pytest.raises(ContextOverflow):
-        asyncio.run(optimize("P0", _batch(), cfg, _Summarizer(llm), None))
+        asyncio.run(optimize("P0", _batch(), cfg, _Summarizer(llm)))
     assert llm.calls == 1  # and nothing more was sent once it broke
 
 
@@ -330,3 +330,25 @@ def test_embedded_model_builds_a_langmem_pool_and_evaluates_with_it(tmp_path):
               "eval.runs=1", "eval.seeds=1", *small, "out_dir=ev"], tmp_path, check=True, timeout=900)
     (trial,) = _trials(tmp_path / "ev")
     assert trial["error"] is None and trial["guidance"] == format_guidance(pool["prompt"])
+
+
+def test_a_tool_choice_keeps_the_models_own_request_extras():
+    """The summarizer adds the model's extras (Qwen3's thinking switch) under the caller's
+    own, so LangMem's forced tool_choice does not switch thinking back on."""
+    import asyncio
+
+    from reme_cli.methods.summarizer import _WithExtraBody
+
+    seen: list[dict] = []
+
+    class _Capture:
+        model, usage = "m", None
+
+        async def chat(self, messages, **kwargs):
+            seen.append(kwargs)
+
+    llm = _WithExtraBody(_Capture(), {"chat_template_kwargs": {"enable_thinking": False}})
+    asyncio.run(llm.chat([], extra_body={"tool_choice": "required"}))
+    asyncio.run(llm.chat([]))
+    assert seen[0]["extra_body"] == {"chat_template_kwargs": {"enable_thinking": False}, "tool_choice": "required"}
+    assert seen[1]["extra_body"] == {"chat_template_kwargs": {"enable_thinking": False}}

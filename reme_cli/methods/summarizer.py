@@ -50,7 +50,8 @@ CONSTRAINED_FORMATS: dict[str, dict[str, Any]] = {
 
 
 class _WithExtraBody:
-    """Adds the model's request extras (e.g. Qwen3's thinking switch) to every call."""
+    """Adds the model's request extras (e.g. Qwen3's thinking switch) to every call, under
+    any extras the caller adds (a tool_choice, say)."""
 
     def __init__(self, llm: LLM, extra_body: dict[str, Any] | None):
         self._llm = llm
@@ -59,8 +60,8 @@ class _WithExtraBody:
         self.usage = llm.usage
 
     async def chat(self, messages: list[dict[str, Any]], **kwargs: Any) -> ChatResult:
-        if self._extra and "extra_body" not in kwargs:
-            kwargs["extra_body"] = self._extra
+        if self._extra:
+            kwargs["extra_body"] = {**self._extra, **(kwargs.get("extra_body") or {})}
         return await self._llm.chat(messages, **kwargs)
 
 

@@ -9,7 +9,7 @@ What LangMem uses, and how it maps:
 - ``bind_tools(tools, tool_choice=...)``: tools in OpenAI form; ``"any"`` -> ``"required"``,
   a tool's name -> the forced-function form. reme's client always sends ``"auto"`` with
   tools, so another choice goes in ``extra_body``, which the client merges over the body
-  (together with the model's own request extras, e.g. Qwen3's thinking switch).
+  (the summarizer adds the model's own request extras, e.g. Qwen3's thinking switch).
 - ``with_structured_output(schema, method="json_schema")``: the summarizer's
   ``schema_format`` (``json_schema`` for vLLM/OpenAI, ``json_object`` + ``schema`` for
   llama.cpp), and the reply parsed into a dict (TypedDict) or a model (pydantic).
@@ -54,8 +54,7 @@ def openai_tool_choice(choice: Any) -> Any:
 
 class RemeChatModel(BaseChatModel):
     """``llm``: reme's ``LLM`` (async ``chat``); ``schema_format(name, schema)`` gives the
-    response_format for a JSON schema on that server; ``extra_body``: the model's request
-    extras, merged under a tool_choice override."""
+    response_format for a JSON schema on that server."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
@@ -64,7 +63,6 @@ class RemeChatModel(BaseChatModel):
     temperature: float = 0.0
     max_tokens: int = 1024
     seed: int | None = None
-    extra_body: dict[str, Any] | None = None
 
     _fault: BaseException | None = PrivateAttr(default=None)
     _calls: int = PrivateAttr(default=0)
@@ -92,14 +90,11 @@ class RemeChatModel(BaseChatModel):
         self.raise_fault()  # the run is going down: no more requests
         body = [_sendable(m) for m in convert_to_openai_messages(messages)]
         tools = kwargs.get("tools") or None
-        extra = dict(self.extra_body or {})
         choice = openai_tool_choice(kwargs.get("tool_choice")) if tools else None
-        if choice is not None:
-            extra["tool_choice"] = choice
         request: dict[str, Any] = {"tools": tools, "response_format": kwargs.get("response_format"),
                                    "temperature": self.temperature, "max_tokens": self.max_tokens, "seed": self.seed}
-        if choice is not None:  # otherwise the client adds the model's extras itself
-            request["extra_body"] = extra
+        if choice is not None:
+            request["extra_body"] = {"tool_choice": choice}
         self._calls += 1
         try:
             res = await self.llm.chat(body, **request)

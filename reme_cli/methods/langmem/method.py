@@ -38,7 +38,6 @@ from reme_cli.bench.base import Task
 from reme_cli.core.config import Config, config_hash
 from reme_cli.core.errors import UserError
 from reme_cli.core.io import append_lines, keep_units, now, read_lines, write_json_atomic
-from reme_cli.llm.endpoint import request_extra_body
 from reme_cli.methods.base import (Attempt, BuildContext, BuildResult, MethodContext, MethodFactory, OneAttempt,
                                    Retrieval, stream_dir)
 from reme_cli.methods.langmem.config import LangMemConfig
@@ -91,13 +90,6 @@ def require_pool(cfg: Config) -> dict[str, Any]:
     return load_pool(cfg.memory.pool)
 
 
-def summarizer_extra_body(cfg: Config) -> dict[str, Any] | None:
-    """The request extras the summarizer's client adds by itself (Qwen3's thinking switch
-    when it shares the executor's server), kept when a tool_choice goes in extra_body."""
-    s = cfg.summarizer
-    return request_extra_body(cfg) if s.name == "same" or not s.base_url else None
-
-
 class LangMem(OneAttempt):
     """The learned instructions as every task's guidance; refined per stream in dynamic mode."""
 
@@ -105,13 +97,12 @@ class LangMem(OneAttempt):
     needs_summarizer = True
 
     def __init__(self, prompt: str, cfg: LangMemConfig, summarizer: Any, *, dynamic: bool,
-                 log: Path | None = None, extra_body: dict[str, Any] | None = None):
+                 log: Path | None = None):
         self.prompt = prompt
         self.cfg = cfg
         self.summ = summarizer
         self.dynamic = dynamic
         self.log = log  # the stream's committed prompt updates (dynamic)
-        self.extra_body = extra_body
         self._pending: dict[str, Any] | None = None
 
     # ------------------------------------------------------------------ build-pool
@@ -126,11 +117,10 @@ class LangMem(OneAttempt):
         path = ctx.work / STEPS_FILE
         done = read_lines(path)
         prompt = done[-1]["prompt"] if done else cfg.initial_prompt
-        extra = summarizer_extra_body(ctx.cfg)
         for index in range(len(done), len(batches)):
             batch = batches[index]
             triples = [(ctx.bench.load(t), *ctx.attempts[t][i]) for t, i in batch]
-            step = await optimize(prompt, triples, cfg, ctx.summarizer, extra)
+            step = await optimize(prompt, triples, cfg, ctx.summarizer)
             append_lines(path, [{
                 "step": index, "items": [f"{t}#{i}" for t, i in batch],
                 "successes": sum(o.success for _, _, o in triples),
@@ -186,7 +176,6 @@ class LangMem(OneAttempt):
         require_langmem()
         cfg = ctx.cfg
         start = require_pool(cfg)["prompt"]
-        extra = summarizer_extra_body(cfg)
         if cfg.eval.mode == "fixed":
             shared = cls(start, cfg.memory, ctx.summarizer, dynamic=False)
             return lambda stream: shared
@@ -196,7 +185,7 @@ class LangMem(OneAttempt):
             d.mkdir(parents=True, exist_ok=True)
             committed = keep_units(d / STREAM_FILE, ctx.finished_units)  # lines of unfinished units go
             prompt = committed[-1]["prompt"] if committed else start
-            return cls(prompt, cfg.memory, ctx.summarizer, dynamic=True, log=d / STREAM_FILE, extra_body=extra)
+            return cls(prompt, cfg.memory, ctx.summarizer, dynamic=True, log=d / STREAM_FILE)
 
         return for_stream
 
@@ -208,7 +197,7 @@ class LangMem(OneAttempt):
         if not self.dynamic:
             return {"kind": self.cfg.kind, "prompt_version": before}
         step = await optimize(self.prompt, [(task, a.trajectory, a.outcome) for a in attempts], self.cfg,
-                              self.summ, self.extra_body)
+                              self.summ)
         info = {"kind": self.cfg.kind, "prompt_before": before, "prompt_after": prompt_version(step.prompt),
                 "changed": step.changed, "llm_calls": step.llm_calls, "optimizer_error": step.error}
         self._pending = {"unit": unit, "task_id": task.id, **info, "prompt": step.prompt}

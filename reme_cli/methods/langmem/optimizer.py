@@ -143,16 +143,15 @@ class Step:
     error: str | None = None  # the optimizer's parse/validation failure, if any
 
 
-async def optimize(prompt: str, batch: list[tuple[Task, Trajectory, Outcome]], cfg: Any, summarizer: Any,
-                   extra_body: dict[str, Any] | None) -> Step:
+async def optimize(prompt: str, batch: list[tuple[Task, Trajectory, Outcome]], cfg: Any,
+                   summarizer: Any) -> Step:
     """One optimizer call over ``batch``, starting from ``prompt``. ``cfg``: LangMemConfig;
     ``summarizer``: SummarizerSettings (its client, sampling and schema format)."""
     create = require_langmem()
     from reme_cli.methods.langmem.chat_model import RemeChatModel
 
     model = RemeChatModel(llm=summarizer.llm, schema_format=summarizer.schema_format,
-                          temperature=summarizer.temperature, max_tokens=summarizer.max_tokens,
-                          extra_body=extra_body)
+                          temperature=summarizer.temperature, max_tokens=summarizer.max_tokens)
     options = None if cfg.kind == "prompt_memory" else {
         "max_reflection_steps": cfg.max_reflection_steps, "min_reflection_steps": cfg.min_reflection_steps}
     optimizer = create(model, kind=cfg.kind, config=options)
