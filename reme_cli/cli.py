@@ -153,7 +153,7 @@ def serve_cmd(
         try:
             raise typer.Exit(subprocess.call(cmd))
         except FileNotFoundError:
-            raise UserError(f"`{cmd[0]}` is not installed: pip install 'reme[gpu]' on a GPU machine") from None
+            raise UserError(f"`{cmd[0]}` is not installed: pip install -e '.[gpu]' from the reme checkout on a GPU machine") from None
 
     _run(body)
 
@@ -254,19 +254,28 @@ def report_cmd(
 
 @pool_app.command("import", context_settings=_OVERRIDES)
 def pool_import_cmd(
-    file: Path = typer.Argument(..., help="A released pool, e.g. reme_official_pools/bfcl_qwen3_8b.jsonl"),
-    out: Path = typer.Option(..., "--out", help="Directory to write the native pool to."),
+    source: Optional[str] = typer.Argument(
+        None, metavar="SOURCE",
+        help="A bundled released pool by name (official:bfcl/qwen3-8b; see --list) or a pool JSONL file."),
+    out: Optional[Path] = typer.Option(None, "--out", help="Directory to write the native pool to."),
+    list_: bool = typer.Option(False, "--list", help="List the bundled released pools with their counts."),
     overrides: Optional[list[str]] = OverridesArg,
 ) -> None:
-    """Convert the authors' released pool (JSONL) into a native pool directory.
+    """Convert a released experience pool (the authors' JSONL format) into a native pool directory.
 
-    Example: reme pool import ../shared/reference/reme_official_pools/bfcl_qwen3_8b.jsonl --out pools/bfcl_8b
+    The authors' six released pools ship with reme. Example: reme pool import official:bfcl/qwen3-8b --out pools/bfcl_8b
     """
 
     def body() -> None:
-        from reme_cli.commands.pool import import_pool
+        from reme_cli.commands.pool import import_pool, list_released
 
-        print(import_pool(file, out, compose(["memory=reme", *(overrides or [])]), console))
+        if list_:
+            list_released(console)
+            return
+        if source is None or out is None:
+            raise UserError("give a pool to import and where to write it: "
+                            "reme pool import official:bfcl/qwen3-8b --out DIR (names: reme pool import --list)")
+        print(import_pool(source, out, compose(["memory=reme", *(overrides or [])]), console))
 
     _run(body)
 

@@ -24,7 +24,7 @@ their ratios are comparable on a noisy machine; keep the machine otherwise idle.
 are stopped (their whole process group) whatever happens. Only the standard library.
 
     python scripts/bench_local_model.py --python portable=.venv/bin/python \
-        --python dl=/work/llama_dl/venv/bin/python --threads 1,2 --out results/bench.md
+        --python other=../other-venv/bin/python --threads 1,2 --out results/bench.md
 """
 
 from __future__ import annotations
@@ -236,7 +236,7 @@ def main() -> None:
             print(table(rows[-1:]).splitlines()[-1], file=sys.stderr, flush=True)
 
     notes = [f"- {r['build']} / {r['threads']}t: {note}" for r in rows for note in r["notes"]]
-    report = (f"{table(rows)}\n\nModel: {model}; medians of {args.repeats} runs; "
+    report = (f"{table(rows)}\n\nModel: {Path(model).name}; medians of {args.repeats} runs; "
               f"1-min load average at start / end: {load:.2f} / {os.getloadavg()[0]:.2f}\n\n" + "\n".join(notes) + "\n")
     print(report)
     if args.out:

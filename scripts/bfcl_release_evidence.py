@@ -56,8 +56,9 @@ import sys
 import zipfile
 from pathlib import Path
 
-DEFAULT_POOLS = Path("/work/shared/reference/reme_official_pools")
-DEFAULT_SPLIT = Path("/work/shared/reference/bfcl_v3_split.json")
+REPO = Path(__file__).resolve().parents[1]
+DEFAULT_POOLS = REPO / "reme_cli" / "methods" / "reme" / "official_pools"  # the authors' released pools, bundled
+DEFAULT_SPLIT = REPO / "reme_cli" / "bench" / "data" / "bfcl_v3_split.json"  # the official 50/150 split
 POOL_MODELS = ("8b", "14b", "32b")
 # Backend modules / function docs used by multi_turn_base.
 BACKENDS = (

@@ -8,6 +8,6 @@ cd "$(dirname "$0")/.."
   echo "# The package set reme's CI passed with (scripts/freeze_constraints.sh; $(python -V 2>&1), $(uname -m))."
   echo "# scripts/install.sh installs with -c constraints.txt; pyproject.toml keeps the wider ranges."
   # Local version labels (torch's +cpu) would not match the same release built elsewhere.
-  python -m pip freeze --exclude-editable --all | grep -viE '^(reme|pip|setuptools|wheel)==' | sed -E 's/\+[a-z0-9.]+$//' | sort -f
+  python -m pip freeze --exclude-editable --all | grep -viE '^(reme-harness|reme|pip|setuptools|wheel)==' | sed -E 's/\+[a-z0-9.]+$//' | sort -f
 } > constraints.txt
 echo "wrote constraints.txt ($(grep -vc '^#' constraints.txt) packages)"

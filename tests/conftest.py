@@ -7,7 +7,6 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared"
 
 
 def run_reme(args: list[str], cwd: Path, timeout: float = 600, env: dict | None = None,

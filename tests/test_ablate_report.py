@@ -79,6 +79,36 @@ def test_a_user_suite_is_just_a_file(reme):
     assert proc.returncode == 2 and "variant x (mode fixed) needs a pool" in proc.stderr
 
 
+def test_a_suite_starts_from_the_released_pool_of_its_benchmark_and_model(reme, server):
+    suite = reme.cwd / "released.yaml"
+    suite.write_text("table: topk\npools: {released: official, named: 'official:bfcl/qwen3-14b'}\n"
+                     "variants:\n  fixed: {mode: fixed, pool: released}\n  named: {mode: fixed, pool: named}\n")
+    args = ("ablate", str(suite), "model=qwen3-8b", "embedding=minilm", "benchmark.release=current",
+            f"llm.base_url={server.base_url}", "llm.model=replay", "benchmark.limit=1", "eval.runs=1", "eval.seeds=1")
+    plan_text = re.sub(r"[\s│]+", " ", reme(*args, "--dry-run", check=True, env={"COLUMNS": "200"}).stderr)
+    assert "import pool released - official:bfcl/qwen3-8b 0 0" in plan_text
+    assert "import pool named - official:bfcl/qwen3-14b 0 0" in plan_text
+    suite.write_text("table: topk\npools: {released: official}\nvariants:\n  fixed: {mode: fixed, pool: released}\n")
+    reme(*args, check=True)
+    root = next((reme.cwd / "runs" / "ablate").iterdir())
+    manifest = json.loads((root / "pools" / "released" / "pool" / "manifest.json").read_text())
+    assert manifest["built_by"]["source"] == "official:bfcl/qwen3-8b"
+    assert len((root / "pools" / "released" / "pool" / "experiences.jsonl").read_text().splitlines()) == 96
+    (trial,) = map(json.loads, (root / "runs" / "fixed" / "trials.jsonl").read_text().splitlines())
+    released = {e["id"] for e in map(json.loads, (root / "pools" / "released" / "pool" / "experiences.jsonl")
+                                     .read_text().splitlines())}
+    assert len(trial["retrieved_ids"]) == 5 and set(trial["retrieved_ids"]) <= released
+    before = (root / "pools" / "released" / "pool" / "manifest.json").stat().st_mtime_ns
+    reme(*args, check=True)  # the rerun keeps the imported pool
+    assert (root / "pools" / "released" / "pool" / "manifest.json").stat().st_mtime_ns == before
+    proc = reme(*[a if a != "model=qwen3-8b" else "model=local" for a in args], "--dry-run")
+    assert proc.returncode == 2 and "released no pool for benchmark bfcl_v3 and model local" in proc.stderr
+    bad = reme.cwd / "bad.yaml"
+    bad.write_text("pools: {p: 'official:bfcl/qwen3-7b'}\nvariants:\n  x: {mode: fixed, pool: p}\n")
+    proc = reme("ablate", str(bad), *GPU, "--dry-run")
+    assert proc.returncode == 2 and "no bundled pool named 'official:bfcl/qwen3-7b'" in proc.stderr
+
+
 def test_ablate_table1_runs_reports_and_resumes(reme, server):
     args = ("ablate", "table1", "model=qwen3-8b", "embedding=minilm", "benchmark.release=current", f"llm.base_url={server.base_url}", "llm.model=replay",
             "benchmark.limit=2", "eval.runs=4", "eval.seeds=1", "build.samples=2")
@@ -117,8 +147,7 @@ def test_report_on_two_runs_prints_table1_beside_the_paper(reme, server):
     common = ["model=qwen3-8b", "embedding=minilm", f"llm.base_url={server.base_url}", "llm.model=replay", "benchmark.limit=2",
               "eval.runs=4", "eval.seeds=2"]
     reme("eval", *common, "out_dir=runs/none", check=True)
-    reme("pool", "import", str(Path(__file__).resolve().parents[2] / "shared" / "reference" / "reme_official_pools"
-                               / "bfcl_qwen3_8b.jsonl"), "--out", "pool", check=True)
+    reme("pool", "import", "official:bfcl/qwen3-8b", "--out", "pool", check=True)
     reme("eval", "--mode", "fixed", *common, "memory.pool=pool", "out_dir=runs/fixed", check=True)
     proc = reme("report", "runs", check=True)
     assert proc.stdout.strip().splitlines()[-1] == "runs/report"

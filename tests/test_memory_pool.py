@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import socket
@@ -21,14 +22,12 @@ from reme_cli.llm.embed import (
     make_embedder,
 )
 from reme_cli.methods.reme.experience import Experience
-from reme_cli.methods.reme.official import import_official
+from reme_cli.methods.reme.official import RELEASED_DIR, import_official, released_pools
 from reme_cli.methods.reme.pool import Pool
 
-OFFICIAL = Path(__file__).resolve().parents[2] / "shared" / "reference" / "reme_official_pools"
-if not OFFICIAL.is_dir():
-    OFFICIAL = Path("/work/shared/reference/reme_official_pools")
+OFFICIAL = RELEASED_DIR  # the authors' released pools, bundled with reme
 
-# From shared/reference/README.md: total (success, failure, comparative).
+# The counts the authors' files hold: total (success, failure, comparative).
 OFFICIAL_COUNTS = {
     "appworld_qwen3_8b": (207, 28, 152, 27),
     "appworld_qwen3_14b": (218, 47, 141, 30),
@@ -424,7 +423,8 @@ def test_unreachable_endpoint_is_a_user_error() -> None:
 @pytest.mark.parametrize("name", list(OFFICIAL_COUNTS))
 def test_official_pools_import_with_reference_counts(name: str, minilm, tmp_path: Path) -> None:
     total, success, failure, comparative = OFFICIAL_COUNTS[name]
-    pool = import_official(OFFICIAL / f"{name}.jsonl", tmp_path / name, minilm)
+    bench, _, model = name.partition("_")
+    pool = import_official(f"official:{bench}/{model.replace('_', '-')}", tmp_path / name, minilm)
     report = pool.built_by["import"]
     assert (len(pool), report["imported"], report["skipped"]) == (total, total, 0)
     loaded = Pool.load(tmp_path / name, minilm)
@@ -461,9 +461,36 @@ def test_official_import_skips_and_counts_bad_lines(minilm, tmp_path: Path) -> N
     assert any("category" in e for e in report["errors"]) and any("duplicate" in e for e in report["errors"])
 
 
+def test_bundled_pools_are_the_released_files_named_in_the_notice() -> None:
+    notice = (RELEASED_DIR / "NOTICE").read_text()
+    assert "agentscope-ai/ReMe" in notice and "65971baf" in notice and "Apache License 2.0" in notice
+    listed = dict(line.split()[::-1] for line in notice.splitlines() if line.endswith(".jsonl"))
+    assert sorted(listed) == sorted(p.name for p in RELEASED_DIR.glob("*.jsonl"))
+    for name, digest in listed.items():
+        assert hashlib.sha256((RELEASED_DIR / name).read_bytes()).hexdigest() == digest, name
+    assert sorted(released_pools()) == sorted(
+        f"{b}/qwen3-{s}" for b in ("appworld", "bfcl") for s in ("8b", "14b", "32b"))
+
+
 def test_official_import_user_errors(minilm, tmp_path: Path) -> None:
     with pytest.raises(UserError, match="does not exist"):
         import_official(tmp_path / "nope.jsonl", tmp_path / "out", minilm)
+    with pytest.raises(UserError, match="is a directory"):
+        import_official(tmp_path, tmp_path / "out", minilm)
+    with pytest.raises(UserError, match="official:bfcl/qwen3-8b"):
+        import_official("official:bfcl/qwen3-7b", tmp_path / "out", minilm)
     (tmp_path / "junk.jsonl").write_text("junk\n{}\n")
     with pytest.raises(UserError, match="no valid"):
         import_official(tmp_path / "junk.jsonl", tmp_path / "out", minilm)
+
+
+def test_pool_import_lists_the_bundled_pools_and_needs_a_source(reme) -> None:
+    proc = reme("pool", "import", "--list", check=True, env={"COLUMNS": "200"})
+    rows = {line.split("│")[1].strip(): [c.strip() for c in line.split("│")[2:6]]
+            for line in proc.stderr.splitlines() if "official:" in line}
+    for name, counts in OFFICIAL_COUNTS.items():
+        bench, _, model = name.partition("_")
+        assert rows[f"official:{bench}/{model.replace('_', '-')}"] == [str(n) for n in counts]
+    proc = reme("pool", "import", "--out", "x")
+    assert proc.returncode == 2 and "reme pool import --list" in proc.stderr and "Traceback" not in proc.stderr
+    assert not (reme.cwd / "x").exists()

@@ -10,11 +10,13 @@ A suite is data (``configs/ablation/SUITE.yaml``, or a path to such a file):
     pools:                             # pools to build, by name: build-pool overrides
       reme: []
       amem: [memory=amem]              # a pool's memory method (default reme) is its variants' too
+      released: official               # the authors' released pool of this benchmark and model
+      released_8b: official:bfcl/qwen3-8b   # ... or one named (reme pool import --list)
     variants:                          # runs, by name
       k0: {mode: fixed, pool: reme, overrides: [memory.top_k=0]}
       ab: {mode: dynamic, pool: reme, overrides: ["memory.deletion.alpha=3,5,10"]}   # swept like -m
 
-Every pool is built once under ``SUITE_DIR/pools/NAME`` and shared by the variants that
+Every pool is built (or, for a released one, imported) once under ``SUITE_DIR/pools/NAME`` and shared by the variants that
 name it; every variant (each point of a swept one) is a normal resumable run directory
 under ``SUITE_DIR/runs/``. Everything is composed and validated before anything runs, so
 ``--dry-run`` prints the exact plan and a bad suite fails before any LLM time.
@@ -34,6 +36,7 @@ from reme_cli.bench.registry import make_benchmark
 from reme_cli.commands.jobs import expand, job_label, swept_keys
 from reme_cli.core.config import Config, compose, config_dir
 from reme_cli.core.errors import EXIT_UNIT_ERRORS, UserError
+from reme_cli.methods.reme.official import OFFICIAL_PREFIX, pool_source, released_name
 
 MODES = {"none", "fixed", "dynamic"}
 
@@ -45,6 +48,7 @@ class PoolJob:
     overrides: list[str]  # what `reme build-pool` needs to rebuild cfg (a cluster job does)
     units: int  # training trajectories to sample
     max_calls: int  # executor calls at most (units x max_interactions)
+    source: str | None = None  # official:NAME: a released pool, imported (no LLM calls), not built
 
 
 @dataclass
@@ -102,6 +106,10 @@ def load_suite(name: str) -> dict[str, Any]:
         unknown = set(variant) - {"mode", "pool", "overrides"}
         if unknown:
             raise UserError(f"{where}: variant {vname} has unknown keys {sorted(unknown)}")
+    for pname, spec in pools.items():
+        if isinstance(spec, str) and not (spec == "official" or spec.startswith(OFFICIAL_PREFIX)):
+            raise UserError(f"{where}: pool {pname} must be a list of build-pool overrides, "
+                            f"'official' or '{OFFICIAL_PREFIX}NAME', not {spec!r}")
     if not isinstance(data.setdefault("overrides", []), list):
         raise UserError(f"{where}: overrides must be a list")
     if not isinstance(data.setdefault("benchmark_overrides", {}), dict):
@@ -113,9 +121,12 @@ def load_suite(name: str) -> dict[str, Any]:
     return data
 
 
-def pool_memory(pool_overrides: list[str]) -> str:
-    """The memory method a suite's pool is built for (its last ``memory=``; ReMe if none)."""
-    named = [o.split("=", 1)[1] for o in pool_overrides if o.startswith("memory=")]
+def pool_memory(pool_spec: list[str] | str) -> str:
+    """The memory method a suite's pool is built for (its last ``memory=``; ReMe if none, and
+    for the authors' released pools)."""
+    if isinstance(pool_spec, str):
+        return "reme"
+    named = [o.split("=", 1)[1] for o in pool_spec if o.startswith("memory=")]
     return named[-1] if named else "reme"
 
 
@@ -138,6 +149,13 @@ def plan(name: str, overrides: list[str], only: list[str] | None = None) -> Suit
     used = {v.get("pool") for v in suite["variants"].values() if v["mode"] != "none"}
     memory = {pname: pool_memory(suite["pools"][pname] or []) for pname in suite["pools"]}
     for pname in [p for p in suite["pools"] if p in used]:
+        spec = suite["pools"][pname]
+        if isinstance(spec, str):
+            source = released_name(base.benchmark.name, base.model.name) if spec == "official" else spec
+            pool_source(source)  # a bad name fails the plan, before anything runs
+            job_overrides = ["memory=reme", *overrides, f"out_dir={root / 'pools' / pname}"]
+            out.pools.append(PoolJob(pname, compose(job_overrides), job_overrides, 0, 0, source=source))
+            continue
         job_overrides = ["benchmark.split=train", f"memory={memory[pname]}", *overrides,
                          *(suite["pools"][pname] or []), f"out_dir={root / 'pools' / pname}"]
         cfg = compose(job_overrides)
@@ -169,12 +187,14 @@ def plan(name: str, overrides: list[str], only: list[str] | None = None) -> Suit
 def plan_table(p: SuitePlan) -> Table:
     table = Table(title=f"reme ablate {p.name}: {p.description}  ({p.path})")
     for col in ("step", "name", "mode", "pool", "units", "LLM calls (at most)"):
-        table.add_column(col, justify="right" if col in ("units", "LLM calls (at most)") else "left")
+        table.add_column(col, justify="right" if col in ("units", "LLM calls (at most)") else "left",
+                         overflow="fold")  # a released pool's name whole, never cut with an ellipsis
     for j in p.pools:
-        table.add_row("build pool", j.name, "-", "-", str(j.units), str(j.max_calls))
+        step, pool = ("import pool", j.source) if j.source else ("build pool", "-")
+        table.add_row(step, j.name, "-", pool, str(j.units), str(j.max_calls))
     for j in p.runs:
         table.add_row("eval", j.label, j.cfg.eval.mode, j.pool or "-", str(j.units), str(j.max_calls))
-    table.caption = (f"{len(p.pools)} pool(s) to build, {len(p.runs)} run(s), {p.units} units, "
+    table.caption = (f"{len(p.pools)} pool(s) to build or import, {len(p.runs)} run(s), {p.units} units, "
                      f"at most {p.max_calls} executor LLM calls (units x benchmark.max_interactions; "
                      "summarizer calls come on top for pools and dynamic runs)")
     return table
@@ -188,9 +208,12 @@ def run_suite(p: SuitePlan, console: Console, wait: bool = False, launcher: str 
     from reme_cli.commands.build_pool import build_pool
     from reme_cli.commands.evaluate import RunResult, evaluate
 
+    # Released pools are imported here whatever the launcher: no LLM, seconds of embedding.
+    imported = [import_released(j, console) for j in p.pools if j.source]
+    built = [j for j in p.pools if not j.source]
     if launcher == "inline":
-        results = [build_pool(j.cfg, console, wait=wait) for j in p.pools]
-        return results + [evaluate(j.cfg, console, wait=wait) for j in p.runs]
+        results = [build_pool(j.cfg, console, wait=wait) for j in built]
+        return imported + results + [evaluate(j.cfg, console, wait=wait) for j in p.runs]
 
     from reme_cli.commands.launch import Job, launch
 
@@ -204,4 +227,24 @@ def run_suite(p: SuitePlan, console: Console, wait: bool = False, launcher: str 
         return [RunResult(Path(j.cfg.out_dir), int(code != 0)) for j, code in zip(items, codes, strict=True)]
 
     # Pools first: every run of the suite may need one.
-    return batch("build-pool", p.pools) + batch("eval", p.runs)
+    return imported + batch("build-pool", built) + batch("eval", p.runs)
+
+
+def import_released(job: PoolJob, console: Console):
+    """A suite's released pool, imported once under ``SUITE_DIR/pools/NAME/pool``; a rerun
+    keeps it if it came from the same file."""
+    import json
+
+    from reme_cli.commands.evaluate import RunResult
+    from reme_cli.commands.pool import import_pool
+
+    target = Path(job.cfg.out_dir) / "pool"
+    manifest = target / "manifest.json"
+    if manifest.is_file():
+        built_by = json.loads(manifest.read_text()).get("built_by") or {}
+        if built_by.get("source") != job.source:
+            raise UserError(f"{target} holds a pool imported from {built_by.get('source')!r}, not {job.source}; "
+                            "remove that suite directory's pools/ or give the suite another runs_root")
+    else:
+        import_pool(job.source, target, job.cfg, console)
+    return RunResult(Path(job.cfg.out_dir), 0)

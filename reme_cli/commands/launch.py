@@ -48,7 +48,7 @@ def launch(jobs: list[Job], launcher: str, logs: Path, parallel: int = 2,
         try:
             import submitit
         except ImportError:
-            raise UserError("--launcher slurm needs submitit: pip install 'reme[cluster]'") from None
+            raise UserError("--launcher slurm needs submitit: pip install -e '.[cluster]' from the reme checkout") from None
         ex = submitit.AutoExecutor(folder=str(logs / "submitit"), cluster="slurm" if launcher == "slurm" else "local")
         params = {"timeout_min": 24 * 60, **_typed(executor or {})}
         ex.update_parameters(**params)

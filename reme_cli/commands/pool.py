@@ -13,27 +13,38 @@ from rich.table import Table
 from reme_cli.core.config import Config
 from reme_cli.core.errors import UserError
 from reme_cli.run.lock import DirLock
-from reme_cli.methods.reme.official import import_official
+from reme_cli.methods.reme.official import OFFICIAL_PREFIX, import_official, released_counts, released_pools
 from reme_cli.methods.reme.pool import Pool
 from reme_cli.methods.reme.method import make_embedder_for, resolve_pool_path
 
 
-def import_pool(file: Path, out: Path, cfg: Config, console: Console) -> Path:
+def import_pool(source: str | Path, out: Path, cfg: Config, console: Console) -> Path:
     with DirLock(out):
         if out.exists():
             raise UserError(f"{out} already exists; choose another --out or delete it")
         # Built beside the target and renamed at the end: a failed import leaves nothing at --out.
         staging = out.parent / f".{out.name}.importing-{uuid.uuid4().hex[:8]}"
         try:
-            pool = import_official(file, staging, make_embedder_for(cfg), retrieval_key=cfg.memory.retrieval_key)
+            pool = import_official(source, staging, make_embedder_for(cfg), retrieval_key=cfg.memory.retrieval_key)
             os.replace(staging, out)
         finally:
             shutil.rmtree(staging, ignore_errors=True)
     report = pool.built_by["import"]
     by_source = ", ".join(f"{n} {s}" for s, n in sorted(report["by_source"].items()))
-    console.print(f"imported {report['imported']} experiences ({by_source}) from {file}; "
+    console.print(f"imported {report['imported']} experiences ({by_source}) from {source}; "
                   f"skipped {report.get('skipped', 0)} line(s)")
     return out
+
+
+def list_released(console: Console) -> None:
+    """The bundled released pools: name and counts by category."""
+    table = Table(title="Released ReMe pools bundled with reme (agentscope-ai/ReMe@65971baf, Apache-2.0)")
+    for col in ("name", "total", "success", "failure", "comparative"):
+        table.add_column(col, justify="left" if col == "name" else "right")
+    for name, path in released_pools().items():
+        counts = released_counts(path)
+        table.add_row(OFFICIAL_PREFIX + name, *(str(counts[k]) for k in ("total", "success", "failure", "comparative")))
+    console.print(table)
 
 
 def _load(path: Path, cfg: Config) -> Pool:

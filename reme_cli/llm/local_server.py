@@ -34,7 +34,7 @@ from reme_cli.core.errors import UserError
 
 MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 MODEL_ALIAS = "smollm2-135m-instruct"
-INSTALL_HINT = 'the embedded model needs llama-cpp-python[server]: pip install "reme[local]"'
+INSTALL_HINT = "the embedded model needs llama-cpp-python[server]: run bash scripts/install.sh from the reme checkout"
 
 
 def default_model_path() -> str:

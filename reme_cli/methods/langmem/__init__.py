@@ -1,2 +1,2 @@
 """The LangMem baseline (``memory=langmem``): see ``method.py``. Nothing here imports
-LangMem at import time; it is an optional extra (``pip install 'reme[baselines]'``)."""
+LangMem at import time; it is an optional extra (``bash scripts/install.sh --baselines`` from the checkout)."""

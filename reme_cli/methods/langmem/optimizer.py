@@ -32,8 +32,8 @@ from reme_cli.bench.base import Outcome, Task
 from reme_cli.core.errors import UserError
 from reme_cli.core.text import clip, middle_cut
 
-INSTALL_HINT = ("memory=langmem needs LangMem, an optional extra: pip install 'reme[baselines]' "
-                "(or bash scripts/install.sh --baselines)")
+INSTALL_HINT = ("memory=langmem needs LangMem, an optional extra: bash scripts/install.sh --baselines "
+                "(or pip install -e '.[baselines]' from the reme checkout)")
 
 # What LangMem/trustcall raise when a reply does not fit: json/pydantic/LangChain parse
 # errors are ValueErrors; trustcall's empty ``responses[0]`` is an IndexError; a reply of the

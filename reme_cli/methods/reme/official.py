@@ -1,6 +1,10 @@
 """Import the experience pools the ReMe authors released (agentscope-ai/ReMe,
 docs/library/paper_data/task/*.jsonl) as native pools.
 
+The six released files ship with reme (``official_pools/``, Apache-2.0; its NOTICE names the
+source commit and each file's sha256) and are named ``official:<benchmark>/<model>``, e.g.
+``official:bfcl/qwen3-8b``; any other file is imported from its path.
+
 A released line looks like
     {"workspace_id", "memory_id", "memory_type", "when_to_use", "content", "score",
      "time_created", "time_modified", "author",
@@ -50,24 +54,75 @@ _META_MIRRORS = {
 }
 _MAX_REPORTED_ERRORS = 20
 
+OFFICIAL_PREFIX = "official:"
+RELEASED_DIR = Path(__file__).with_name("official_pools")
+# reme's benchmark names -> the file prefix the authors used.
+_BENCH_FILE_NAMES = {"bfcl_v3": "bfcl", "bfcl": "bfcl", "appworld": "appworld"}
+
+
+def released_pools() -> dict[str, Path]:
+    """Bundled released pools by name: ``bfcl/qwen3-8b`` -> its JSONL file."""
+    out = {}
+    for path in sorted(RELEASED_DIR.glob("*.jsonl")):
+        bench, _, model = path.stem.partition("_")
+        out[f"{bench}/{model.replace('_', '-')}"] = path
+    return out
+
+
+def released_name(benchmark: str, model: str) -> str:
+    """The bundled pool of a benchmark and model (``official:bfcl/qwen3-8b``); a UserError
+    if the authors released none for them."""
+    name = f"{_BENCH_FILE_NAMES.get(benchmark, benchmark)}/{model}"
+    if name not in released_pools():
+        raise UserError(f"the ReMe authors released no pool for benchmark {benchmark} and model {model}; "
+                        f"released: {', '.join(released_pools())}")
+    return OFFICIAL_PREFIX + name
+
+
+def pool_source(spec: str | Path) -> Path:
+    """The file behind ``official:NAME`` or a path; one line naming what to fix if there is none."""
+    text = str(spec)
+    if text.startswith(OFFICIAL_PREFIX):
+        name = text[len(OFFICIAL_PREFIX):]
+        bench, _, model = name.partition("/")
+        name = f"{_BENCH_FILE_NAMES.get(bench, bench)}/{model}"
+        pools = released_pools()
+        if name not in pools:
+            raise UserError(f"no bundled pool named {text!r}; choose one of "
+                            f"{', '.join(OFFICIAL_PREFIX + n for n in pools)} (reme pool import --list)")
+        return pools[name]
+    path = Path(spec)
+    if path.is_dir():
+        raise UserError(f"{path} is a directory; give a released pool's .jsonl file "
+                        "or a bundled name such as official:bfcl/qwen3-8b (reme pool import --list)")
+    if not path.is_file():
+        raise UserError(f"{path} does not exist; give a released pool's .jsonl file "
+                        "or a bundled name such as official:bfcl/qwen3-8b (reme pool import --list)")
+    return path
+
+
+def released_counts(path: Path) -> dict[str, int]:
+    """Lines of a released file by category, and in all (what ``pool import --list`` shows)."""
+    experiences, _ = parse_official(path.read_text(encoding="utf-8"))
+    counts = Counter(e.source for e in experiences)
+    return {"total": len(experiences), **{s: counts.get(s, 0) for s in CATEGORY_TO_SOURCE}}
+
 
 def import_official(
-    jsonl_path: str | Path,
+    source: str | Path,
     out_dir: str | Path,
     embedder: Embedder,
     retrieval_key: str = "usage_scenario",
     dedup_threshold: float | None = None,
 ) -> Pool:
-    """Convert one released pool file into a native pool at `out_dir`.
+    """Convert one released pool (``official:NAME`` or a file) into a native pool at `out_dir`.
 
     The counts (lines, imported, skipped with reasons, by source, defaulted fields,
     seconds) are returned as `pool.built_by["import"]` and saved in the manifest.
     No dedup by default: the released pool is what the authors evaluated with.
     """
     started = time.perf_counter()
-    src = Path(jsonl_path)
-    if not src.is_file():
-        raise UserError(f"official pool file {src} does not exist; see shared/reference/reme_official_pools/")
+    src = pool_source(source)
     raw = src.read_bytes()
     experiences, report = parse_official(raw.decode("utf-8", errors="replace"))
     if not experiences:
@@ -77,7 +132,7 @@ def import_official(
         out_dir,
         embedder,
         retrieval_key=retrieval_key,
-        built_by={"kind": "import_official", "source": str(src), "source_sha256": hashlib.sha256(raw).hexdigest()},
+        built_by={"kind": "import_official", "source": str(source), "source_sha256": hashlib.sha256(raw).hexdigest()},
     )
     added = pool.add(experiences, dedup_threshold=dedup_threshold)
     report["imported"] = len(added)
