@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import threading
 
-from reme_cli.run.records import SCHEMA_VERSION, RunDir, UnitRecord
+import pytest
+
+from reme_cli.run import records
+from reme_cli.run.records import SCHEMA_VERSION, JsonlWriter, RunDir, UnitRecord
 
 V1_LINE = {  # a trials.jsonl line as reme 0.1 wrote it (no schema_version, method fields on top)
     "unit": "s0/r1/multi_turn_base_3", "task_id": "multi_turn_base_3", "seed": 0, "run": 1, "position": 2,
@@ -41,3 +46,43 @@ def test_a_run_directory_with_old_and_new_lines_reads_typed(tmp_path):
     trials = run.trials()
     assert [type(t) for t in trials] == [UnitRecord, UnitRecord]
     assert run.finished_units() == {"s0/r1/multi_turn_base_3", "s0/r0/t2"}
+
+
+@pytest.mark.parametrize("fails", [False, True])
+def test_a_writer_cancelled_mid_flush_leaves_its_batch_and_the_loop_clean(tmp_path, monkeypatch, fails):
+    """Ctrl-C cancels every stream, some while their line is on its way to disk: the flush
+    must not set a result on the cancelled writer (InvalidStateError, printed as a traceback
+    at exit) and must still wake the other writers of its batch."""
+    on_disk = threading.Event()
+    write_lines = records.append_lines
+
+    def slow_append(path, lines):
+        assert on_disk.wait(2)
+        if fails:
+            raise OSError("disk full")
+        write_lines(path, lines)
+
+    monkeypatch.setattr(records, "append_lines", slow_append)
+
+    async def scenario():
+        loop_errors = []
+        asyncio.get_running_loop().set_exception_handler(lambda loop, ctx: loop_errors.append(ctx))
+        writer = JsonlWriter(tmp_path / "trials.jsonl")
+        cancelled = asyncio.create_task(writer.write({"unit": "a"}))
+        other = asyncio.create_task(writer.write({"unit": "b"}))
+        await asyncio.sleep(0.05)  # both lines are in one batch, in the flusher's thread
+        cancelled.cancel()
+        await asyncio.sleep(0)
+        on_disk.set()
+        done, _ = await asyncio.wait([other], timeout=2)
+        assert done, "a writer whose batch-mate was cancelled never woke"
+        await asyncio.wait([writer._flusher], timeout=2)
+        return cancelled, other, writer._flusher, loop_errors
+
+    cancelled, other, flusher, loop_errors = asyncio.run(scenario())
+    assert cancelled.cancelled() and flusher.exception() is None and not loop_errors
+    if fails:
+        assert isinstance(other.exception(), OSError)
+    else:
+        assert other.exception() is None
+        assert [json.loads(l)["unit"] for l in (tmp_path / "trials.jsonl").read_text().splitlines()] == ["a", "b"]

@@ -219,10 +219,14 @@ class JsonlWriter:
                 await asyncio.to_thread(append_lines, self.path, [r for r, _ in batch])
             except Exception as exc:
                 for _, fut in batch:
-                    fut.set_exception(exc)
+                    if not fut.done():
+                        fut.set_exception(exc)
             else:
+                # A writer cancelled meanwhile (Ctrl-C cancels every stream) has nobody waiting:
+                # its line is on disk all the same, and the rest of its batch must still wake.
                 for _, fut in batch:
-                    fut.set_result(None)
+                    if not fut.done():
+                        fut.set_result(None)
 
 
 def _read_jsonl(path: Path) -> Iterator[dict[str, Any]]:

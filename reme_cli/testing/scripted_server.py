@@ -440,6 +440,12 @@ class _Server(ThreadingHTTPServer):
     requests: list[dict[str, Any]]
     counter: itertools.count
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A client that hangs up mid-answer (a run stopped by Ctrl-C) is normal, as for a
+        # real server: no traceback on stderr, where it reads like a failure of the client.
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
+
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive: client connection reuse like a real server
