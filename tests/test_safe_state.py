@@ -187,7 +187,11 @@ def test_a_reme_pool_whose_file_was_edited_in_place_is_refused(tmp_path):
     rows = [json.loads(l) for l in data.read_text().splitlines()]
     rows[0]["content"] = "something else"
     data.write_text("".join(json.dumps(r) + "\n" for r in rows))  # same line count
-    with pytest.raises(UserError, match="sha256"):
+    with pytest.raises(UserError, match=r"damaged: experiences.jsonl has \d+ bytes, its manifest records \d+"):
+        Pool.check(pool)
+    rows[0]["content"] = "Do step 9 first."  # same size, other text
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with pytest.raises(UserError, match="experiences.jsonl differs from what was saved"):
         Pool.check(pool)
 
 
