@@ -320,14 +320,19 @@ def test_index_rebuilt_when_missing_or_stale(workflow_pool: Pool, minilm) -> Non
     assert Pool.load(workflow_pool.path, minilm).repairs == []
 
 
-def test_hand_edited_experiences_are_reembedded(workflow_pool: Pool, minilm) -> None:
+def test_experiences_that_disagree_with_the_manifest_are_refused(workflow_pool: Pool, minilm) -> None:
     path = workflow_pool.path / "experiences.jsonl"
     rows = [json.loads(line) for line in path.read_text().splitlines()]
-    rows = [r for r in rows if r["id"] != "stock"]
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows if r["id"] != "stock"))
+    with pytest.raises(UserError, match="experiences.jsonl has 4 lines, its manifest records 5"):
+        Pool.load(workflow_pool.path, minilm)
+
+
+def test_lost_embeddings_are_reembedded(workflow_pool: Pool, minilm) -> None:
+    (workflow_pool.path / "embeddings.npy").unlink()
     loaded = Pool.load(workflow_pool.path, minilm)
     assert any("re-embedded" in r for r in loaded.repairs)
-    assert len(loaded) == 4 and loaded.search(PARAPHRASES["flight"], 1)[0][0].id == "flight"
+    assert len(loaded) == 5 and loaded.search(PARAPHRASES["flight"], 1)[0][0].id == "flight"
 
 
 def test_copy_to_is_independent_and_keeps_foreign_files(workflow_pool: Pool, minilm, tmp_path: Path) -> None:

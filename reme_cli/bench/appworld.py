@@ -245,8 +245,18 @@ def setup(venv: Path | None = None) -> Path:
     stamp = venv / "REME_APPWORLD"
     if stamp.is_file() and stamp.read_text().strip() == APPWORLD_VERSION:
         return venv
+    # Only a folder reme made (it carries the stamp) may be cleared: anything else the user
+    # keeps there would be deleted by `venv --clear`.
+    ours = stamp.is_file()
+    if venv.exists() and not ours and (not venv.is_dir() or any(venv.iterdir())):
+        raise UserError(f"--venv {venv} exists and is not a reme AppWorld venv (no REME_APPWORLD stamp); "
+                        "choose a new or empty folder")
+    venv.mkdir(parents=True, exist_ok=True)
+    # Marked as reme's before anything is installed, so a killed setup can be rerun.
+    stamp.write_text("incomplete\n")
     python = shutil.which("python3.11") or sys.executable
-    subprocess.run([python, "-m", "venv", "--clear", str(venv)], check=True)
+    subprocess.run([python, "-m", "venv", *(["--clear"] if ours else []), str(venv)], check=True)
+    stamp.write_text("incomplete\n")  # --clear removed it
     pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "-q"]
     subprocess.run([*pip, "--upgrade", "pip"], check=True)
     subprocess.run([*pip, f"appworld=={APPWORLD_VERSION}"], check=True)

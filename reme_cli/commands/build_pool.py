@@ -25,8 +25,10 @@ from reme_cli.bench.registry import make_benchmark
 from reme_cli.commands.evaluate import RunResult, episode_settings
 from reme_cli.core.config import Config, config_hash, to_dict
 from reme_cli.core.errors import UserError
+from reme_cli.core.integrity import is_pool
 from reme_cli.core.io import replace_dir, write_json_atomic
 from reme_cli.core.registry import METHODS
+from reme_cli.core.staging import clean_stale
 from reme_cli.llm.endpoint import endpoint, make_client
 from reme_cli.methods.base import BuildContext, BuildResult, NoMemory
 from reme_cli.methods.reme.method import make_embedder_for
@@ -34,7 +36,7 @@ from reme_cli.methods.summarizer import summarizer_settings
 from reme_cli.run.lock import DirLock
 from reme_cli.run.plan import plan_streams
 from reme_cli.run.progress import RunProgress
-from reme_cli.run.records import RunDir
+from reme_cli.run.records import CONFIG_FILE, RunDir
 from reme_cli.run.runner import EpisodeSettings, Runner
 from reme_cli.run.summary import errors_summary
 
@@ -62,9 +64,12 @@ def build_pool(cfg: Config, console: Console, wait: bool = False) -> RunResult:
     streams = plan_streams(task_ids, seeds=1, runs=cfg.build.samples, seed_base=cfg.eval.seed_base,
                            sequential=False)
     out = pool_dir_for(cfg)
+    check_out_dir(out)  # again under the lock; first here, before the embedding model loads
     embedder = make_embedder_for(cfg)  # fail on a bad embedding config before any LLM time
 
     with DirLock(out, wait=wait):  # one writer for build/ and pool/
+        check_out_dir(out)
+        clean_stale(out / "pool", "building")  # left by a killed earlier build of this pool
         with endpoint(cfg) as ep:
             run_dir = RunDir.open(out / "build", to_dict(cfg), config_hash(cfg), kind="build-pool")
             run_dir.update_manifest(status="running", server=ep.identity, task_ids=task_ids)
@@ -88,6 +93,24 @@ def build_pool(cfg: Config, console: Console, wait: bool = False) -> RunResult:
     if report["unit_errors"]:
         console.print(errors_summary(run_dir.trials()), soft_wrap=True, highlight=False, markup=False)
     return RunResult(out, report["unit_errors"])
+
+
+def check_out_dir(out: Path) -> None:
+    """Refuse (before any work) an out_dir whose ``pool/`` reme would replace but did not make,
+    or that is some other folder of the user's: build-pool only replaces its own pool."""
+    pool = out / "pool"
+    if pool.exists() and not is_pool(pool) and (not pool.is_dir() or any(pool.iterdir())):
+        raise UserError(f"out_dir={out}: {pool} holds files that are not a reme pool (no pool manifest); "
+                        "choose another out_dir, or move them away")
+    if not out.exists():
+        return
+    if not out.is_dir():
+        raise UserError(f"out_dir={out} is a file; choose another out_dir")
+    ours = {"build", "pool"}
+    foreign = [p for p in out.iterdir() if p.name not in ours and not p.name.startswith(".pool.")]
+    if foreign and not (out / "build" / CONFIG_FILE).is_file():
+        raise UserError(f"out_dir={out} exists and is not a reme build-pool directory (it holds "
+                        f"{foreign[0].name}); choose another out_dir")
 
 
 async def _sample_and_learn(cfg: Config, ep, bench: Benchmark, settings: EpisodeSettings, run_dir: RunDir,

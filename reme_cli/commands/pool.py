@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import uuid
 from pathlib import Path
 
 from rich.console import Console
@@ -12,6 +11,7 @@ from rich.table import Table
 
 from reme_cli.core.config import Config
 from reme_cli.core.errors import UserError
+from reme_cli.core.staging import CONTENT, clean_stale, new_staging
 from reme_cli.run.lock import DirLock
 from reme_cli.methods.reme.official import OFFICIAL_PREFIX, import_official, released_counts, released_pools
 from reme_cli.methods.reme.pool import Pool
@@ -22,11 +22,13 @@ def import_pool(source: str | Path, out: Path, cfg: Config, console: Console) ->
     with DirLock(out):
         if out.exists():
             raise UserError(f"{out} already exists; choose another --out or delete it")
+        clean_stale(out, "importing")  # left by a killed earlier import to the same --out
         # Built beside the target and renamed at the end: a failed import leaves nothing at --out.
-        staging = out.parent / f".{out.name}.importing-{uuid.uuid4().hex[:8]}"
+        staging = new_staging(out, "importing")
         try:
-            pool = import_official(source, staging, make_embedder_for(cfg), retrieval_key=cfg.memory.retrieval_key)
-            os.replace(staging, out)
+            pool = import_official(source, staging / CONTENT, make_embedder_for(cfg),
+                                   retrieval_key=cfg.memory.retrieval_key)
+            os.replace(staging / CONTENT, out)
         finally:
             shutil.rmtree(staging, ignore_errors=True)
     report = pool.built_by["import"]
@@ -48,7 +50,9 @@ def list_released(console: Console) -> None:
 
 
 def _load(path: Path, cfg: Config) -> Pool:
-    return Pool.load(resolve_pool_path(path), make_embedder_for(cfg))
+    path = resolve_pool_path(path)
+    Pool.check(path)  # a damaged pool is refused before the embedding model loads
+    return Pool.load(path, make_embedder_for(cfg))
 
 
 def show_stats(path: Path, cfg: Config, console: Console) -> None:

@@ -2,12 +2,17 @@
 
 Finds every eval run directory under the given directories (runs or suites), turns their
 records into the frames ``reme_cli.report`` works on, and writes the report. Nothing is
-recomputed from episodes, and nothing is locked: it only reads.
+recomputed from episodes, and the runs are not locked: it only reads them.
+
+The report is written whole into a staging folder and swapped in at the end (the inputs are
+validated first), so a failed or killed report leaves the previous one untouched and two
+reports to one folder never mix. Only a folder reme wrote as a report is replaced.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +20,14 @@ import pandas as pd
 import yaml
 
 from reme_cli.core.errors import UserError
-from reme_cli.run.records import CONFIG_FILE, MANIFEST_FILE, RunDir
+from reme_cli.core.io import now, replace_dir
+from reme_cli.core.staging import clean_stale
+from reme_cli.run.lock import DirLock
+from reme_cli.run.records import CONFIG_FILE, MANIFEST_FILE, TRIALS_FILE, RunDir
+
+REPORT_MARK = "REME_REPORT"  # in every report folder: reme wrote it, a rerun may replace it
+# What reports written before the marker existed hold; such a folder is reme's too.
+_LEGACY_FILES = re.compile(r"report\.md|metrics\.csv|table_\w+\.csv|comparisons\.csv|error_analysis\.csv|\w+\.png")
 
 
 def find_runs(dirs: list[Path]) -> list[Path]:
@@ -24,13 +36,18 @@ def find_runs(dirs: list[Path]) -> list[Path]:
         if not d.exists():
             raise UserError(f"{d} does not exist")
         for manifest in [d / MANIFEST_FILE, *d.rglob(MANIFEST_FILE)]:
-            if manifest.is_file() and (manifest.parent / CONFIG_FILE).is_file():
+            if manifest.is_file():
                 try:
                     kind = json.loads(manifest.read_text()).get("kind")
-                except json.JSONDecodeError:
+                except (json.JSONDecodeError, AttributeError):
                     continue
-                if kind == "eval":
+                if kind == "eval":  # config.yaml is checked below: a damaged run is named, not skipped
                     found.add(manifest.parent.resolve())
+        # A run whose manifest.json is gone still has its config and records.
+        for config in [d / CONFIG_FILE, *d.rglob(CONFIG_FILE)]:
+            run = config.parent
+            if config.is_file() and (run / TRIALS_FILE).is_file() and not (run / MANIFEST_FILE).exists():
+                found.add(run.resolve())
     if not found:
         raise UserError(f"no `reme eval` run directories under {', '.join(map(str, dirs))}")
     return sorted(found)
@@ -99,22 +116,54 @@ def _pool_series(trials: list) -> list[dict[str, Any]]:
 
 
 def report(dirs: list[Path], out: Path | None = None, suite: str | None = None) -> tuple[Path, list[Path]]:
+    from reme_cli.report.tables import table_spec
     from reme_cli.report.write import write_report
 
+    if suite is not None:
+        try:
+            table_spec(suite)
+        except ValueError as exc:
+            raise UserError(str(exc).splitlines()[0]) from None
     paths = find_runs(dirs)
+    for path in paths:
+        RunDir(path).check()
     units, runs, series = load_frames(paths)
     target = out or (dirs[0] / "report" if len(dirs) == 1 else Path("report"))
-    try:
-        written = write_report(target, units, runs, pool_series=series, suite=suite)
-    except ValueError as exc:
-        raise UserError(str(exc).splitlines()[0]) from None
+    _check_target(target)
     doubles = [_run_id(p, paths) for p in paths if _scored_by_test_double(p)]
-    if doubles:
-        md = target / "report.md"
-        md.write_text(f"> **Test double:** {', '.join(doubles)} ran against reme's scripted server, which "
-                      "answers from a script (e.g. replays the ground truth); their numbers are not model "
-                      "results.\n\n" + md.read_text())
-    return target, written
+
+    def fill(staging: Path) -> list[Path]:
+        written = write_report(staging, units, runs, pool_series=series, suite=suite)
+        if doubles:
+            md = staging / "report.md"
+            md.write_text(f"> **Test double:** {', '.join(doubles)} ran against reme's scripted server, which "
+                          "answers from a script (e.g. replays the ground truth); their numbers are not model "
+                          "results.\n\n" + md.read_text())
+        (staging / REPORT_MARK).write_text(json.dumps({"runs": [str(p) for p in paths], "created_at": now()}))
+        return [target / p.relative_to(staging) for p in written]
+
+    with DirLock(target, wait=True, what="report"):  # two reports to one folder take turns
+        clean_stale(target, "building")  # left by a killed report
+        _check_target(target)
+        try:
+            return target, replace_dir(target, fill)
+        except ValueError as exc:
+            raise UserError(str(exc).splitlines()[0]) from None
+
+
+def _check_target(target: Path) -> None:
+    """Refuse to replace a folder reme did not write as a report."""
+    if not target.exists():
+        return
+    if not target.is_dir():
+        raise UserError(f"--out {target} is a file; choose another --out")
+    entries = list(target.iterdir())
+    if not entries or (target / REPORT_MARK).is_file():
+        return
+    if (target / "report.md").is_file() and all(e.is_file() and _LEGACY_FILES.fullmatch(e.name) for e in entries):
+        return
+    raise UserError(f"--out {target} exists and is not a reme report (no {REPORT_MARK} marker); "
+                    "choose another --out, or move its files away")
 
 
 def _scored_by_test_double(path: Path) -> bool:

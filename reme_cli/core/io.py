@@ -55,14 +55,18 @@ def read_lines(path: Path) -> list[dict[str, Any]]:
 def replace_dir(dest: Path, fill: Any) -> Any:
     """Build a directory beside ``dest`` with ``fill(staging)``, then swap it in whole: a
     crash or an error leaves the previous ``dest`` (if any) untouched. Returns ``fill``'s
-    result."""
+    result. The staging dir is reme's marked ``.<dest>.building-*`` (see core.staging), so
+    a rerun after a kill can clean it up."""
     import shutil
     import uuid
 
-    staging = dest.parent / f".{dest.name}.building-{uuid.uuid4().hex[:8]}"
+    from reme_cli.core.staging import CONTENT, new_staging
+
+    root = new_staging(dest, "building")
+    staging = root / CONTENT
     old = dest.with_name(f".{dest.name}.old-{uuid.uuid4().hex[:8]}")
     try:
-        staging.mkdir(parents=True)
+        staging.mkdir()
         result = fill(staging)
         if dest.exists():
             dest.rename(old)
@@ -70,7 +74,7 @@ def replace_dir(dest: Path, fill: Any) -> Any:
         shutil.rmtree(old, ignore_errors=True)
         return result
     finally:
-        shutil.rmtree(staging, ignore_errors=True)
+        shutil.rmtree(root, ignore_errors=True)
 
 
 def keep_units(path: Path, finished_units: set[str]) -> list[dict[str, Any]]:

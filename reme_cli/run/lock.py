@@ -21,6 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from reme_cli.core.errors import UserError
+from reme_cli.core.procs import alive as _alive
+from reme_cli.core.procs import proc_start as _proc_start
 
 HEARTBEAT_S = 10.0
 STALE_AFTER_S = 60.0
@@ -31,25 +33,6 @@ def lock_path(directory: Path) -> Path:
     """Beside the directory, so taking the lock never makes a fresh directory non-empty."""
     directory = Path(directory)
     return directory.parent / f".{directory.name}.lock"
-
-
-def _proc_start(pid: int) -> str | None:
-    """The kernel's start time of ``pid`` (Linux), to tell a reused pid from the owner."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    return stat.rsplit(")", 1)[1].split()[19]  # field 22, counted after the command name
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 class DirLock:

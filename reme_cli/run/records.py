@@ -123,7 +123,8 @@ class RunDir:
         """Create the directory, or reopen it for resume if it holds the same config."""
         run = cls(Path(path))
         cfg_file = run.path / CONFIG_FILE
-        if cfg_file.exists():
+        if cfg_file.exists() or (run.path / MANIFEST_FILE).exists():
+            run.check()
             old = run.manifest().get("config_hash")
             if old != config_hash:
                 raise UserError(
@@ -148,6 +149,33 @@ class RunDir:
                 "platform": platform.platform(),
             })
         return run
+
+    def check(self) -> None:
+        """Refuse, in one line naming the damaged file and the way out, a run directory whose
+        config.yaml or manifest.json is missing or unreadable (a resume would misjudge it)."""
+        restart = f"or delete {self.path} (or choose another out_dir) to start the run over"
+        for name in (CONFIG_FILE, MANIFEST_FILE):
+            if not (self.path / name).is_file():
+                raise UserError(f"{self.path} is a damaged reme run directory: {name} is missing; "
+                                f"restore it from a copy, {restart}")
+        try:
+            cfg = yaml.safe_load((self.path / CONFIG_FILE).read_text())
+        except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+            why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            raise UserError(f"{self.path / CONFIG_FILE} is damaged ({why}); restore it from a copy, "
+                            f"{restart}") from None
+        sections = ("benchmark", "eval", "model", "memory")  # what resume and report read
+        if not isinstance(cfg, dict) or not all(isinstance(cfg.get(k), dict) for k in sections):
+            raise UserError(f"{self.path / CONFIG_FILE} is damaged (not a reme config); restore it from a copy, "
+                            f"{restart}")
+        try:
+            manifest = json.loads((self.path / MANIFEST_FILE).read_text())
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise UserError(f"{self.path / MANIFEST_FILE} is damaged ({exc}); restore it from a copy, "
+                            f"{restart}") from None
+        if not isinstance(manifest, dict) or not manifest.get("config_hash"):
+            raise UserError(f"{self.path / MANIFEST_FILE} is damaged (no config_hash); restore it from a copy, "
+                            f"{restart}")
 
     def manifest(self) -> dict[str, Any]:
         try:

@@ -140,7 +140,7 @@ class AMem(OneAttempt):
         if not cfg.memory.pool:
             raise UserError(f"--mode {cfg.eval.mode} memory=amem needs memory.pool=DIR "
                             f"(build one with `reme build-pool memory=amem`)")
-        resolve_store(cfg.memory.pool)
+        NoteStore.check(resolve_store(cfg.memory.pool))  # a damaged pool is refused before the run
 
     @classmethod
     def factory(cls, ctx: MethodContext) -> MethodFactory:

@@ -1,7 +1,8 @@
 """A-Mem's memory: notes with keywords, context, tags and links, their vectors, and the
 events that change them, as a directory.
 
-    <dir>/manifest.json   method "amem", embedding model and dim, note count
+    <dir>/manifest.json   method "amem", embedding model and dim, note count, and the
+                          sha256/line count of the two files below (checked on load)
     <dir>/notes.jsonl     one note per line, in insertion order
     <dir>/vectors.npy     (n, dim) float32, L2-normalized, row i = note i
 
@@ -19,10 +20,12 @@ from typing import Any
 import faiss
 import numpy as np
 
+from reme_cli.core import integrity
 from reme_cli.core.errors import UserError
 from reme_cli.core.io import now, read_lines, write_json_atomic
 
 METHOD = "amem"
+FORMAT = "reme-amem-pool"
 MANIFEST, NOTES, VECTORS = "manifest.json", "notes.jsonl", "vectors.npy"
 
 
@@ -68,9 +71,25 @@ class NoteStore:
         except (OSError, ValueError):
             return False
 
+    @staticmethod
+    def check(path: Path) -> dict[str, Any]:
+        """The manifest, if the files are what it records (else a one-line refusal)."""
+        try:
+            manifest = json.loads((path / MANIFEST).read_text())
+        except (OSError, ValueError) as exc:
+            raise UserError(f"{path / MANIFEST} is unreadable ({exc}); rebuild the A-Mem pool") from None
+        fix = "rebuild it with `reme build-pool memory=amem` or restore the file from a copy"
+        if "files" in manifest:
+            integrity.verify(path, manifest["files"], (NOTES, VECTORS), fix)
+        notes = len(read_lines(path / NOTES))
+        if isinstance(manifest.get("notes"), int) and notes != manifest["notes"]:
+            raise UserError(f"pool {path} is damaged: {NOTES} holds {notes} notes, its manifest records "
+                            f"{manifest['notes']}; {fix}")
+        return manifest
+
     @classmethod
     def load(cls, path: Path, embedder: Any) -> NoteStore:
-        manifest = json.loads((path / MANIFEST).read_text())
+        manifest = cls.check(path)
         if manifest.get("embedding_model") != embedder.name or manifest.get("dim") != embedder.dim:
             raise UserError(f"{path} was embedded with {manifest.get('embedding_model')} "
                             f"(dim {manifest.get('dim')}); run with that embedding, or rebuild the A-Mem pool")
@@ -87,7 +106,8 @@ class NoteStore:
         tmp.replace(path / NOTES)
         np.save(path / VECTORS, self._vectors)
         write_json_atomic(path / MANIFEST, {
-            "method": METHOD, "notes": len(self.notes), "links": sum(len(n.links) for n in self.notes.values()),
+            "format": FORMAT, "method": METHOD, "files": integrity.record(path, (NOTES, VECTORS)),
+            "notes": len(self.notes), "links": sum(len(n.links) for n in self.notes.values()),
             "embedding_model": self.embedder.name, "dim": self.embedder.dim,
             "built_by": self.built_by, "updated_at": now()})
 

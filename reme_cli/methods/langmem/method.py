@@ -35,6 +35,7 @@ from typing import Any
 
 from reme_cli.agent.loop import GUIDANCE_HEADER
 from reme_cli.bench.base import Task
+from reme_cli.core import integrity
 from reme_cli.core.config import Config, config_hash
 from reme_cli.core.errors import UserError
 from reme_cli.core.io import append_lines, keep_units, now, read_lines, write_json_atomic
@@ -73,7 +74,15 @@ def resolve_pool_path(path: str | Path) -> Path:
 
 
 def load_pool(path: str | Path) -> dict[str, Any]:
-    where = resolve_pool_path(path) / POOL_FILE
+    pool = resolve_pool_path(path)
+    where = pool / POOL_FILE
+    try:
+        recorded = json.loads((pool / MANIFEST_FILE).read_text(encoding="utf-8")).get("files")
+    except (OSError, ValueError, AttributeError):
+        recorded = None
+    if recorded is not None:  # pools made before the manifest recorded its files have none
+        integrity.verify(pool, recorded, (POOL_FILE,),
+                         "rebuild it with `reme build-pool memory=langmem` or restore the file from a copy")
     try:
         data = json.loads(where.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
@@ -147,7 +156,8 @@ class LangMem(OneAttempt):
         }
         write_json_atomic(staging / POOL_FILE, {**meta, "prompt": prompt})
         (staging / PROMPT_FILE).write_text(prompt + "\n", encoding="utf-8")
-        write_json_atomic(staging / MANIFEST_FILE, meta)  # written last: a complete pool
+        # Written last: a complete pool, recording what it holds.
+        write_json_atomic(staging / MANIFEST_FILE, {**meta, "files": integrity.record(staging, (POOL_FILE,))})
         report = {
             "langmem_kind": cfg.kind,
             "optimizer_steps": len(steps),

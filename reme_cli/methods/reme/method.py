@@ -160,7 +160,8 @@ class ReMe(OneAttempt):
 
     @classmethod
     def preflight(cls, cfg: Config) -> None:
-        require_pool(cfg)  # a missing pool is bad input: refused before anything is written
+        # A missing or damaged pool is bad input: refused before anything is written.
+        Pool.check(require_pool(cfg))
 
     @classmethod
     def factory(cls, ctx: MethodContext) -> MethodFactory:

@@ -1,7 +1,8 @@
 """An experience pool: experiences, their retrieval vectors and a faiss index, as a directory.
 
     <pool>/manifest.json      embedding name/dim, retrieval key, counts, built_by, times,
-                              format version, sha256 of the data files
+                              format version, sha256 and line count of the data files
+                              (a pool whose experiences disagree with them is refused)
     <pool>/experiences.jsonl  one Experience per line
     <pool>/embeddings.npy     float32 rows aligned with experiences.jsonl (retrieval key text)
     <pool>/index.faiss        IndexFlatIP over those rows; derived, rebuilt when missing/stale
@@ -16,7 +17,6 @@ log) are carried over to each new version by hard link, so a save never drops th
 from __future__ import annotations
 
 import copy
-import hashlib
 import json
 import os
 import shutil
@@ -31,6 +31,7 @@ from typing import Any
 import faiss
 import numpy as np
 
+from reme_cli.core import integrity
 from reme_cli.core.errors import UserError
 from reme_cli.llm.embed import Embedder
 from reme_cli.methods.reme.experience import RETRIEVAL_KEYS, SOURCES, Experience, now_iso
@@ -110,7 +111,7 @@ class Pool:
                 f"{embedder.name} ({embedder.dim}-d); pick the pool's model with embedding=..., "
                 "or re-embed it with memory.reembed=true"
             )
-        items = _read_experiences(path / EXPERIENCES)
+        items = _read_checked_experiences(path, manifest)
         repairs: list[str] = []
         vectors = _read_vectors(path, manifest, len(items), embedder.dim)
         if vectors is None:
@@ -140,7 +141,15 @@ class Pool:
     def experiences_at(path: str | Path) -> tuple[list[Experience], str]:
         """A pool's experiences and retrieval key, whatever embedder wrote it (to re-embed)."""
         path = Path(path)
-        return _read_experiences(path / EXPERIENCES), _read_manifest(path)["retrieval_key"]
+        manifest = _read_manifest(path)
+        return _read_checked_experiences(path, manifest), manifest["retrieval_key"]
+
+    @staticmethod
+    def check(path: str | Path) -> None:
+        """Refuse a damaged pool (cheap: no embedder, no vectors), e.g. before a run starts."""
+        path = Path(path)
+        _recover_interrupted_save(path)
+        _read_checked_experiences(path, _read_manifest(path))
 
     def copy_to(self, path: str | Path, overwrite: bool = False) -> Pool:
         """An independent pool at `path` (e.g. one per dynamic-mode stream)."""
@@ -343,7 +352,7 @@ class Pool:
             "built_by": self.built_by,
             "created_at": self.created_at,
             "updated_at": self.updated_at,
-            "files": {name: _sha256(staging / name) for name in (EXPERIENCES, EMBEDDINGS)},
+            "files": integrity.record(staging, (EXPERIENCES, EMBEDDINGS)),
         }
         if self.copied_from:
             manifest["copied_from"] = self.copied_from
@@ -441,12 +450,22 @@ def _read_experiences(path: Path) -> list[Experience]:
     return items
 
 
+def _read_checked_experiences(path: Path, manifest: dict[str, Any]) -> list[Experience]:
+    """The experiences, if they are what the last save wrote: an emptied, cut or edited
+    file is refused rather than used as a smaller pool."""
+    fix = "rebuild it (`reme build-pool`, `reme pool import`) or restore the file from a copy"
+    integrity.verify(path, manifest.get("files"), (EXPERIENCES,), fix)
+    items = _read_experiences(path / EXPERIENCES)
+    if isinstance(manifest.get("size"), int) and manifest["size"] != len(items):
+        raise UserError(f"pool {path} is damaged: {EXPERIENCES} holds {len(items)} experiences, its manifest "
+                        f"records {manifest['size']}; {fix}")
+    return items
+
+
 def _read_vectors(path: Path, manifest: dict[str, Any], n: int, dim: int) -> np.ndarray | None:
     """The saved vectors if they still belong to the saved experiences, else None."""
-    recorded = manifest.get("files", {})
-    for name in (EXPERIENCES, EMBEDDINGS):
-        if not (path / name).is_file() or recorded.get(name) != _sha256(path / name):
-            return None
+    if integrity.damage(path, manifest.get("files") or {}, (EMBEDDINGS,)):
+        return None
     try:
         vecs = np.load(path / EMBEDDINGS, allow_pickle=False)
     except (OSError, ValueError):
@@ -539,14 +558,6 @@ def _fsync_path(path: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 # ---- helpers: stats ------------------------------------------------------------------

@@ -1,0 +1,56 @@
+"""Staging directories that reme creates beside a target, marks as its own, and cleans up.
+
+A staging dir is ``.<target>.<kind>-<random>/`` holding a ``REME_STAGING`` marker (who made
+it) and the new content under ``new/``; the content is renamed over the target at the end.
+A killed run leaves one behind; the next run on the same target removes it, but only if it
+carries reme's marker and its maker is gone (callers hold the target's ``DirLock``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import uuid
+from pathlib import Path
+
+from reme_cli.core.io import now
+from reme_cli.core.procs import alive, proc_start
+
+MARK = "REME_STAGING"
+CONTENT = "new"
+
+
+def new_staging(target: Path, kind: str) -> Path:
+    """A fresh marked staging dir beside ``target``; fill ``root / CONTENT``."""
+    root = target.parent / f".{target.name}.{kind}-{uuid.uuid4().hex[:8]}"
+    root.mkdir(parents=True)
+    (root / MARK).write_text(json.dumps({"host": socket.gethostname(), "pid": os.getpid(),
+                                         "proc_start": proc_start(os.getpid()), "target": target.name,
+                                         "created_at": now()}))
+    return root
+
+
+def _maker_alive(root: Path) -> bool:
+    try:
+        info = json.loads((root / MARK).read_text())
+    except (OSError, ValueError):
+        return False
+    if not isinstance(info, dict) or info.get("host") != socket.gethostname() or not isinstance(info.get("pid"), int):
+        return False  # another host's: the caller's lock on the target says nobody uses it
+    pid = info["pid"]
+    if not alive(pid):
+        return False
+    start = proc_start(pid)
+    return start is None or info.get("proc_start") in (None, start)
+
+
+def clean_stale(target: Path, kind: str) -> list[Path]:
+    """Remove the marked staging dirs of ``target`` left by killed runs; returns them."""
+    removed = []
+    for root in sorted(target.parent.glob(f".{target.name}.{kind}-*")):
+        if root.is_dir() and not root.is_symlink() and (root / MARK).is_file() and not _maker_alive(root):
+            shutil.rmtree(root, ignore_errors=True)
+            removed.append(root)
+    return removed
