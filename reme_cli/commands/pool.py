@@ -51,8 +51,8 @@ def _method_of(path: Path) -> str | None:
 def _load(path: Path, cfg: Config, command: str) -> Pool:
     other = _method_of(path)
     if other:  # whatever memory= says: these commands read ReMe pools
-        raise UserError(f"{path} is a pool of memory={other}; `reme pool {command}` reads ReMe pools "
-                        "(`reme pool stats` A-Mem ones too)")
+        reads = "ReMe and A-Mem pools" if command == "stats" else "ReMe pools"
+        raise UserError(f"{path} is a pool of memory={other}; `reme pool {command}` reads {reads}")
     return Pool.load(resolve_pool_path(path), make_embedder_for(cfg))
 
 

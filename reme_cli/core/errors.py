@@ -67,4 +67,10 @@ _OS_HINTS = {
 def os_error_message(exc: OSError) -> str:
     """One line for a file-system error (a path that is a file, read-only, full, too long...)."""
     hint = _OS_HINTS.get(exc.errno, exc.strerror or str(exc))
-    return hint if exc.filename is None else f"{exc.filename}: {hint}"
+    return hint if exc.filename is None else f"{short_path(exc.filename)}: {hint}"
+
+
+def short_path(path: object) -> str:
+    """A path as it fits on one line: a very long one by its two ends and its length."""
+    text = str(path)
+    return text if len(text) <= 160 else f"{text[:60]}...{text[-60:]} ({len(text)} characters)"

@@ -23,7 +23,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from reme_cli.core.errors import UserError, os_error_message
+from reme_cli.core.errors import UserError, os_error_message, short_path
 
 HEARTBEAT_S = 10.0
 STALE_AFTER_S = 60.0
@@ -111,9 +111,10 @@ class DirLock:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:  # under a file, read-only, in /proc, a name too long...
-            raise UserError(f"cannot use {self.directory}: {os_error_message(exc)}") from None
+            raise UserError(f"cannot use {short_path(self.directory)}: {os_error_message(exc)}") from None
         except RecursionError:  # pathlib makes each missing parent in a nested call
-            raise UserError(f"cannot use {self.directory}: it is nested too deep; choose a shorter path") from None
+            raise UserError(f"cannot use {short_path(self.directory)}: it is nested too deep; "
+                            "choose a shorter path") from None
         while True:
             if self._try_create():
                 self._beat = threading.Thread(target=self._heartbeat, name="reme-lock", daemon=True)
@@ -137,7 +138,7 @@ class DirLock:
         except FileExistsError:
             return False
         except OSError as exc:
-            raise UserError(f"cannot use {self.directory}: {os_error_message(exc)}") from None
+            raise UserError(f"cannot use {short_path(self.directory)}: {os_error_message(exc)}") from None
         try:
             with os.fdopen(fd, "w") as f:
                 json.dump(self._info(), f)
@@ -147,7 +148,7 @@ class DirLock:
             with contextlib.suppress(OSError):
                 self.path.unlink()
             exc.filename = exc.filename or str(self.path)
-            raise UserError(f"cannot use {self.directory}: {os_error_message(exc)}") from None
+            raise UserError(f"cannot use {short_path(self.directory)}: {os_error_message(exc)}") from None
         return True
 
     def _break(self, stale: dict[str, Any]) -> None:

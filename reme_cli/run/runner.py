@@ -121,11 +121,11 @@ class Runner:
                         raise
                     if stop is not None:  # its error may be the stop itself: not a result
                         return
-                    if record.ok:
-                        await asyncio.to_thread(method.commit)
-                    else:
-                        method.discard()
                     try:
+                        if record.ok:
+                            await asyncio.to_thread(method.commit)  # the method's own logs
+                        else:
+                            method.discard()
                         await writer.write(record)
                     except OSError as exc:  # a full disk: stop, rather than run units it cannot keep
                         halt(RunAborted(f"cannot record finished units: {os_error_message(exc)}; "
