@@ -94,7 +94,7 @@ def _run_config(path: Path) -> dict[str, Any]:
     except yaml.YAMLError as exc:
         raise UserError(f"{path} is not valid YAML ({str(exc).splitlines()[0]}); restore it, or move that "
                         "run out of the report's directories") from None
-    sections = ("eval", "benchmark", "model", "memory")
+    sections = ("eval", "benchmark", "model")
     if not isinstance(cfg, dict) or not all(isinstance(cfg.get(k), dict) for k in sections):
         raise UserError(f"{path} is not a reme run config (it needs the sections {', '.join(sections)}); "
                         "restore it, or move that run out of the report's directories")
