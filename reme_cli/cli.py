@@ -15,7 +15,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from reme_cli.core.config import compose
-from reme_cli.core.errors import EXIT_UNIT_ERRORS, Interrupted, UserError
+from reme_cli.core.errors import EXIT_UNIT_ERRORS, Interrupted, UserError, os_error_message
 
 console = Console(stderr=True)  # progress and tables; stdout carries only paths, for scripts
 app = typer.Typer(
@@ -70,12 +70,21 @@ def _run(body: Callable[[], None]) -> None:
     except ReleaseSwitch as switch:  # the config asks for another BFCL release: run again with it
         reexec(switch)
     except UserError as exc:
-        # Escaped: a message may hold brackets (pip extras, lists) that rich would eat as markup.
-        console.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
-        raise typer.Exit(exc.exit_code) from None
+        _error(str(exc), exc.exit_code)
+    except OSError as exc:
+        # A path that cannot be written or read (a file where a directory must be, read-only,
+        # full, too long): bad input or an unusable environment. A run that was going has
+        # already said "interrupted" in its manifest.
+        _error(os_error_message(exc), 2)
     except KeyboardInterrupt as exc:
         console.print("[yellow]interrupted:[/yellow] finished units are saved; rerun the same command to resume")
         raise typer.Exit(getattr(exc, "exit_code", 130)) from None
+
+
+def _error(message: str, code: int) -> None:
+    # Escaped: a message may hold brackets (pip extras, lists) that rich would eat as markup.
+    console.print(f"[red]error:[/red] {escape(message)}", highlight=False, soft_wrap=True)
+    raise typer.Exit(code) from None
 
 
 def _finish(results: list, sweep_table: bool = False) -> None:
@@ -143,6 +152,8 @@ def serve_cmd(
     """
 
     def body() -> None:
+        if not 1 <= port <= 65535:
+            raise UserError(f"--port {port}: choose a port from 1 to 65535")
         cfg = compose(overrides or [])
         from reme_cli.llm.vllm_server import serve_command
 
@@ -211,6 +222,8 @@ def ablate_cmd(
     from reme_cli.commands.report import report
 
     def body() -> None:
+        if jobs < 1:
+            raise UserError(f"--jobs {jobs}: give at least 1")
         p = plan(suite, overrides or [], only=only)
         console.print(plan_table(p))
         if dry_run:
@@ -305,6 +318,8 @@ def pool_show_cmd(
     """List a pool's experiences, or what a query retrieves from it."""
 
     def body() -> None:
+        if limit < 1:
+            raise UserError(f"--limit {limit}: give at least 1")
         from reme_cli.commands.pool import show_pool
 
         show_pool(pool, query, limit, compose(["memory=reme", *(overrides or [])]), console)

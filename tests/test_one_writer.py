@@ -68,8 +68,26 @@ def test_a_lock_whose_process_died_is_taken_over(tmp_path):
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
     lock_path(tmp_path / "run").write_text(json.dumps(
-        {"host": socket.gethostname(), "pid": dead.pid, "started_at": "earlier", "token": "old"}))
+        {"host": socket.gethostname(), "machine": lock_mod._machine(), "pid": dead.pid, "started_at": "earlier",
+         "token": "old"}))
     with DirLock(tmp_path / "run") as held:
+        assert json.loads(held.path.read_text())["token"] == held.token
+
+
+@pytest.mark.parametrize("machine", ["another-node/pid:[4026531836]", None], ids=["other machine", "unknown"])
+def test_a_lock_from_a_node_sharing_this_host_name_is_respected_while_its_heartbeat_is_fresh(tmp_path, machine):
+    # Cluster nodes can share a host name: a pid that is dead here may be alive there.
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    path = lock_path(tmp_path / "run")
+    path.write_text(json.dumps({"host": socket.gethostname(), "machine": machine, "pid": dead.pid,
+                                "started_at": "earlier", "token": "twin"}))
+    with pytest.raises(UserError, match=rf"pid {dead.pid} on {socket.gethostname()}"):
+        DirLock(tmp_path / "run").acquire()
+    assert json.loads(path.read_text())["token"] == "twin"
+    old = time.time() - lock_mod.STALE_AFTER_S - 5
+    os.utime(path, (old, old))
+    with DirLock(tmp_path / "run") as held:  # its heartbeat stopped: now it is stale
         assert json.loads(held.path.read_text())["token"] == held.token
 
 

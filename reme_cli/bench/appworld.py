@@ -61,7 +61,8 @@ class AppWorldConfig(BenchmarkConfig):
     workers: Optional[int] = None  # worker processes at most (~270 MB each; default: one per open episode)
 
     def check(self) -> None:
-        check_choices("benchmark", self, {"split": set(SPLITS)}, {"limit": 1, "max_interactions": 1, "timeout": 1})
+        check_choices("benchmark", self, {"split": set(SPLITS)},
+                      {"limit": 1, "max_interactions": 1, "timeout": 1, "workers": 1})
 
 
 class AppWorldServer(LocalServer):

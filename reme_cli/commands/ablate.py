@@ -93,14 +93,24 @@ def suite_file(name: str) -> Path:
 
 def load_suite(name: str) -> dict[str, Any]:
     path = suite_file(name)
-    data = yaml.safe_load(path.read_text()) or {}
     where = f"suite {path}"
+    try:
+        data = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as exc:
+        raise UserError(f"{where} is not valid YAML: {str(exc).splitlines()[0]}") from None
+    if not isinstance(data, dict):
+        raise UserError(f"{where} must be a mapping (description, table, pools, variants), "
+                        f"not a {type(data).__name__}")
     if not isinstance(data.get("variants"), dict) or not data["variants"]:
         raise UserError(f"{where} has no variants")
     pools = data.get("pools") or {}
+    if not isinstance(pools, dict) or not all(isinstance(v, (list, type(None))) for v in pools.values()):
+        raise UserError(f"{where}: pools must map a pool name to a list of build-pool overrides")
     for vname, variant in data["variants"].items():
         if not isinstance(variant, dict) or variant.get("mode") not in MODES:
             raise UserError(f"{where}: variant {vname} needs mode: none | fixed | dynamic")
+        if not isinstance(variant.get("overrides") or [], list):
+            raise UserError(f"{where}: variant {vname}: overrides must be a list")
         if variant["mode"] != "none" and variant.get("pool") not in pools:
             raise UserError(f"{where}: variant {vname} (mode {variant['mode']}) needs a pool from {sorted(pools)}")
         unknown = set(variant) - {"mode", "pool", "overrides"}
@@ -140,14 +150,18 @@ def plan(name: str, overrides: list[str], only: list[str] | None = None) -> Suit
     """The suite's jobs; ``only``: just these run labels (one cluster job each) and the
     pools they need."""
     suite = load_suite(name)
-    bench = compose([*suite["overrides"], *overrides]).benchmark.name
+    used = {v.get("pool") for v in suite["variants"].values() if v["mode"] != "none"}
+    memory = {pname: pool_memory(suite["pools"][pname] or []) for pname in suite["pools"]}
+    # The user's memory.* overrides are the suite method's keys: validated against its schema
+    # wherever no memory is named (memory=none has none of them).
+    own = next((memory[p] for p in suite["pools"] if p in used), "reme")
+    memory_head = [f"memory={own}"] if any(o.lstrip("+~").startswith("memory.") for o in overrides) else []
+    bench = compose([*memory_head, *suite["overrides"], *overrides]).benchmark.name
     overrides = [*suite["overrides"], *suite["benchmark_overrides"].get(bench, []), *overrides]  # the user's win
-    base = compose(overrides)  # where the suite lives
+    base = compose([*memory_head, *overrides])  # where the suite lives
     root = Path(base.runs_root) / "ablate" / f"{suite['name']}-{base.benchmark.name}-{base.model.name}"
     out = SuitePlan(suite["name"], suite["description"], suite["table"], root)
 
-    used = {v.get("pool") for v in suite["variants"].values() if v["mode"] != "none"}
-    memory = {pname: pool_memory(suite["pools"][pname] or []) for pname in suite["pools"]}
     for pname in [p for p in suite["pools"] if p in used]:
         spec = suite["pools"][pname]
         if isinstance(spec, str):
@@ -170,6 +184,8 @@ def plan(name: str, overrides: list[str], only: list[str] | None = None) -> Suit
             head = [f"eval.mode={variant['mode']}"]
             if variant["mode"] != "none":
                 head += [f"memory={memory[variant['pool']]}", f"memory.pool={root / 'pools' / variant['pool']}"]
+            else:
+                head += memory_head
             job_overrides = [*head, *overrides, *job, f"out_dir={root / 'runs' / label}"]
             cfg = compose(job_overrides)
             units, calls = _units(cfg)

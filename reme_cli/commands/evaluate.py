@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,7 @@ from rich.console import Console
 from reme_cli.agent.protocols import make_protocol
 from reme_cli.bench.registry import make_benchmark
 from reme_cli.core.config import Config, config_hash, to_dict
+from reme_cli.core.errors import RunAborted, os_error_message
 from reme_cli.llm.client import ChatClient
 from reme_cli.llm.endpoint import endpoint, make_client, request_extra_body
 from reme_cli.bench.base import Benchmark
@@ -71,6 +73,7 @@ def episode_settings(cfg: Config, bench: Benchmark, temperature: float | None = 
         system_prompt=cfg.benchmark.system_prompt,
         max_interactions=cfg.benchmark.max_interactions,
         max_steps_per_turn=_step_limit(bench.max_steps_per_turn, cfg.model.max_steps_per_turn),
+        max_stored_chars=cfg.eval.max_stored_chars,
     )
 
 
@@ -106,14 +109,21 @@ def evaluate(cfg: Config, console: Console, wait: bool = False) -> RunResult:
             try:
                 usage = asyncio.run(_run(cfg, ep, bench, settings, run_dir, progress, streams))
             except BaseException:
-                run_dir.update_manifest(status="interrupted")
+                with contextlib.suppress(OSError):  # a full disk: the first error is the one to say
+                    run_dir.update_manifest(status="interrupted")
                 raise
             finally:
                 progress.stop()
 
         metrics = summarize(run_dir, cfg.eval.runs, cfg.eval.mode)
         metrics["llm_usage"] = usage
-        run_dir.write_metrics(metrics)
+        try:
+            run_dir.write_metrics(metrics)
+        except OSError as exc:  # a full disk: every unit is kept, the rerun writes them
+            with contextlib.suppress(OSError):
+                run_dir.update_manifest(status="interrupted")
+            raise RunAborted(f"cannot write the metrics: {os_error_message(exc)}; then rerun the same "
+                             "command (finished units are kept)") from None
         complete = metrics["units"] == sum(len(s) for s in streams) and metrics["errors"] == 0
         run_dir.update_manifest(status="complete" if complete else "incomplete")
     console.print(metrics_table(metrics, f"{cfg.experiment}: {cfg.benchmark.name} / {cfg.model.name} / "

@@ -102,6 +102,9 @@ class EvalCfg:
     runs: int = 4
     seeds: int = 3
     seed_base: int = 0
+    # Longest string a unit record stores (a reply, an argument, an output); longer ones are
+    # cut in the middle and the record says so. What the environment receives is not cut.
+    max_stored_chars: int = 20_000
 
 
 @dataclass
@@ -132,6 +135,7 @@ _AT_LEAST = {
     "eval.runs": 1,
     "eval.seeds": 1,
     "eval.seed_base": 0,
+    "eval.max_stored_chars": 1000,
     "llm.concurrency": 1,
     "llm.max_retries": 0,
     "llm.breaker_threshold": 1,
@@ -141,10 +145,10 @@ _AT_LEAST = {
     "model.max_steps_per_turn": 1,
 }
 
-# Keys that change how fast a run goes, not what it computes: excluded from the run hash,
-# so a resume with more concurrency continues the same run.
+# Keys that change how fast a run goes (or how much of it is stored), not what it computes:
+# excluded from the run hash, so a resume with more concurrency continues the same run.
 _EXECUTION_KEYS = ("out_dir", "runs_root", "llm.concurrency", "llm.timeout", "llm.max_retries",
-                   "llm.breaker_threshold", "llm.startup_timeout", "env.concurrency",
+                   "eval.max_stored_chars", "llm.breaker_threshold", "llm.startup_timeout", "env.concurrency",
                    "llm.cache", "llm.cache_dir", "llm.api_key", "llm.base_url")
 
 
@@ -214,6 +218,8 @@ def validate(raw: DictConfig | dict) -> Config:
                                              for u in urls):
         raise UserError(f"llm.base_url={cfg.llm.base_url!r} must start with http:// or https:// "
                         "(one URL, or a list of them)")
+    if getattr(cfg.benchmark, "task_ids", None) == []:
+        raise UserError("benchmark.task_ids=[] selects no task: name at least one, or drop it to use the split")
     if cfg.eval.mode != "none" and cfg.memory.name == "none":
         raise UserError(f"--mode {cfg.eval.mode} needs a memory: add memory=reme")
     return cfg
@@ -307,7 +313,8 @@ def _omegaconf_message(exc: OmegaConfBaseException, prefix: str = "") -> str:
     return f"{key}: {msg}" if key and key not in msg else msg
 
 
-def check_choices(section: str, cfg: Any, choices: dict[str, set[str]], at_least: dict[str, float] = {}) -> None:  # noqa: B006 - read only
+def check_choices(section: str, cfg: Any, choices: dict[str, set[str]],
+                  at_least: dict[str, float] = {}, at_most: dict[str, float] = {}) -> None:  # noqa: B006 - read only
     """One-line errors for a value outside its choices or bounds (reme's own keys, and a
     plug-in's ``check()`` for its section)."""
     prefix = f"{section}." if section else ""
@@ -319,3 +326,7 @@ def check_choices(section: str, cfg: Any, choices: dict[str, set[str]], at_least
         value = _get(cfg, key)
         if value is not None and value < low:
             raise UserError(f"{prefix}{key}={value} must be >= {low}")
+    for key, high in at_most.items():
+        value = _get(cfg, key)
+        if value is not None and value > high:
+            raise UserError(f"{prefix}{key}={value} must be <= {high}")

@@ -10,6 +10,8 @@ Exit codes of every command (documented in the README):
   130  interrupted by Ctrl-C (SIGINT); 143 by SIGTERM
 """
 
+import errno
+
 EXIT_UNIT_ERRORS = 3
 
 
@@ -44,3 +46,31 @@ class Interrupted(KeyboardInterrupt):
         super().__init__(signum)
         self.signum = signum
         self.exit_code = 128 + signum
+
+
+# What to do about a file-system error, by errno: the path is named with it.
+_OS_HINTS = {
+    errno.ENOSPC: "the disk is full: free some space, or choose another directory",
+    errno.EDQUOT: "the disk quota is used up: free some space, or choose another directory",
+    errno.EROFS: "the file system is read-only: choose a writable directory",
+    errno.EACCES: "permission denied: fix its permissions, or choose another path",
+    errno.EPERM: "not permitted: fix its permissions, or choose another path",
+    errno.ENOTDIR: "a part of this path is a file, not a directory: choose another path",
+    errno.EEXIST: "it exists and is not a directory: choose another path",
+    errno.EISDIR: "it is a directory: give a file",
+    errno.ENAMETOOLONG: "the path or one of its names is too long: choose a shorter path",
+    errno.ELOOP: "too many symbolic links: choose another path",
+    errno.ENOENT: "it does not exist (or cannot be created there): choose another path",
+}
+
+
+def os_error_message(exc: OSError) -> str:
+    """One line for a file-system error (a path that is a file, read-only, full, too long...)."""
+    hint = _OS_HINTS.get(exc.errno, exc.strerror or str(exc))
+    return hint if exc.filename is None else f"{short_path(exc.filename)}: {hint}"
+
+
+def short_path(path: object) -> str:
+    """A path as it fits on one line: a very long one by its two ends and its length."""
+    text = str(path)
+    return text if len(text) <= 160 else f"{text[:60]}...{text[-60:]} ({len(text)} characters)"

@@ -6,6 +6,7 @@ cut on reopen), and a JSON file is replaced atomically or not at all.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import threading
@@ -22,20 +23,51 @@ def now() -> str:
 
 def write_json_atomic(path: Path, data: Any) -> None:
     tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w") as f:
-        json.dump(data, f, indent=2, ensure_ascii=False, default=str)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    text = json.dumps(data, indent=2, ensure_ascii=False, default=str)
+    try:
+        with open(tmp, "w") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)  # never leave a half-written temp file behind
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT) and _overwrite_in_place(path, text):
+            return
+        exc.filename = exc.filename or str(path)  # a failed write() names no file
+        raise
+
+
+def _overwrite_in_place(path: Path, text: str) -> bool:
+    """A full disk has no room for a new file, but an existing one's blocks can take text
+    that fits them (a manifest saying "interrupted"). Not atomic: only when nothing else can
+    be written at all."""
+    data = text.encode()
+    try:
+        st = path.stat()
+        if len(data) > st.st_blocks * 512:
+            return False
+        with open(path, "r+b") as f:
+            f.write(data)
+            f.truncate(len(data))
+            f.flush()
+            os.fsync(f.fileno())
+    except OSError:
+        return False
+    return True
 
 
 def append_lines(path: Path, records: list[dict[str, Any]]) -> None:
     """Append JSON lines durably: whole lines, then one fsync."""
     text = "".join(json.dumps(r, ensure_ascii=False, default=str) + "\n" for r in records)
-    with _append_lock, open(path, "a") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
+    try:
+        with _append_lock, open(path, "a") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+    except OSError as exc:
+        exc.filename = exc.filename or str(path)  # a failed write() names no file
+        raise
 
 
 def read_lines(path: Path) -> list[dict[str, Any]]:

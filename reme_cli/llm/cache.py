@@ -13,6 +13,8 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+from reme_cli.core.errors import RunAborted, UserError
+
 
 def request_key(request: dict[str, Any]) -> str:
     blob = json.dumps(request, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
@@ -24,20 +26,33 @@ class ResponseCache:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         # One connection, used only from the event-loop thread; lookups take microseconds.
-        self._db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.execute("CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, value TEXT)")
+        try:
+            self._db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.execute("CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, value TEXT)")
+        except sqlite3.Error as exc:
+            raise UserError(self._unusable(exc)) from None
+
+    def _unusable(self, exc: Exception) -> str:
+        return (f"the response cache {self.path} is unusable ({exc}); move it away (it refills as the "
+                "run goes) or run with llm.cache=false")
 
     def get(self, key: str) -> dict[str, Any] | None:
-        row = self._db.execute("SELECT value FROM responses WHERE key = ?", (key,)).fetchone()
-        return json.loads(row[0]) if row else None
+        try:
+            row = self._db.execute("SELECT value FROM responses WHERE key = ?", (key,)).fetchone()
+            return json.loads(row[0]) if row else None
+        except (sqlite3.Error, ValueError) as exc:  # damaged after it opened: stop, not a unit's error
+            raise RunAborted(self._unusable(exc) + "; then rerun the same command to resume") from None
 
     def put(self, key: str, value: dict[str, Any]) -> None:
-        self._db.execute(
-            "INSERT OR REPLACE INTO responses (key, value) VALUES (?, ?)",
-            (key, json.dumps(value, ensure_ascii=False)),
-        )
+        try:
+            self._db.execute(
+                "INSERT OR REPLACE INTO responses (key, value) VALUES (?, ?)",
+                (key, json.dumps(value, ensure_ascii=False)),
+            )
+        except sqlite3.Error as exc:
+            raise RunAborted(self._unusable(exc) + "; then rerun the same command to resume") from None
 
     def close(self) -> None:
         self._db.close()

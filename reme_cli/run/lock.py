@@ -3,14 +3,17 @@
 Cluster jobs share network filesystems where ``fcntl`` locks may be ignored, so the lock
 is a file created with ``O_EXCL`` (atomic on local filesystems and on NFSv3+) next to the
 directory, holding who owns it. The owner touches it every ``HEARTBEAT_S``; a lock is
-stale when its owner is gone: on this host, its process is dead (or the pid now belongs to
-a process started later); on another host, its heartbeat is older than ``STALE_AFTER_S``.
+stale when its owner is gone: on this machine, its process is dead (or the pid now belongs
+to a process started later); elsewhere, its heartbeat is older than ``STALE_AFTER_S``.
+"This machine" is this kernel boot and pid namespace, not the host name: cluster nodes and
+containers can share a host name, and a pid there says nothing about a process here.
 A stale lock is taken over; a live one refuses the second writer with one line, or makes
 it wait. Readers (``reme report``, ``pool stats``, ``pool show``) never take it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -20,7 +23,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from reme_cli.core.errors import UserError
+from reme_cli.core.errors import UserError, os_error_message, short_path
 from reme_cli.core.procs import alive as _alive
 from reme_cli.core.procs import proc_start as _proc_start
 
@@ -33,6 +36,14 @@ def lock_path(directory: Path) -> Path:
     """Beside the directory, so taking the lock never makes a fresh directory non-empty."""
     directory = Path(directory)
     return directory.parent / f".{directory.name}.lock"
+
+
+def _machine() -> str | None:
+    """Where a pid names the same process as here: this kernel boot and pid namespace."""
+    try:
+        return f"{Path('/proc/sys/kernel/random/boot_id').read_text().strip()}/{os.readlink('/proc/self/ns/pid')}"
+    except OSError:
+        return None
 
 
 class DirLock:
@@ -49,8 +60,9 @@ class DirLock:
 
     # ------------------------------------------------------------------ owner info
     def _info(self) -> dict[str, Any]:
-        return {"host": socket.gethostname(), "pid": os.getpid(), "proc_start": _proc_start(os.getpid()),
-                "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "token": self.token}
+        return {"host": socket.gethostname(), "machine": _machine(), "pid": os.getpid(),
+                "proc_start": _proc_start(os.getpid()), "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                "token": self.token}
 
     def _read(self) -> tuple[dict[str, Any] | None, float | None]:
         try:
@@ -58,6 +70,9 @@ class DirLock:
             mtime = self.path.stat().st_mtime
         except FileNotFoundError:
             return None, None
+        except IsADirectoryError:
+            raise UserError(f"{self.path} is a directory, not a reme lock file; move it away (reme locks "
+                            f"{self.directory} with that name)") from None
         try:
             info = json.loads(text)
         except json.JSONDecodeError:  # being written this instant: treat as live
@@ -65,7 +80,8 @@ class DirLock:
         return (info if isinstance(info, dict) else {}), mtime
 
     def _stale(self, info: dict[str, Any], mtime: float) -> bool:
-        if info.get("host") == socket.gethostname() and isinstance(info.get("pid"), int):
+        machine = _machine()
+        if machine is not None and info.get("machine") == machine and isinstance(info.get("pid"), int):
             pid = info["pid"]
             if not _alive(pid):
                 return True
@@ -75,7 +91,13 @@ class DirLock:
 
     # ------------------------------------------------------------------ acquire/release
     def acquire(self) -> DirLock:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:  # under a file, read-only, in /proc, a name too long...
+            raise UserError(f"cannot use {short_path(self.directory)}: {os_error_message(exc)}") from None
+        except RecursionError:  # pathlib makes each missing parent in a nested call
+            raise UserError(f"cannot use {short_path(self.directory)}: it is nested too deep; "
+                            "choose a shorter path") from None
         while True:
             if self._try_create():
                 self._beat = threading.Thread(target=self._heartbeat, name="reme-lock", daemon=True)
@@ -98,10 +120,18 @@ class DirLock:
             fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
         except FileExistsError:
             return False
-        with os.fdopen(fd, "w") as f:
-            json.dump(self._info(), f)
-            f.flush()
-            os.fsync(f.fileno())
+        except OSError as exc:
+            raise UserError(f"cannot use {short_path(self.directory)}: {os_error_message(exc)}") from None
+        try:
+            with os.fdopen(fd, "w") as f:
+                json.dump(self._info(), f)
+                f.flush()
+                os.fsync(f.fileno())
+        except OSError as exc:  # a full disk: an empty lock would look held until it went stale
+            with contextlib.suppress(OSError):
+                self.path.unlink()
+            exc.filename = exc.filename or str(self.path)
+            raise UserError(f"cannot use {short_path(self.directory)}: {os_error_message(exc)}") from None
         return True
 
     def _break(self, stale: dict[str, Any]) -> None:

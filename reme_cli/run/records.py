@@ -8,6 +8,7 @@ twice (it cannot, but a hand-edited file might) counts once.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import platform
 import subprocess
@@ -21,6 +22,7 @@ import yaml
 
 from reme_cli.core.errors import UserError
 from reme_cli.core.io import append_lines, now, write_json_atomic
+from reme_cli.core.text import middle_cut
 
 CONFIG_FILE = "config.yaml"
 MANIFEST_FILE = "manifest.json"
@@ -86,6 +88,9 @@ class UnitRecord:
     started_at: str = ""
     finished_at: str = ""
     wall_s: float = 0.0
+    # Set when strings longer than eval.max_stored_chars were cut before storing (model and
+    # environment output is untrusted: one 10 MB argument must not make a 100 MB record).
+    truncated: dict[str, Any] | None = None
     schema_version: int = SCHEMA_VERSION
 
     @property
@@ -94,6 +99,16 @@ class UnitRecord:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    def cap_stored(self, max_chars: int) -> None:
+        """Cut every stored string longer than ``max_chars`` in the middle (and a call's
+        non-string arguments whose JSON is longer), noting what was cut in ``truncated``."""
+        cuts: list[tuple[str, int]] = []
+        for name in _CAPPED_FIELDS:
+            setattr(self, name, _cap(getattr(self, name), max_chars, name, cuts))
+        if cuts:
+            self.truncated = {"max_chars": max_chars, "fields": len(cuts),
+                              "chars_cut": sum(n for _, n in cuts), "paths": [p for p, _ in cuts[:20]]}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> UnitRecord:
@@ -112,6 +127,29 @@ class UnitRecord:
 
 
 _V1_STOPS = {"completed": "answered", "max_interactions": "interaction_limit"}
+_CAPPED_FIELDS = ("error", "traceback", "checker", "trajectory", "earlier_attempts", "guidance", "method")
+
+
+def _cap(value: Any, limit: int, path: str, cuts: list[tuple[str, int]]) -> Any:
+    if isinstance(value, str):
+        if len(value) <= limit:
+            return value
+        short = middle_cut(value, limit)
+        cuts.append((path, len(value) - len(short)))
+        return short
+    if isinstance(value, dict):
+        out = {}
+        for key, item in value.items():
+            if key == "arguments" and not isinstance(item, str):
+                # Arguments as parsed (a dict): a huge list of small values is cut as its JSON text.
+                text = json.dumps(item, ensure_ascii=False, default=str)
+                if len(text) > limit:
+                    item = text
+            out[key] = _cap(item, limit, f"{path}.{key}", cuts)
+        return out
+    if isinstance(value, list):
+        return [_cap(item, limit, f"{path}.{i}", cuts) for i, item in enumerate(value)]
+    return value
 
 
 @dataclass
@@ -122,6 +160,8 @@ class RunDir:
     def open(cls, path: str | Path, config: dict[str, Any], config_hash: str, kind: str) -> "RunDir":
         """Create the directory, or reopen it for resume if it holds the same config."""
         run = cls(Path(path))
+        if run.path.exists() and not run.path.is_dir():
+            raise UserError(f"{run.path} is a file, not a directory: choose another out_dir")
         cfg_file = run.path / CONFIG_FILE
         if cfg_file.exists() or (run.path / MANIFEST_FILE).exists():
             run.check()
@@ -132,22 +172,30 @@ class RunDir:
                     f"{config_hash}): choose another out_dir, or delete that directory"
                 )
             run._repair_trials()
+            run.trials()  # a damaged record is refused here, before the manifest changes
         else:
             if run.path.exists() and any(run.path.iterdir()):
                 raise UserError(f"{run.path} exists and is not a reme run directory: choose another out_dir")
             run.path.mkdir(parents=True, exist_ok=True)
-            with open(cfg_file, "w") as f:
-                yaml.safe_dump(config, f, sort_keys=False)
-            write_json_atomic(run.path / MANIFEST_FILE, {
-                "kind": kind,
-                "status": "created",
-                "config_hash": config_hash,
-                "created_at": now(),
-                "git": git_state(),
-                "packages": package_versions(),
-                "python": sys.version.split()[0],
-                "platform": platform.platform(),
-            })
+            try:
+                with open(cfg_file, "w") as f:
+                    yaml.safe_dump(config, f, sort_keys=False)
+                write_json_atomic(run.path / MANIFEST_FILE, {
+                    "kind": kind,
+                    "status": "created",
+                    "config_hash": config_hash,
+                    "created_at": now(),
+                    "git": git_state(),
+                    "packages": package_versions(),
+                    "python": sys.version.split()[0],
+                    "platform": platform.platform(),
+                })
+            except OSError as exc:
+                # A config without its manifest would look like another run's: take it back.
+                with contextlib.suppress(OSError):
+                    cfg_file.unlink(missing_ok=True)
+                exc.filename = exc.filename or str(cfg_file)
+                raise
         return run
 
     def check(self) -> None:
@@ -201,8 +249,13 @@ class RunDir:
     def trials(self) -> list[UnitRecord]:
         """Every finished unit; a retried unit (its first attempt errored) keeps its last record."""
         seen: dict[str, UnitRecord] = {}
-        for rec in _read_jsonl(self.path / TRIALS_FILE):
-            seen[rec["unit"]] = UnitRecord.from_dict(rec)
+        path = self.path / TRIALS_FILE
+        for number, rec in _read_jsonl(path):
+            try:
+                seen[rec["unit"]] = UnitRecord.from_dict(rec)
+            except (TypeError, ValueError) as exc:  # a hand-edited or foreign line
+                raise UserError(f"{path} line {number} is not a unit record ({_first_line(exc)}); move that "
+                                "line out of the file (its unit then runs again)") from None
         return list(seen.values())
 
     def finished_units(self) -> set[str]:
@@ -257,11 +310,16 @@ class JsonlWriter:
                         fut.set_result(None)
 
 
-def _read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
+def _first_line(exc: Exception) -> str:
+    return (str(exc).splitlines() or [type(exc).__name__])[0][:200]
+
+
+def _read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, record) for each whole JSON line that names a unit."""
     if not path.exists():
         return
     with open(path) as f:
-        for line in f:
+        for number, line in enumerate(f, 1):
             line = line.strip()
             if not line:
                 continue
@@ -270,4 +328,4 @@ def _read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
             except json.JSONDecodeError:
                 continue
             if isinstance(rec, dict) and "unit" in rec:
-                yield rec
+                yield number, rec

@@ -19,7 +19,7 @@ from typing import Any, Callable, Iterator
 from reme_cli.agent.loop import Sampling, run_episode
 from reme_cli.agent.protocols import ToolProtocol
 from reme_cli.bench.base import Benchmark, Task
-from reme_cli.core.errors import Interrupted, RunAborted
+from reme_cli.core.errors import Interrupted, RunAborted, os_error_message
 from reme_cli.core.io import now
 from reme_cli.llm.client import LLM
 from reme_cli.methods.base import Attempt, Method, MethodFactory, Solved
@@ -75,6 +75,7 @@ class EpisodeSettings:
     system_prompt: str | None
     max_interactions: int
     max_steps_per_turn: int | None
+    max_stored_chars: int = 20_000  # per stored string of a unit record (eval.max_stored_chars)
 
 
 @dataclass
@@ -120,11 +121,16 @@ class Runner:
                         raise
                     if stop is not None:  # its error may be the stop itself: not a result
                         return
-                    if record.ok:
-                        await asyncio.to_thread(method.commit)
-                    else:
-                        method.discard()
-                    await writer.write(record)
+                    try:
+                        if record.ok:
+                            await asyncio.to_thread(method.commit)  # the method's own logs
+                        else:
+                            method.discard()
+                        await writer.write(record)
+                    except OSError as exc:  # a full disk: stop, rather than run units it cannot keep
+                        halt(RunAborted(f"cannot record finished units: {os_error_message(exc)}; "
+                                        "then rerun the same command to resume"))
+                        return
                     if self.progress:
                         self.progress.advance(record)
                 await asyncio.to_thread(method.finish)
@@ -216,6 +222,7 @@ class Runner:
             record.interactions = sum(t.interactions for t in trajs)
         record.started_at, record.finished_at = started, now()
         record.wall_s = round(time.perf_counter() - t0, 4)
+        record.cap_stored(self.settings.max_stored_chars)
         return record
 
     async def _episode(self, unit: Unit, task: Task, guidance: str | None, attempt: int) -> Attempt:

@@ -56,4 +56,6 @@ class ReMeConfig:
             "deletion.rule": {"le", "lt"},
             "dedup_text": {"key_content", "key"},
             "u_credit": {"final", "first_attempt"},
-        }, {"top_k": 0, "reflection.max_retries": 0, "deletion.alpha": 1, "deletion.every": 1})
+        }, {"top_k": 0, "reflection.max_retries": 0, "deletion.alpha": 1, "deletion.every": 1,
+            "judge_threshold": 0, "dedup_threshold": 0, "deletion.beta": 0},
+           {"judge_threshold": 1, "dedup_threshold": 1})
