@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 import signal
 import socket
 import stat
@@ -39,7 +40,8 @@ def hostile(outside: Path, secret: Path, port: int) -> list[str]:
         f"import os; os.symlink('{secret}', '{outside}/LINK')",
         f"import pathlib; print(pathlib.Path('{secret}').read_text())",
         # AppWorld refuses `import socket` but not in exec's string, as with ctypes above.
-        f'exec("import socket\\nsocket.create_connection((\'127.0.0.1\', {port}), timeout=5)\\nprint(\'connected\')")',
+        f'exec("import socket\\nsocket.create_connection((\'127.0.0.1\', {port}), timeout=5)\\n'
+        "print('reached', 'host')\")",
     ]
 
 
@@ -71,7 +73,7 @@ def test_hostile_code_leaves_no_trace_outside_and_reads_no_host_file(toy_world, 
     assert "alive 42" in ran[0][1]  # the code did run, in the sandbox
     assert sorted(p.name for p in outside.iterdir()) == ["secret.txt"]  # no marker, no link, no directory
     assert secret not in text_under(tmp_path / "run") and secret not in proc.stderr
-    assert "connected" not in ran[-1][1]  # no network: not even the host's loopback
+    assert "reached host" not in ran[-1][1]  # no network: not even the host's loopback
     manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
     assert manifest["sandbox"] == "bwrap"
     assert "sandbox: none" not in " ".join(proc.stderr.split())
@@ -91,7 +93,7 @@ def test_without_a_sandbox_the_run_stops_unless_none_is_asked_for(toy_world, tmp
     proc, outside, secret, steps, ran = run_hostile(toy_world, tmp_path, "benchmark.sandbox=none", env=no_bwrap)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert sorted(p.name for p in outside.iterdir()) == sorted([*MARKERS, "secret.txt"])
-    assert secret in ran[5][1] and "connected" in ran[-1][1]
+    assert secret in ran[5][1] and "reached host" in ran[-1][1]
     assert json.loads((tmp_path / "run" / "manifest.json").read_text())["sandbox"] == "none"
     assert "sandbox: none (benchmark.sandbox=none" in " ".join(proc.stderr.split())  # the final table says it
 
@@ -136,12 +138,17 @@ def test_kill_9_of_reme_mid_episode_leaves_no_worker(toy_world, tmp_path, sandbo
             # Three episodes wait on the model, each with a worker started from its own thread.
             assert wait_for(lambda: len([w for w in workers() if "uvicorn" in w and "bwrap" not in w]) == 3, 180)
             time.sleep(1)
+            # The private directory of their sockets and logs: a kill -9 leaves it behind.
+            private = {Path(w.split("--uds ")[1].split()[0]).parents[1] for w in workers()}
             proc.kill()
             proc.wait()
             left = wait_for(lambda: not workers(), 15) or workers()
         finally:
             proc.kill()
     assert left is True, left
+    (private,) = private
+    assert private.name.startswith("reme-appworld-") and stat.S_IMODE(private.stat().st_mode) == 0o700
+    shutil.rmtree(private)
 
 
 def test_a_worker_forked_from_a_passing_thread_outlives_the_thread_but_not_reme(tmp_path):
@@ -206,8 +213,6 @@ def test_worker_logs_and_sockets_are_in_a_fresh_private_directory(toy_world, tmp
         assert victim.read_text() == "untouched"
         assert sorted(p.name for p in shared.iterdir()) == ["reme-appworld-workers"]
     finally:
-        import shutil
-
         shutil.rmtree(shared)
 
 
