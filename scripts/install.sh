@@ -86,6 +86,10 @@ python -c "import reme_cli, bfcl_eval, llama_cpp, faiss, sentence_transformers"
 
 # The tests run AppWorld episodes: its own virtualenv, from the pinned version (~2 min).
 [[ "$extras" == *dev* ]] && reme appworld setup >/dev/null
+# AppWorld runs the model's code in bubblewrap (benchmark.sandbox=auto); only a hint here,
+# installing a system package is the user's call.
+command -v bwrap >/dev/null \
+  || echo "note: AppWorld sandboxes the model's code with bubblewrap: apt-get install bubblewrap"
 
 # The smoke check: the embedded server must answer a short greedy chat correctly.
 python -m reme_cli.llm.smoke

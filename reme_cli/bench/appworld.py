@@ -4,9 +4,12 @@ AppWorld pins old dependencies (pydantic<2), keeps one live world per process an
 every clock in it, so it never runs in reme's process. ``reme appworld setup`` gives it a
 virtualenv of its own (``<prefix>/share/reme/appworld-venv``), and every episode runs in a
 worker process of that venv: AppWorld's environment server
-(``uvicorn appworld.serve.environment:app`` on a free 127.0.0.1 port, one episode at a
-time). Workers are started on demand up to ``env.concurrency`` (or ``llm.concurrency``),
-reused between episodes, and killed at exit; a call that errors or outlives
+(``uvicorn appworld.serve.environment:app`` on a Unix socket in a private directory, one
+episode at a time). The model's code runs in that worker, so by default the worker runs in
+an OS sandbox (``benchmark.sandbox``, ``reme_cli.bench.sandbox``): no network, read-only
+files, writable only AppWorld's experiment outputs. Workers are started on demand up to
+``env.concurrency`` (or ``llm.concurrency``), reused between episodes, and killed at exit
+(and with reme, even on ``kill -9``); a call that errors or outlives
 ``benchmark.timeout`` kills its worker, and the episode is recorded as an error (retried on
 resume), never lost. Experiment names are unique per episode, since opening a world deletes
 that experiment's outputs.
@@ -20,6 +23,8 @@ passes); the scenario (the id before ``_``) gives scenario goal completion.
 from __future__ import annotations
 
 import asyncio
+import atexit
+import dataclasses
 import json
 import os
 import shutil
@@ -33,6 +38,7 @@ from typing import Any, Optional
 
 import httpx
 
+from reme_cli.bench import sandbox
 from reme_cli.bench.base import BenchmarkConfig, Outcome, Task, ToolResult
 from reme_cli.bench.worker import WorkerCrashed
 from reme_cli.core.config import check_choices
@@ -59,52 +65,90 @@ class AppWorldConfig(BenchmarkConfig):
     venv: Optional[str] = None  # AppWorld's own virtualenv (default: where `reme appworld setup` puts it)
     timeout: float = 100.0  # seconds per environment call (AppWorld's own execute default)
     workers: Optional[int] = None  # worker processes at most (~270 MB each; default: one per open episode)
+    sandbox: str = "auto"  # auto | bwrap | none: the OS sandbox around the model's code (none: on the host)
 
     def check(self) -> None:
-        check_choices("benchmark", self, {"split": set(SPLITS)},
+        check_choices("benchmark", self, {"split": set(SPLITS), "sandbox": set(sandbox.CHOICES)},
                       {"limit": 1, "max_interactions": 1, "timeout": 1, "workers": 1})
 
 
 class AppWorldServer(LocalServer):
-    """One AppWorld environment server (AppWorld's venv) on a free loopback port."""
+    """One AppWorld environment server (AppWorld's venv) on a Unix socket, optionally in a
+    sandbox. A socket, not a loopback port: a sandbox without network can still be reached,
+    and no other local user can send the server code to run."""
 
     kind = "AppWorld worker"
     install_hint = "AppWorld is not set up: reme appworld setup"
     url_suffix = ""
     ready_path = "/openapi.json"
 
-    def __init__(self, venv: Path, data_root: Path, log_path: Path):
+    def __init__(self, venv: Path, data_root: Path, log_path: Path, socket: Path,
+                 jail: sandbox.Bwrap | None = None):
         super().__init__(log_path=log_path, startup_timeout=180.0)
         self.venv, self.extra_env = venv, {"APPWORLD_ROOT": str(data_root)}
+        self.socket, self.jail = socket, jail
 
     def _prepare(self) -> str:
         if not (self.venv / "bin" / "python").exists():
             raise UserError(self.install_hint)
         return ""
 
+    def _launch(self, model_path: str) -> None:
+        self.socket.unlink(missing_ok=True)  # left by a killed predecessor: uvicorn would not bind
+        super()._launch(model_path)
+        self.base_url = "http://appworld"  # the host is only a label: requests go over the socket
+
     def command(self, model_path: str, port: int) -> list[str]:
-        return [str(self.venv / "bin" / "python"), "-m", "uvicorn", "appworld.serve.environment:app",
-                "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"]
+        argv = [str(self.venv / "bin" / "python"), "-m", "uvicorn", "appworld.serve.environment:app",
+                "--uds", str(self.socket), "--log-level", "warning"]
+        return self.jail.wrap(argv) if self.jail else argv
+
+    def _ready(self) -> bool:
+        try:
+            with httpx.Client(transport=httpx.HTTPTransport(uds=str(self.socket)), timeout=2) as client:
+                return client.get(self.base_url + self.ready_path).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    def transport(self) -> httpx.AsyncHTTPTransport:
+        return httpx.AsyncHTTPTransport(uds=str(self.socket))
 
 
 class Workers:
-    """Up to ``limit`` AppWorld servers, started on demand, one episode each at a time."""
+    """Up to ``limit`` AppWorld servers, started on demand, one episode each at a time.
 
-    def __init__(self, venv: Path, data_root: Path, limit: int, log_dir: Path):
-        self.venv, self.data_root, self.log_dir = venv, data_root, log_dir
+    Their logs and sockets live in a private directory (``mkdtemp``: mode 0700, a fresh
+    name, so nothing another user planted there is followed), removed at exit unless a
+    worker failed (then its log is kept for the error message that names it)."""
+
+    def __init__(self, venv: Path, data_root: Path, limit: int, jail: sandbox.Bwrap | None = None):
+        self.venv, self.data_root, self.jail = venv, data_root, jail
+        # A socket's path holds at most 107 bytes: under a long $TMPDIR, fall back to /tmp.
+        base = tempfile.gettempdir()
+        self.dir = Path(tempfile.mkdtemp(prefix="reme-appworld-", dir=base if len(base) <= 48 else "/tmp"))
         self._slots = asyncio.Semaphore(limit)
         self._idle: list[AppWorldServer] = []
+        self._all: list[AppWorldServer] = []
         self._count = 0
+        self._failed = False
+        atexit.register(self.close)
 
     async def acquire(self) -> AppWorldServer:
         await self._slots.acquire()
         if self._idle:
             return self._idle.pop()
         self._count += 1
-        server = AppWorldServer(self.venv, self.data_root, self.log_dir / f"appworld-worker-{self._count}.log")
+        # The socket's directory is the worker's own: model code can reach no other log or socket.
+        sock_dir = self.dir / f"worker-{self._count}"
+        sock_dir.mkdir()
+        jail = self.jail and dataclasses.replace(self.jail, writable=(*self.jail.writable, sock_dir))
+        server = AppWorldServer(self.venv, self.data_root, self.dir / f"worker-{self._count}.log",
+                                sock_dir / "server.sock", jail)
+        self._all.append(server)
         try:
             return await asyncio.to_thread(server.start)
         except BaseException:
+            self._failed = True
             self._slots.release()
             raise
 
@@ -112,8 +156,16 @@ class Workers:
         if healthy and server.running:
             self._idle.append(server)
         else:
+            self._failed = True
             server.stop()  # a crashed or hung worker is replaced by a fresh one next time
         self._slots.release()
+
+    def close(self) -> None:
+        for server in self._all:
+            server.stop()
+        self._all, self._idle = [], []
+        if not self._failed:
+            shutil.rmtree(self.dir, ignore_errors=True)
 
 
 class AppWorldBenchmark:
@@ -132,7 +184,23 @@ class AppWorldBenchmark:
                 f"AppWorld data not found under {self.root} (no data/datasets/{cfg.split}.txt): on a machine "
                 f"with internet run `{self.venv / 'bin' / 'appworld'} download data --root {self.root}` and copy "
                 "it here, or set benchmark.data_dir")
+        self.sandbox = "none" if cfg.sandbox == "none" else "bwrap"  # recorded in the manifest
+        self._jail = self._sandbox() if self.sandbox != "none" else None
         self._workers: Workers | None = None
+
+    def _sandbox(self) -> sandbox.Bwrap:
+        """The worker's sandbox, checked once here so a machine without one stops before any
+        run starts: readable the venv, its interpreter and the task data; writable
+        AppWorld's experiment outputs (each episode's world writes there)."""
+        python = self.venv / "bin" / "python"
+        if not python.exists():
+            raise UserError(AppWorldServer.install_hint)
+        outputs = self.root / "experiments" / "outputs"
+        outputs.mkdir(parents=True, exist_ok=True)
+        jail = sandbox.Bwrap(read_only=(self.venv, sandbox.interpreter_prefix(python), self.data),
+                             writable=(outputs,), env={"APPWORLD_ROOT": str(self.root)})
+        jail.probe([str(python), "-c", ""])
+        return jail
 
     @classmethod
     def from_config(cls, cfg: AppWorldConfig) -> AppWorldBenchmark:
@@ -161,9 +229,7 @@ class AppWorldBenchmark:
         if self._workers is None:
             # The runner already bounds open environments (env.concurrency, else the episodes in
             # flight); benchmark.workers caps the processes on top, for small machines.
-            logs = Path(tempfile.gettempdir()) / "reme-appworld-workers"
-            logs.mkdir(parents=True, exist_ok=True)
-            self._workers = Workers(self.venv, self.root, self.cfg.workers or 64, logs)
+            self._workers = Workers(self.venv, self.root, self.cfg.workers or 64, self._jail)
         server = await self._workers.acquire()
         env = AppWorldEnv(task, server, self._workers, self.cfg.timeout)
         try:
@@ -179,7 +245,7 @@ class AppWorldEnv:
 
     def __init__(self, task: Task, server: AppWorldServer, workers: Workers, timeout: float):
         self.task, self.server, self.workers, self.timeout = task, server, workers, timeout
-        self._http = httpx.AsyncClient(base_url=server.base_url, timeout=timeout)
+        self._http = httpx.AsyncClient(base_url=server.base_url, transport=server.transport(), timeout=timeout)
         self._healthy = True
         self._open = True
 

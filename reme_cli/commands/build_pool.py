@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import defaultdict
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,7 @@ from rich.table import Table
 from reme_cli.agent.loop import Trajectory
 from reme_cli.bench.base import Benchmark, Outcome
 from reme_cli.bench.registry import make_benchmark
-from reme_cli.commands.evaluate import RunResult, episode_settings
+from reme_cli.commands.evaluate import RunResult, episode_settings, sandbox_fields, sandbox_notes
 from reme_cli.core.config import Config, config_hash, to_dict
 from reme_cli.core.errors import UserError
 from reme_cli.core.integrity import is_pool
@@ -72,7 +73,7 @@ def build_pool(cfg: Config, console: Console, wait: bool = False) -> RunResult:
         clean_stale(out / "pool", "building")  # left by a killed earlier build of this pool
         with endpoint(cfg) as ep:
             run_dir = RunDir.open(out / "build", to_dict(cfg), config_hash(cfg), kind="build-pool")
-            run_dir.update_manifest(status="running", server=ep.identity, task_ids=task_ids)
+            run_dir.update_manifest(status="running", server=ep.identity, task_ids=task_ids, **sandbox_fields(bench))
             settings = episode_settings(cfg, bench, temperature=cfg.build.temperature)
             progress = RunProgress(console, f"sample {cfg.build.samples}/task")
             try:
@@ -89,7 +90,7 @@ def build_pool(cfg: Config, console: Console, wait: bool = False) -> RunResult:
                   **built.report}
         write_json_atomic(run_dir.path / REPORT_FILE, report)
         run_dir.update_manifest(status="complete" if not report["unit_errors"] else "incomplete")
-    console.print(report_table(report, built.rows, out))
+    console.print(report_table(report, built.rows, out, sandbox_notes(bench)))
     if report["unit_errors"]:
         console.print(errors_summary(run_dir.trials()), soft_wrap=True, highlight=False, markup=False)
     return RunResult(out, report["unit_errors"])
@@ -152,8 +153,10 @@ def sampling_report(run_dir: RunDir, task_ids: list[str]) -> dict[str, Any]:
     }
 
 
-def report_table(report: dict[str, Any], method_rows: list[tuple[str, str]], out: Path) -> Table:
-    table = Table(title=f"build-pool ({report['method']}): {out}", show_header=False)
+def report_table(report: dict[str, Any], method_rows: list[tuple[str, str]], out: Path,
+                 notes: Sequence[str] = ()) -> Table:
+    table = Table(title=f"build-pool ({report['method']}): {out}", show_header=False,
+                  caption="; ".join(notes) or None)
     table.add_column("what", style="bold")
     table.add_column("value", justify="right")
     rows = [

@@ -27,6 +27,7 @@ from reme_cli.run.records import RunDir
 from reme_cli.run.summary import errors_summary, metrics_table
 from reme_cli.run.runner import EpisodeSettings, Runner
 
+UNSANDBOXED_NOTE = "sandbox: none (benchmark.sandbox=none: the model's code ran on the host)"
 SMOKE_NOTE = ("Embedded 135M CPU model: smoke-level scores, not model results. "
               "Real numbers need Qwen3 on vLLM (see README).")
 
@@ -103,6 +104,7 @@ def evaluate(cfg: Config, console: Console, wait: bool = False) -> RunResult:
                 task_ids=task_ids,
                 streams=[[u.key for u in s] for s in streams] if cfg.eval.mode == "dynamic" else None,
                 units_total=sum(len(s) for s in streams),
+                **sandbox_fields(bench),
             )
             settings = episode_settings(cfg, bench)
             progress = RunProgress(console, f"{cfg.benchmark.name} {cfg.model.name} {cfg.eval.mode}")
@@ -127,7 +129,8 @@ def evaluate(cfg: Config, console: Console, wait: bool = False) -> RunResult:
         complete = metrics["units"] == sum(len(s) for s in streams) and metrics["errors"] == 0
         run_dir.update_manifest(status="complete" if complete else "incomplete")
     console.print(metrics_table(metrics, f"{cfg.experiment}: {cfg.benchmark.name} / {cfg.model.name} / "
-                                         f"mode={cfg.eval.mode}", metrics.get("variants")))
+                                         f"mode={cfg.eval.mode}", metrics.get("variants"),
+                                notes=sandbox_notes(bench)))
     if cfg.model.kind == "local" and not cfg.llm.base_url:
         console.print(f"[yellow]{SMOKE_NOTE}[/yellow]")
     if metrics["errors"]:
@@ -135,6 +138,17 @@ def evaluate(cfg: Config, console: Console, wait: bool = False) -> RunResult:
         console.print(f"[red]{metrics['errors']} unit(s) failed with an error (tracebacks in "
                       f"{run_dir.path / 'trials.jsonl'}); rerun the same command to retry them.[/red]")
     return RunResult(run_dir.path, metrics["errors"])
+
+
+def sandbox_fields(bench: Benchmark) -> dict[str, str]:
+    """The manifest's record of where model-written code ran (benchmarks that run it)."""
+    kind = getattr(bench, "sandbox", None)
+    return {"sandbox": kind} if kind else {}
+
+
+def sandbox_notes(bench: Benchmark) -> list[str]:
+    """A line for the final table when model-written code ran on the host, unsandboxed."""
+    return [UNSANDBOXED_NOTE] if getattr(bench, "sandbox", None) == "none" else []
 
 
 def summarize(run_dir: RunDir, k: int, mode: str) -> dict[str, Any]:

@@ -7,12 +7,16 @@ pool another job is building waits on that pool's lock.
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import sys
+import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from reme_cli.core.errors import UserError
+from reme_cli.llm.local_server import die_with_parent
 
 LAUNCHERS = ("inline", "joblib", "submitit-local", "slurm")
 
@@ -24,11 +28,43 @@ class Job:
     overrides: list[str]
 
 
+# Jobs running in this process's threads (joblib): stopped with the suite.
+_running: set[subprocess.Popen] = set()
+_running_lock = threading.Lock()
+
+
 def run_job(job: Job, log: str) -> int:
-    """Run one job as the CLI does; its output goes to ``log``; returns its exit code."""
+    """Run one job as the CLI does; its output goes to ``log``; returns its exit code. The
+    job dies with us: a parent-death signal (SIGTERM, which a job handles like Ctrl-C) from
+    the thread that waits on it, which lives until the job ends."""
     with open(log, "ab") as out:
-        return subprocess.call([sys.executable, "-m", "reme_cli.cli", job.kind, "--wait", *job.overrides],
-                               stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        proc = subprocess.Popen([sys.executable, "-m", "reme_cli.cli", job.kind, "--wait", *job.overrides],
+                                stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                preexec_fn=die_with_parent if sys.platform == "linux" else None)  # noqa: PLW1509
+        with _running_lock:
+            _running.add(proc)
+        try:
+            return proc.wait()
+        finally:
+            with _running_lock:
+                _running.discard(proc)
+
+
+def stop_jobs(grace: float = 60.0) -> None:
+    """SIGTERM the running jobs (they record themselves as interrupted and stop their
+    servers), wait up to ``grace`` seconds, then kill what is left."""
+    with _running_lock:
+        procs = list(_running)
+    for proc in procs:
+        with contextlib.suppress(ProcessLookupError):
+            proc.terminate()
+    deadline = time.monotonic() + grace
+    for proc in procs:
+        try:
+            proc.wait(max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
 
 
 def launch(jobs: list[Job], launcher: str, logs: Path, parallel: int = 2,
@@ -43,7 +79,11 @@ def launch(jobs: list[Job], launcher: str, logs: Path, parallel: int = 2,
         from joblib import Parallel, delayed
 
         # Threads are enough: each job is its own process.
-        return Parallel(n_jobs=parallel, prefer="threads")(delayed(run_job)(j, p) for j, p in zip(jobs, paths))
+        try:
+            return Parallel(n_jobs=parallel, prefer="threads")(delayed(run_job)(j, p) for j, p in zip(jobs, paths))
+        except BaseException:  # Ctrl-C, SIGTERM: stopping the suite stops its jobs
+            stop_jobs()
+            raise
     if launcher in ("submitit-local", "slurm"):
         try:
             import submitit

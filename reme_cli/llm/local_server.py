@@ -16,6 +16,7 @@ from __future__ import annotations
 import atexit
 import importlib.util
 import os
+import queue
 import re
 import signal
 import socket
@@ -26,15 +27,17 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from pathlib import Path
-from typing import Self
+from typing import Self, TypeVar
 
 from reme_cli.core.errors import UserError
 
 MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 MODEL_ALIAS = "smollm2-135m-instruct"
 INSTALL_HINT = "the embedded model needs llama-cpp-python[server]: run bash scripts/install.sh from the reme checkout"
+T = TypeVar("T")
 
 
 def default_model_path() -> str:
@@ -75,15 +78,46 @@ def _cpu_count() -> int:
         return os.cpu_count() or 1
 
 
-def _die_with_parent() -> None:
-    # Runs in the child before exec: the kernel SIGTERMs the server if we are SIGKILLed or
-    # crash, cases atexit and signal handlers cannot cover.
+def die_with_parent() -> None:
+    """A ``preexec_fn``: the kernel SIGTERMs the child if we are SIGKILLed or crash, cases
+    atexit and signal handlers cannot cover. The kernel ties this to the *thread* that
+    forks, not the process: fork from the main thread or through ``on_lasting_thread``."""
     import ctypes
     PR_SET_PDEATHSIG = 1
     try:
         ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
     except (OSError, AttributeError):
         pass  # best effort: an exception here would abort the launch
+
+
+_spawn_queue: queue.SimpleQueue | None = None
+_spawn_lock = threading.Lock()
+
+
+def on_lasting_thread(fn: Callable[[], T]) -> T:
+    """``fn()`` on a thread that lives as long as the process: the main thread if we are on
+    it, else one daemon thread kept for this. A child forked from a worker thread (asyncio's
+    ``to_thread``) with a parent-death signal, its own or bubblewrap's ``--die-with-parent``,
+    would be killed when that thread ends, not when reme does."""
+    global _spawn_queue
+    if threading.current_thread() is threading.main_thread():
+        return fn()
+    with _spawn_lock:
+        if _spawn_queue is None:
+            _spawn_queue = queue.SimpleQueue()
+            threading.Thread(target=_spawn_loop, args=(_spawn_queue,), name="reme-spawner", daemon=True).start()
+    done: Future = Future()
+    _spawn_queue.put((fn, done))
+    return done.result()
+
+
+def _spawn_loop(jobs: queue.SimpleQueue) -> None:
+    while True:
+        fn, done = jobs.get()
+        try:
+            done.set_result(fn())
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller
+            done.set_exception(exc)
 
 
 # Servers still running; stopped at interpreter exit and on SIGTERM.
@@ -207,17 +241,15 @@ class LocalServer:
         self._log_start = self._log.tell()
         self.port = _free_port()
         self.base_url = f"http://127.0.0.1:{self.port}{self.url_suffix}"
-        use_pdeathsig = sys.platform == "linux" and threading.current_thread() is threading.main_thread()
-        self._proc = subprocess.Popen(
-            self.command(model_path, self.port),
-            stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT,
+        argv = self.command(model_path, self.port)
+        self._proc = on_lasting_thread(lambda: subprocess.Popen(
+            argv, stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT,
             env={**os.environ, **self.extra_env} if self.extra_env else None,
             # Own session: Ctrl-C in the terminal reaches only us, and we stop the server in
             # order (a half-killed server mid-request would log noise to the user's terminal).
             start_new_session=True,
-            # PDEATHSIG fires when the forking *thread* exits, so only from the main thread.
-            preexec_fn=_die_with_parent if use_pdeathsig else None,  # noqa: PLW1509 - only prctl
-        )
+            preexec_fn=die_with_parent if sys.platform == "linux" else None,  # noqa: PLW1509 - only prctl
+        ))
         with _live_lock:
             _live.add(self)
         _install_sigterm_handler()
@@ -229,15 +261,19 @@ class LocalServer:
             if code is not None:
                 raise UserError(self._startup_failure(f"exited with {describe_exit(code)}"))
             try:
-                with urllib.request.urlopen(self.base_url + self.ready_path, timeout=2) as r:
-                    if r.status == 200:
-                        return
+                if self._ready():
+                    return
             except (urllib.error.URLError, OSError):
                 pass
             if time.monotonic() > deadline:
                 raise UserError(self._startup_failure(
                     f"did not answer within {self.startup_timeout:g}s (raise startup_timeout?)"))
             time.sleep(0.2)
+
+    def _ready(self) -> bool:
+        """Whether the server answers yet (a subclass on another transport overrides it)."""
+        with urllib.request.urlopen(self.base_url + self.ready_path, timeout=2) as r:
+            return r.status == 200
 
     def _startup_failure(self, what: str) -> str:
         with open(self.log_path, "rb") as f:  # only this launch's output: log_path may be reused

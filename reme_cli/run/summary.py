@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from typing import Any
 
 from rich.table import Table
@@ -14,13 +15,16 @@ def _pct(x: float) -> str:
     return f"{100 * x:.2f}"
 
 
-def metrics_table(metrics: dict[str, Any], title: str, variants: dict[str, dict[str, Any]] | None = None) -> Table:
-    """One row per metric variant (e.g. final and first-attempt success)."""
+def metrics_table(metrics: dict[str, Any], title: str, variants: dict[str, dict[str, Any]] | None = None,
+                  notes: Sequence[str] = ()) -> Table:
+    """One row per metric variant (e.g. final and first-attempt success); ``notes`` end the
+    caption."""
     k = metrics["k"]
     stops = metrics.get("stop_reasons") or {}
     caption = ["stop reasons: " + ", ".join(f"{r} {n}" for r, n in stops.items())] if stops else []
     if "sgc" in metrics:  # AppWorld: scenario goal completion beside the task-level numbers
         caption.append(f"SGC % {_pct(metrics['sgc']['mean'])} ± {_pct(metrics['sgc']['std'])}")
+    caption += notes
     table = Table(title=title, caption="; ".join(caption) or None)
     table.add_column("success")
     table.add_column(f"Avg@{k} % (mean ± std)", justify="right")

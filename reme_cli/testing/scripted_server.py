@@ -11,6 +11,8 @@ runs whose correct verdict is known in advance). Never use it for results.
 
 Policies:
 * ``FixedPolicy(text)``: always answers ``text``.
+* ``StepsPolicy(steps)``: answers the i-th request of an episode with ``steps[i]``, then
+  "Done." (``--policy steps --step TEXT --step TEXT ...``).
 * ``BFCLReplayPolicy(corrupt, heal_on_retry)``: replays BFCL ground truth for the task
   named in the ``X-Reme-Task-Id`` header; tasks in ``corrupt`` get one argument changed so
   that they fail the official checker (with ``heal_on_retry``, only until the prompt carries
@@ -83,6 +85,20 @@ class FixedPolicy:
 
     def reply(self, body: dict[str, Any], headers: Mapping[str, str]) -> Reply:
         return Reply(content=self.text)
+
+
+class StepsPolicy:
+    """The i-th reply of every episode is ``steps[i]``, then "Done." (e.g. chosen code for a
+    code-action benchmark, one block per step)."""
+
+    name = "steps"
+
+    def __init__(self, steps: Iterable[str]):
+        self.steps = list(steps)
+
+    def reply(self, body: dict[str, Any], headers: Mapping[str, str]) -> Reply:
+        done = sum(1 for m in body.get("messages") or [] if m.get("role") == "assistant")
+        return Reply(content=self.steps[done] if done < len(self.steps) else DONE_TEXT)
 
 
 # ------------------------------------------------------------------ BFCL replay
@@ -574,12 +590,12 @@ class ScriptedServer:
         self.stop()
 
 
-POLICIES = ("fixed", "bfcl-replay", "summarizer", "bfcl-replay+summarizer", "appworld-gold",
+POLICIES = ("fixed", "steps", "bfcl-replay", "summarizer", "bfcl-replay+summarizer", "appworld-gold",
             "appworld-gold+summarizer")
 
 
 def make_policy(name: str, corrupt: Iterable[str] = (), text: str = "ok", heal_on_retry: bool = False,
-                appworld_root: str | None = None) -> Policy:
+                appworld_root: str | None = None, steps: Iterable[str] = ()) -> Policy:
     if name.startswith("appworld-gold"):
         if not appworld_root:
             raise ValueError("the appworld-gold policy needs --appworld-root DIR")
@@ -587,6 +603,8 @@ def make_policy(name: str, corrupt: Iterable[str] = (), text: str = "ok", heal_o
         return AgentAndSummarizerPolicy(gold, ScriptedSummarizerPolicy()) if name.endswith("+summarizer") else gold
     if name == "fixed":
         return FixedPolicy(text)
+    if name == "steps":
+        return StepsPolicy(steps)
     if name == "bfcl-replay":
         return BFCLReplayPolicy(corrupt=corrupt, heal_on_retry=heal_on_retry)
     if name == "summarizer":
@@ -606,6 +624,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--heal-on-retry", action="store_true",
                         help="corrupt tasks answer correctly once the prompt carries a reflection lesson")
     parser.add_argument("--text", default="ok", help="answer of the fixed policy")
+    parser.add_argument("--step", action="append", default=[], metavar="TEXT",
+                        help="the steps policy's next answer within an episode (repeat it)")
     parser.add_argument("--corrupt", nargs="+", action="extend", default=[], metavar="TASK_ID")
     parser.add_argument("--delay", type=float, default=0.0, help="seconds before each answer")
     parser.add_argument("--port", type=int, default=0, help="0 = any free port")
@@ -622,7 +642,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--corrupt needs a bfcl-replay or appworld-gold policy")
     try:
         policy = make_policy(args.policy, corrupt=args.corrupt, text=args.text, heal_on_retry=args.heal_on_retry,
-                             appworld_root=args.appworld_root)
+                             appworld_root=args.appworld_root, steps=args.step)
     except Exception as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
