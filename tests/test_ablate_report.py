@@ -53,7 +53,7 @@ def test_table3_dry_run_prints_the_exact_plan(reme):
                 "--dry-run", check=True)
     # pool: 3 train tasks x 2 samples = 6; 4 variants x (3 test tasks x 2 runs x 2 seeds = 12) = 48
     text = re.sub(r"\s+", " ", proc.stderr)
-    assert "1 pool(s) to build, 4 run(s), 54 units, at most 1620 executor LLM calls" in text  # 54 x 30
+    assert "1 pool(s) to build or import, 4 run(s), 54 units, at most 1620 executor LLM calls" in text  # 54 x 30
     for label in ("full_addition", "selective_addition", "plus_reflection", "plus_deletion"):
         assert label in text
     assert not (reme.cwd / "runs").exists()

@@ -104,8 +104,14 @@ def load_suite(name: str) -> dict[str, Any]:
     if not isinstance(data.get("variants"), dict) or not data["variants"]:
         raise UserError(f"{where} has no variants")
     pools = data.get("pools") or {}
-    if not isinstance(pools, dict) or not all(isinstance(v, (list, type(None))) for v in pools.values()):
-        raise UserError(f"{where}: pools must map a pool name to a list of build-pool overrides")
+    if not isinstance(pools, dict):
+        raise UserError(f"{where}: pools must map a pool name to a list of build-pool overrides "
+                        f"or a released pool ('official' or '{OFFICIAL_PREFIX}NAME')")
+    for pname, spec in pools.items():
+        released = isinstance(spec, str) and (spec == "official" or spec.startswith(OFFICIAL_PREFIX))
+        if not (released or isinstance(spec, (list, type(None)))):
+            raise UserError(f"{where}: pool {pname} must be a list of build-pool overrides, "
+                            f"'official' or '{OFFICIAL_PREFIX}NAME', not {spec!r}")
     for vname, variant in data["variants"].items():
         if not isinstance(variant, dict) or variant.get("mode") not in MODES:
             raise UserError(f"{where}: variant {vname} needs mode: none | fixed | dynamic")
@@ -116,10 +122,6 @@ def load_suite(name: str) -> dict[str, Any]:
         unknown = set(variant) - {"mode", "pool", "overrides"}
         if unknown:
             raise UserError(f"{where}: variant {vname} has unknown keys {sorted(unknown)}")
-    for pname, spec in pools.items():
-        if isinstance(spec, str) and not (spec == "official" or spec.startswith(OFFICIAL_PREFIX)):
-            raise UserError(f"{where}: pool {pname} must be a list of build-pool overrides, "
-                            f"'official' or '{OFFICIAL_PREFIX}NAME', not {spec!r}")
     if not isinstance(data.setdefault("overrides", []), list):
         raise UserError(f"{where}: overrides must be a list")
     if not isinstance(data.setdefault("benchmark_overrides", {}), dict):
