@@ -178,4 +178,4 @@ def test_the_baselines_run_on_appworld_and_table1_plans_there(reme, toy_world):
     (fixed,) = trials(reme.cwd / "amem_fixed").values()
     assert fixed["success"] and fixed["retrieved_ids"] == [notes[0]["id"]] and notes[0]["content"] in fixed["guidance"]
     text = " ".join(plan.stderr.split())
-    assert "3 pool(s) to build, 5 run(s), 24 units" in text  # 3 x 3 training + 5 x 3 test units
+    assert "3 pool(s) to build or import, 5 run(s), 24 units" in text  # 3 x 3 training + 5 x 3 test units

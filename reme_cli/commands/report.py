@@ -77,7 +77,7 @@ def load_frames(paths: list[Path]) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataF
     """(units, runs, pool_series) in the columns reme_cli.report expects."""
     unit_rows, run_rows, series_rows = [], [], []
     for path in paths:
-        cfg = _run_config(path / CONFIG_FILE)
+        cfg = yaml.safe_load((path / CONFIG_FILE).read_text())  # validated by RunDir.check in report()
         manifest = json.loads((path / MANIFEST_FILE).read_text())
         run_id = _run_id(path, paths)
         trials = RunDir(path).trials()
@@ -103,19 +103,6 @@ def load_frames(paths: list[Path]) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataF
                                              "stop_reason", "checker_error_type", "scenario", "difficulty"])
     series = pd.DataFrame(series_rows) if series_rows else None
     return units, pd.DataFrame(run_rows), series
-
-
-def _run_config(path: Path) -> dict[str, Any]:
-    try:
-        cfg = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as exc:
-        raise UserError(f"{path} is not valid YAML ({str(exc).splitlines()[0]}); restore it, or move that "
-                        "run out of the report's directories") from None
-    sections = ("eval", "benchmark", "model")
-    if not isinstance(cfg, dict) or not all(isinstance(cfg.get(k), dict) for k in sections):
-        raise UserError(f"{path} is not a reme run config (it needs the sections {', '.join(sections)}); "
-                        "restore it, or move that run out of the report's directories")
-    return cfg
 
 
 def _pool_series(trials: list) -> list[dict[str, Any]]:
