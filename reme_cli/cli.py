@@ -219,7 +219,7 @@ def ablate_cmd(
     Example: reme ablate table3 model=qwen3-8b llm.base_url=http://127.0.0.1:8000/v1 --dry-run
     """
     from reme_cli.commands.ablate import plan, plan_table, run_suite
-    from reme_cli.commands.report import report
+    from reme_cli.commands.report import report, suite_order
 
     def body() -> None:
         if jobs < 1:
@@ -233,7 +233,7 @@ def ablate_cmd(
         if len(params) != len(executor or []):
             raise UserError("--executor takes KEY=VALUE")
         results = run_suite(p, console, wait=wait, launcher=launcher, jobs=jobs, executor=params)
-        target, _ = report([p.path / "runs"], out=p.path / "report", suite=p.table)
+        target, _ = report([p.path / "runs"], out=p.path / "report", suite=p.table, order=suite_order(suite))
         console.print(f"report: {target / 'report.md'}")
         _finish(results)
 

@@ -73,8 +73,17 @@ def _run_id(path: Path, paths: list[Path]) -> str:
     return str(path)
 
 
-def load_frames(paths: list[Path]) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame | None]:
-    """(units, runs, pool_series) in the columns reme_cli.report expects."""
+def load_frames(paths: list[Path], order: list[str] | None = None
+                ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame | None]:
+    """(units, runs, pool_series) in the columns reme_cli.report expects.
+
+    ``order``: the suite's run labels as it lists its variants; a run named there gets its
+    place as ``suite_rank``, which orders the report's rows, bars and points.
+    """
+    from reme_cli.report.columns import method_columns
+    from reme_cli.report.order import SUITE_RANK
+
+    rank = {label: i for i, label in enumerate(order or [])}
     unit_rows, run_rows, series_rows = [], [], []
     for path in paths:
         cfg = yaml.safe_load((path / CONFIG_FILE).read_text())  # validated by RunDir.check in report()
@@ -82,13 +91,14 @@ def load_frames(paths: list[Path]) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataF
         run_id = _run_id(path, paths)
         trials = RunDir(path).trials()
         mode = cfg["eval"]["mode"]
+        memory = "none" if mode == "none" else cfg["memory"]["name"]
         run_rows.append({
             "run_id": run_id, "path": str(path), "benchmark": cfg["benchmark"]["name"],
             "model": cfg["model"]["name"], "mode": mode,
-            "memory": "none" if mode == "none" else cfg["memory"]["name"],
+            "memory": memory,
             "k": cfg["eval"]["runs"], "seeds": cfg["eval"]["seeds"],
             "tasks": len(manifest.get("task_ids") or []), "status": manifest.get("status", "running"),
-            "variant": path.name, "params": _flatten(cfg),
+            "variant": path.name, "params": _flatten(cfg), SUITE_RANK: rank.get(path.name),
         })
         for t in trials:
             checker = t.checker or {}
@@ -98,24 +108,43 @@ def load_frames(paths: list[Path]) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataF
                               # AppWorld's checker names both; SGC and the difficulty table need them.
                               "scenario": checker.get("scenario"), "difficulty": checker.get("difficulty")})
         if mode == "dynamic":
-            series_rows += [{"run_id": run_id, **row} for row in _pool_series(trials)]
+            fields = list(method_columns(memory).series)
+            series_rows += [{"run_id": run_id, **row} for row in _series(trials, fields)]
     units = pd.DataFrame(unit_rows, columns=["run_id", "seed", "run", "task_id", "success", "error",
                                              "stop_reason", "checker_error_type", "scenario", "difficulty"])
     series = pd.DataFrame(series_rows) if series_rows else None
     return units, pd.DataFrame(run_rows), series
 
 
-def _pool_series(trials: list) -> list[dict[str, Any]]:
-    """Pool size along each dynamic stream, from the per-unit ``pool_size`` ReMe records."""
+def _series(trials: list, fields: list[str]) -> list[dict[str, Any]]:
+    """The method's declared series fields along each dynamic stream, from its per-unit records
+    (``reme_cli.report.columns``: ReMe's pool size and mean utility)."""
     rows = []
     for t in trials:
-        if t.ok and "pool_size" in t.method:
+        if t.ok and any(f in t.method for f in fields):
             rows.append({"seed": t.seed, "run": t.run, "position": t.position,
-                         "pool_size": t.method["pool_size"], "mean_utility": t.method.get("mean_utility")})
+                         **{f: t.method.get(f) for f in fields}})
     return rows
 
 
-def report(dirs: list[Path], out: Path | None = None, suite: str | None = None) -> tuple[Path, list[Path]]:
+def suite_order(name: str) -> list[str]:
+    """The run labels of suite ``name`` (as ``reme ablate`` names its runs), in the order the
+    suite lists its variants, each swept variant's points in sweep order."""
+    from reme_cli.commands.ablate import load_suite
+    from reme_cli.commands.jobs import expand, job_label, swept_keys
+
+    labels = []
+    for vname, variant in load_suite(name)["variants"].items():
+        extra = list(variant.get("overrides") or [])
+        swept = swept_keys(extra)
+        labels += [job_label(vname, job, swept) for job in expand(extra)]
+    return labels
+
+
+def report(dirs: list[Path], out: Path | None = None, suite: str | None = None,
+           order: list[str] | None = None) -> tuple[Path, list[Path]]:
+    """Write the report of every run under ``dirs``; ``suite``: the table layout, ``order``:
+    run labels as the suite lists them (``suite_order``)."""
     from reme_cli.report.tables import table_spec
     from reme_cli.report.write import write_report
 
@@ -127,7 +156,7 @@ def report(dirs: list[Path], out: Path | None = None, suite: str | None = None) 
     paths = find_runs(dirs)
     for path in paths:
         RunDir(path).check()
-    units, runs, series = load_frames(paths)
+    units, runs, series = load_frames(paths, order)
     target = out or (dirs[0] / "report" if len(dirs) == 1 else Path("report"))
     _check_target(target)
     doubles = [_run_id(p, paths) for p in paths if _scored_by_test_double(p)]

@@ -10,6 +10,7 @@ import math
 
 import pandas as pd
 
+from reme_cli.report.order import in_run_order
 from reme_cli.report.tables import DAGGER, fmt_mean_std, fmt_pct, model_label, setting_label
 
 TITLE = "AppWorld: scenario goal completion and difficulty"
@@ -21,7 +22,7 @@ NOTE = ("TGC: every test of a task passes; SGC: every task of a scenario passes 
 def appworld_table(metrics: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
     """run, setting, model, n, k, TGC Avg@k / Pass@k, SGC Avg@k and one column per
     difficulty level; empty when no AppWorld run has SGC."""
-    joined = runs.merge(metrics, on="run_id", how="inner").sort_values("run_id", kind="stable")
+    joined = in_run_order(runs.merge(metrics, on="run_id", how="inner"))
     joined = joined[(joined["benchmark"] == "appworld") & joined["sgc_mean"].notna()]
     levels = sorted({str(d) for b in joined["by_difficulty"] for d in b}, key=lambda d: (len(d), d))
     rows = []

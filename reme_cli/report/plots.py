@@ -3,7 +3,8 @@
 Figures are built with ``matplotlib.figure.Figure`` directly (rendered by Agg on save), so
 nothing touches pyplot's global state or opens a window. Each score plot shows the error
 bar (sample std over seeds) *and* every seed's point, since with 3 seeds the bar alone hides
-how the seeds actually fall.
+how the seeds actually fall. Runs appear in run order (``reme_cli.report.order``): as their
+suite lists them.
 """
 
 from __future__ import annotations
@@ -13,7 +14,11 @@ from pathlib import Path
 import pandas as pd
 from matplotlib.figure import Figure
 
-from reme_cli.report.tables import DAGGER, BENCHMARK_LABELS, model_label, topk_label
+from reme_cli.report.columns import series_labels
+from reme_cli.report.order import ids_in_run_order, in_run_order
+from reme_cli.report.tables import DAGGER, BENCHMARK_LABELS, model_label, row_label, table_spec
+
+SERIES_KEYS = ("run_id", "seed", "run", "position")  # the other columns of pool_series are series
 
 SMOKE_TITLE = "smoke-level (embedded 135M CPU model)"
 METRICS = (("avg", "Avg"), ("pass", "Pass"))
@@ -41,14 +46,15 @@ def _seed_values(per_seed: dict, metric: str) -> list[float]:
 
 def plot_topk(metrics: pd.DataFrame, runs: pd.DataFrame, path: str | Path) -> Path:
     """Avg@k and Pass@k vs the number of retrieved experiences K, one line per model/benchmark."""
-    joined = runs.merge(metrics, on="run_id").sort_values("run_id", kind="stable")
-    joined["K"] = [topk_label(r) for _, r in joined.iterrows()]
+    joined = in_run_order(runs.merge(metrics, on="run_id"))
+    spec = table_spec("topk")
+    joined["K"] = [row_label(spec, r) for _, r in joined.iterrows()]
     joined = joined[joined["K"].notna()].copy()
     joined["K"] = joined["K"].str.removeprefix("K=").astype(int)
     fig = Figure(figsize=(7, 4.5))
     ax = fig.add_subplot()
     for (model, bench, k), group in joined.groupby(["model", "benchmark", "k"], sort=True):
-        group = group.sort_values(["K", "run_id"], kind="stable")
+        group = group.sort_values("K", kind="stable")  # a line through K in order; ties in run order
         for metric, name in METRICS:
             label = f"{model_label(model)} {BENCHMARK_LABELS.get(bench, bench)} {name}@{k}"
             line = ax.errorbar(group["K"], group[f"{metric}_mean"] * 100,
@@ -70,7 +76,7 @@ def plot_topk(metrics: pd.DataFrame, runs: pd.DataFrame, path: str | Path) -> Pa
 
 def plot_bars(metrics: pd.DataFrame, runs: pd.DataFrame, path: str | Path, title: str) -> Path:
     """One Avg@k and one Pass@k bar per run (std error bars), each seed's score as a dot."""
-    joined = runs.merge(metrics, on="run_id").sort_values("run_id", kind="stable")
+    joined = in_run_order(runs.merge(metrics, on="run_id"))
     fig = Figure(figsize=(max(6.0, 1.2 * len(joined) + 2), 4.5))
     ax = fig.add_subplot()
     width = 0.38
@@ -93,26 +99,31 @@ def plot_bars(metrics: pd.DataFrame, runs: pd.DataFrame, path: str | Path, title
 
 def plot_pool_series(pool_series: pd.DataFrame, path: str | Path,
                      runs: pd.DataFrame | None = None) -> Path:
-    """Pool size and mean utility along the task stream, averaged over each run's streams.
+    """Each series the methods record (one panel per column beside run_id, seed, run and
+    position: ReMe's pool size and mean utility), averaged over each run's streams.
 
     A stream is one (seed, run); lines are per run_id (labelled with the model when ``runs``
-    is given). Mean utility ignores positions where no experience has been retrieved (NaN).
+    is given, axes with the labels the runs' methods declare). Positions where a series has
+    no value (ReMe's mean utility before anything is retrieved) are left out of its mean.
     """
     models = {} if runs is None else dict(zip(runs["run_id"], runs["model"]))
-    fig = Figure(figsize=(7, 6))
-    ax_size, ax_util = fig.subplots(2, 1, sharex=True)
-    for run_id, group in pool_series.groupby("run_id", sort=True):
-        mean = group.groupby("position")[["pool_size", "mean_utility"]].mean().sort_index()
+    labels = {} if runs is None else series_labels(runs["memory"].astype(str))
+    fields = [c for c in pool_series.columns if c not in SERIES_KEYS]
+    fig = Figure(figsize=(7, 3 * max(1, len(fields))))
+    axes = fig.subplots(max(1, len(fields)), 1, sharex=True, squeeze=False)[:, 0]
+    for run_id in ids_in_run_order(pool_series["run_id"], runs):
+        group = pool_series[pool_series["run_id"] == run_id]
+        mean = group.groupby("position")[fields].mean().sort_index()
         label = f"{model_label(models[run_id])} · {run_id}" if run_id in models else str(run_id)
-        ax_size.plot(mean.index, mean["pool_size"], label=label)
-        ax_util.plot(mean.index, mean["mean_utility"], label=label)
-    ax_size.set_ylabel("pool size (experiences)")
-    ax_util.set_ylabel("mean utility u/f")
-    ax_util.set_xlabel("task position in the stream")
+        for ax, name in zip(axes, fields):
+            ax.plot(mean.index, mean[name], label=label)
+    for ax, name in zip(axes, fields):
+        ax.set_ylabel(labels.get(name, name))
+    axes[-1].set_xlabel("task position in the stream")
     title = "Memory pool along the task stream (mean over streams)"
     shown = [models[r] for r in sorted(pool_series["run_id"].unique()) if r in models]
-    ax_size.set_title(_title(title, pd.Series(shown, dtype=object)))
+    axes[0].set_title(_title(title, pd.Series(shown, dtype=object)))
     if pool_series["run_id"].nunique():
-        ax_size.legend(fontsize=8)
+        axes[0].legend(fontsize=8)
     fig.tight_layout()
     return _save(fig, path)

@@ -17,7 +17,9 @@ from typing import Callable
 
 import pandas as pd
 
+from reme_cli.report.columns import method_columns
 from reme_cli.report.metrics import as_flag, scored_units
+from reme_cli.report.order import in_run_order, natural_key, suite_ranks
 from reme_cli.report.paper import load_paper_tables, paper_model_label
 from reme_cli.report.stats import paired_bootstrap
 
@@ -31,10 +33,10 @@ SETTING_ORDER = ["No Memory", "A-Mem", "LangMem", "ReMe (fixed)", "ReMe (dynamic
 MODEL_ORDER = ["qwen3-8b", "qwen3-14b", "qwen3-32b", "local"]
 BENCHMARK_ORDER = ["bfcl_v3", "appworld"]
 BENCHMARK_LABELS = {"bfcl_v3": "BFCL-v3", "appworld": "AppWorld"}
-MEMORY_LABELS = {"none": "No Memory", "amem": "A-Mem", "langmem": "LangMem"}
 GRANULARITY_LABELS = {"trajectory": "trajectory-level", "keypoint": "keypoint-level"}
 RETRIEVAL_KEY_LABELS = {"task_query": "key=task query", "generalized_query": "key=generalized query",
                         "keywords": "key=query keywords", "usage_scenario": "key=usage scenario"}
+COMPONENT_KEYS = ("memory.addition", "memory.reflection.enabled", "memory.deletion.enabled")
 COMPONENT_ROWS = {("full", False, False): "full addition",
                   ("selective", False, False): "selective addition",
                   ("selective", True, False): "+ reflection",
@@ -45,7 +47,12 @@ Labeler = Callable[[pd.Series], "str | None"]
 
 @dataclass(frozen=True)
 class TableSpec:
-    """What distinguishes one paper table: how a run becomes a row, and the row order."""
+    """What distinguishes one paper table: how a run becomes a row, and the row order.
+
+    ``params``: the run-config keys ``label`` reads; the table shows the runs of the methods
+    that declare all of them (``reme_cli.report.columns``). Rows follow the suite's listing
+    of its variants first, then ``sort_key`` or ``order``.
+    """
 
     title: str
     row_header: str
@@ -53,6 +60,7 @@ class TableSpec:
     order: list[str] = field(default_factory=list)  # known labels first, in this order
     paper_table: str | None = None  # table name in paper_tables.csv; None = no paper numbers
     sort_key: Callable[[str], tuple] | None = None  # overrides ``order`` (numeric rows)
+    params: tuple[str, ...] = ()
 
 
 # ---------------------------------------------------------------- labels and formatting
@@ -96,15 +104,20 @@ def fmt_points(points: float) -> str:
 # ---------------------------------------------------------------- row labels per table
 
 def setting_label(run: pd.Series) -> str | None:
-    """Table 1's setting: the memory system, and for ReMe whether the pool is fixed or dynamic."""
-    if run["memory"] == "reme":
-        return f"ReMe ({run['mode']})"
-    return MEMORY_LABELS.get(run["memory"], str(run["memory"]))
+    """Table 1's setting: the memory method's declared label, with the mode where it says so."""
+    return method_columns(str(run["memory"])).setting_label(run["mode"])
+
+
+def row_label(spec: TableSpec, run: pd.Series) -> str | None:
+    """The run's row in ``spec``'s table; None if its method does not declare the table's keys."""
+    if not set(spec.params) <= set(method_columns(str(run["memory"])).params):
+        return None
+    return spec.label(run)
 
 
 def granularity_label(run: pd.Series) -> str | None:
     value = _params(run).get("memory.granularity")
-    if run["memory"] != "reme" or value is None:
+    if value is None:
         return None
     return GRANULARITY_LABELS.get(value, f"granularity={value}")
 
@@ -112,10 +125,10 @@ def granularity_label(run: pd.Series) -> str | None:
 def component_label(run: pd.Series) -> str | None:
     """Table 3's cumulative rows from the addition / reflection / deletion switches."""
     params = _params(run)
-    keys = ("memory.addition", "memory.reflection.enabled", "memory.deletion.enabled")
-    if run["memory"] != "reme" or any(k not in params for k in keys):
+    if any(k not in params for k in COMPONENT_KEYS):
         return None
-    combo = (params[keys[0]], _flag(params[keys[1]]), _flag(params[keys[2]]))
+    addition, reflection, deletion = COMPONENT_KEYS
+    combo = (params[addition], _flag(params[reflection]), _flag(params[deletion]))
     on_off = {True: "on", False: "off"}
     return COMPONENT_ROWS.get(
         combo, f"addition={combo[0]}, reflection={on_off[combo[1]]}, deletion={on_off[combo[2]]}")
@@ -124,7 +137,7 @@ def component_label(run: pd.Series) -> str | None:
 def summarizer_label(run: pd.Series) -> str | None:
     """Table 4's row: the summarizer model, where "same" means the executor itself."""
     name = _params(run).get("summarizer.name")
-    if run["memory"] != "reme" or name is None:
+    if name is None:
         return None
     model = run["model"] if name == "same" else name
     return f"summarizer={paper_model_label(model) or model}"
@@ -132,20 +145,20 @@ def summarizer_label(run: pd.Series) -> str | None:
 
 def retrieval_key_label(run: pd.Series) -> str | None:
     value = _params(run).get("memory.retrieval_key")
-    if run["memory"] != "reme" or value is None:
+    if value is None:
         return None
     return RETRIEVAL_KEY_LABELS.get(value, f"key={value}")
 
 
 def topk_label(run: pd.Series) -> str | None:
     value = _params(run).get("memory.top_k")
-    return None if run["memory"] != "reme" or value is None else f"K={int(value)}"
+    return None if value is None else f"K={int(value)}"
 
 
 def alpha_beta_label(run: pd.Series) -> str | None:
     params = _params(run)
     alpha, beta = params.get("memory.deletion.alpha"), params.get("memory.deletion.beta")
-    if run["memory"] != "reme" or alpha is None or beta is None:
+    if alpha is None or beta is None:
         return None
     return f"α={float(alpha):g}, β={float(beta):g}"
 
@@ -188,8 +201,8 @@ def _labelled_runs(metrics: pd.DataFrame, runs: pd.DataFrame, spec: TableSpec) -
     Runs sharing a cell (same base, model, benchmark, k) get their variant or run id appended
     so that each keeps its own row.
     """
-    joined = runs.merge(metrics, on="run_id", how="inner").sort_values("run_id", kind="stable")
-    joined["base"] = [spec.label(run) for _, run in joined.iterrows()]
+    joined = in_run_order(runs.merge(metrics, on="run_id", how="inner"))
+    joined["base"] = [row_label(spec, run) for _, run in joined.iterrows()]
     joined = joined[joined["base"].notna()].copy()
     if joined.empty:
         return joined.assign(row=joined["base"])
@@ -313,7 +326,10 @@ def layout(metrics: pd.DataFrame, runs: pd.DataFrame, spec: TableSpec) -> pd.Dat
         cells = rows.setdefault(run["row"], {spec.row_header: run["row"]})
         _fill_cells(cells, run, spec, paper, cell_notes)
     base_of = dict(zip(joined["row"], joined["base"]))
-    order = sorted(rows, key=lambda r: (_row_sort_key(spec, base_of[r]), r))
+    rank_of: dict[str, float] = {}
+    for row, rank in zip(joined["row"], suite_ranks(joined)):
+        rank_of[row] = min(rank, rank_of.get(row, rank))
+    order = sorted(rows, key=lambda r: (rank_of[r], _row_sort_key(spec, base_of[r]), natural_key(r)))
     columns = {c for cells in rows.values() for c in cells} - {spec.row_header}
     df = pd.DataFrame([rows[r] for r in order],
                       columns=[spec.row_header, *_column_order(joined, columns)]).fillna("")
@@ -330,17 +346,22 @@ def _specs() -> dict[str, TableSpec]:
         "table1": TableSpec("Table 1: main results", "setting", setting_label, SETTING_ORDER,
                             "table1"),
         "table2": TableSpec("Table 2: experience granularity", "granularity", granularity_label,
-                            ["trajectory-level", "keypoint-level"], "table2_granularity"),
+                            ["trajectory-level", "keypoint-level"], "table2_granularity",
+                            params=("memory.granularity",)),
         "table3": TableSpec("Table 3: components (cumulative)", "components", component_label,
-                            list(COMPONENT_ROWS.values()), "table3_components"),
+                            list(COMPONENT_ROWS.values()), "table3_components",
+                            params=COMPONENT_KEYS),
         "table4": TableSpec("Table 4: summarizer model", "summarizer", summarizer_label,
                             [f"summarizer=Qwen3-{s}" for s in ("8B", "14B", "32B")],
-                            "table4_summarizer"),
+                            "table4_summarizer", params=("summarizer.name",)),
         "table5": TableSpec("Table 5: retrieval key", "retrieval key", retrieval_key_label,
-                            list(RETRIEVAL_KEY_LABELS.values()), "table5_retrieval_key"),
-        "topk": TableSpec("Retrieved experiences K", "K", topk_label, sort_key=_numbers_in),
+                            list(RETRIEVAL_KEY_LABELS.values()), "table5_retrieval_key",
+                            params=("memory.retrieval_key",)),
+        "topk": TableSpec("Retrieved experiences K", "K", topk_label, sort_key=_numbers_in,
+                          params=("memory.top_k",)),
         "alpha_beta": TableSpec("Deletion thresholds α × β", "α, β", alpha_beta_label,
-                                sort_key=_numbers_in),
+                                sort_key=_numbers_in,
+                                params=("memory.deletion.alpha", "memory.deletion.beta")),
     }
 
 
@@ -431,7 +452,7 @@ def comparisons(units: pd.DataFrame, metrics: pd.DataFrame, runs: pd.DataFrame,
     select = baseline_selector or no_memory_baseline
     partial = dict(zip(metrics["run_id"], metrics["partial"]))
     rows = []
-    for _, run in runs.sort_values("run_id", kind="stable").iterrows():
+    for _, run in in_run_order(runs).iterrows():
         base_id = select(run, runs)
         if base_id is None:
             continue

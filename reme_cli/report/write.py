@@ -14,9 +14,10 @@ import pandas as pd
 
 from reme_cli.report.appworld import appworld_table
 from reme_cli.report.metrics import run_metrics
+from reme_cli.report.order import SUITE_RANK, in_run_order
 from reme_cli.report.plots import plot_bars, plot_pool_series, plot_topk
 from reme_cli.report.tables import (ErrorAnalysis, build_table, comparisons, error_analysis,
-                                    table_names, table_spec, to_markdown)
+                                    row_label, table_names, table_spec, to_markdown)
 
 RUN_COLUMNS = ["run_id", "benchmark", "model", "memory", "mode", "variant", "k", "seeds",
                "tasks", "status"]
@@ -36,7 +37,7 @@ def choose_tables(runs: pd.DataFrame, suite: str | None = None) -> list[str]:
     for name in table_names():
         if name == "table1":
             continue
-        labels = {table_spec(name).label(run) for _, run in runs.iterrows()} - {None}
+        labels = {row_label(table_spec(name), run) for _, run in runs.iterrows()} - {None}
         if len(labels) >= 2:
             chosen.append(name)
     return chosen
@@ -48,9 +49,9 @@ def _per_seed_text(per_seed: dict) -> str:
 
 
 def _metrics_frame(metrics: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
-    """Run metadata and metrics side by side, one row per run, for metrics.csv."""
-    cols = [c for c in RUN_COLUMNS if c in runs.columns]
-    out = runs[cols].merge(metrics, on="run_id").sort_values("run_id", kind="stable")
+    """Run metadata and metrics side by side, one row per run in run order, for metrics.csv."""
+    cols = [c for c in [*RUN_COLUMNS, SUITE_RANK] if c in runs.columns]
+    out = in_run_order(runs[cols].merge(metrics, on="run_id")).drop(columns=SUITE_RANK, errors="ignore")
     return out.assign(per_seed=out["per_seed"].map(_per_seed_text),
                       by_difficulty=out["by_difficulty"].map(_levels_text))
 
