@@ -114,7 +114,7 @@ def test_the_released_appworld_pool_in_fixed_mode_and_a_dynamic_run(reme, toy_wo
     assert all(r["success"] and len(r["retrieved_ids"]) == 5 for r in fixed.values())
     dynamic = json.loads((reme.cwd / "dynamic" / "metrics.json").read_text())
     assert dynamic["avg@1"]["mean"] == 1.0 and dynamic["errors"] == 0
-    assert (reme.cwd / "dynamic" / "streams" / "s0_r0" / "events.jsonl").exists()
+    assert (reme.cwd / "dynamic" / "streams" / "s0_r0" / "commits.jsonl").exists()
 
 
 def test_the_embedded_model_runs_an_episode_to_the_end(reme, toy_world):

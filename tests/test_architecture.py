@@ -67,3 +67,84 @@ def test_the_check_sees_a_planted_cycle(tmp_path, monkeypatch):
     monkeypatch.setattr(me, "REPO", copy)
     edges = me.import_edges()
     assert ("core", "run") in edges
+
+
+# ---------------------------------------------------------------- plug-ins and files
+
+PLUGINS_DIR = ("reme_cli", "methods")  # each sub-package is one method plug-in
+
+
+def module_imports(root) -> dict[str, set[str]]:
+    """Module -> the reme_cli modules it imports (``from pkg import module`` counts as
+    importing that module; a package's own ``__init__`` is not an edge)."""
+    modules = {".".join(p.relative_to(root).with_suffix("").parts).removesuffix(".__init__"): p
+               for p in (root / "reme_cli").rglob("*.py")}
+    graph: dict[str, set[str]] = {m: set() for m in modules}
+    for module, path in modules.items():
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                targets = [f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in modules else node.module
+                           for a in node.names]
+            else:
+                continue
+            graph[module] |= {t for t in targets if t in modules and t != module}
+    return graph
+
+
+def plugin_of(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[2] if parts[:2] == list(PLUGINS_DIR) and len(parts) > 3 else None
+
+
+def plugin_crossings(graph: dict[str, set[str]]) -> list[str]:
+    """Imports from one method plug-in into another, or from the seam into any plug-in."""
+    bad = []
+    for src, targets in graph.items():
+        for dst in targets:
+            a, b = plugin_of(src), plugin_of(dst)
+            seam = src.split(".")[:2] == list(PLUGINS_DIR) and a is None
+            if b is not None and (a != b if a is not None else seam):
+                bad.append(f"{src} -> {dst}")
+    return sorted(bad)
+
+
+def file_cycles(graph: dict[str, set[str]]) -> list[str]:
+    """Every circle of imports between files, each as 'a -> b -> a' (empty: none)."""
+    from graphlib import CycleError, TopologicalSorter
+
+    found, left = [], {m: set(t) for m, t in graph.items()}
+    while True:
+        try:
+            TopologicalSorter(left).prepare()
+            return found
+        except CycleError as exc:
+            circle = exc.args[1]
+            found.append(" -> ".join(circle))
+            left[circle[-2]].discard(circle[-1])  # break this circle, look for the next
+
+
+def test_no_plugin_imports_another_and_the_seam_imports_none():
+    assert plugin_crossings(module_imports(REPO)) == []
+
+
+def test_no_circle_of_files():
+    assert file_cycles(module_imports(REPO)) == []
+
+
+def test_the_checks_see_a_planted_crossing_and_a_planted_circle(tmp_path):
+    import shutil
+
+    copy = tmp_path / "repo"
+    shutil.copytree(REPO / "reme_cli", copy / "reme_cli", ignore=shutil.ignore_patterns("__pycache__"))
+    methods = copy / "reme_cli" / "methods"
+    (methods / "amem" / "oops.py").write_text("from reme_cli.methods.reme.pool import Pool\n")
+    (methods / "oops_seam.py").write_text("import reme_cli.methods.langmem.config\n")
+    (copy / "reme_cli" / "core" / "ring_a.py").write_text("from reme_cli.core import ring_b\n")
+    (copy / "reme_cli" / "core" / "ring_b.py").write_text("def f():\n    from reme_cli.core.ring_a import x\n")
+    graph = module_imports(copy)
+    assert plugin_crossings(graph) == ["reme_cli.methods.amem.oops -> reme_cli.methods.reme.pool",
+                                       "reme_cli.methods.oops_seam -> reme_cli.methods.langmem.config"]
+    circles = file_cycles(graph)
+    assert len(circles) == 1 and set(circles[0].split(" -> ")) == {"reme_cli.core.ring_a", "reme_cli.core.ring_b"}

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from reme_cli.agent.loop import Step, Trajectory, with_guidance
+from reme_cli.agent.render import render_trajectory
 from reme_cli.bench.base import Outcome, Task
 from reme_cli.llm.client import ChatResult
 from reme_cli.methods.reme.distill import (
@@ -20,10 +21,9 @@ from reme_cli.methods.reme.distill import (
     load_prompt,
     reflect,
     reflection_experience,
-    render_trajectory,
 )
 from reme_cli.methods.reme.experience import Experience
-from reme_cli.methods.reme.llm_json import parse_json
+from reme_cli.llm.json_reply import parse_json
 from reme_cli.methods.reme.reuse import GUIDANCE_HEADER, format_guidance, rerank, rewrite
 
 # The heading each prompt's user part carries: how the test double tells prompts apart.

@@ -19,9 +19,9 @@ from reme_cli.llm.client import ChatResult
 from reme_cli.llm.embed import make_embedder
 from reme_cli.methods.base import Attempt
 from reme_cli.methods.reme.config import DeletionCfg, ReflectionCfg, ReMeConfig
-from reme_cli.methods.reme.events import EventLog, apply_events
 from reme_cli.methods.reme.experience import Experience
 from reme_cli.methods.reme.method import ReMe
+from reme_cli.methods.streams import StateStream, open_stream
 from reme_cli.methods.reme.pool import Pool
 from reme_cli.methods.summarizer import SummarizerSettings
 from reme_cli.run.metrics import compute_metrics
@@ -66,22 +66,16 @@ def embedder(tmp_path_factory):
                           "cache_dir": str(tmp_path_factory.mktemp("emb"))})
 
 
-def make_reme(tmp_path: Path, embedder, llm=None, **cfg_kw) -> ReMe:
-    """A dynamic ReMe over a fresh three-experience pool; ``cfg_kw`` sets ReMeConfig fields."""
+def make_reme(tmp_path: Path, embedder, llm=None, **cfg_kw) -> StateStream:
+    """A dynamic ReMe stream (through the seam) over a fresh three-experience pool;
+    ``cfg_kw`` sets ReMeConfig fields."""
     base = Pool.create(tmp_path / "base", embedder)
     base.add([Experience(id=f"e_{name}", when_to_use=q, content=f"how to {name}", source="success")
               for name, q in QUERIES.items()])
     base.save()
     cfg = ReMeConfig(top_k=1, rerank=False, rewrite=False, **cfg_kw)
-    events = EventLog(tmp_path / "events.jsonl")
-
-    def restore() -> Pool:
-        pool = base.copy_to(tmp_path / "stream_pool", overwrite=True)
-        apply_events(pool, events.read())
-        return pool
-
-    return ReMe(restore(), cfg, SummarizerSettings(llm or Summarizer(), "scripted", 0.0, 256, {}),
-                dynamic=True, events=events, restore=restore)
+    start = ReMe(base, cfg, SummarizerSettings(llm or Summarizer(), "scripted", 0.0, 256))
+    return open_stream(start, tmp_path / "stream", set())
 
 
 def episodes(outcomes: list[bool]):
@@ -93,14 +87,14 @@ def episodes(outcomes: list[bool]):
     return episode
 
 
-def solve(reme: ReMe, name: str, outcomes: list[bool], unit: str) -> None:
+def solve(reme: StateStream, name: str, outcomes: list[bool], unit: str) -> None:
     task = Task(id=name, turns=[[{"role": "user", "content": QUERIES[name]}]], query=QUERIES[name])
     asyncio.run(reme.solve(task, episodes(outcomes), unit))
-    reme.commit()
+    asyncio.run(reme.commit(unit))
 
 
-def counts(reme: ReMe) -> dict[str, tuple[int, int]]:
-    return {e.id: (e.f, e.u) for e in reme.pool}
+def counts(reme: StateStream) -> dict[str, tuple[int, int]]:
+    return {e.id: (e.f, e.u) for e in reme.state.pool}
 
 
 def test_deletion_fires_with_hand_computed_f_and_u(tmp_path, embedder):
@@ -112,8 +106,8 @@ def test_deletion_fires_with_hand_computed_f_and_u(tmp_path, embedder):
     solve(reme, "buy", [True], "u3")    # e_buy: f=2 u=2 -> u/f = 1 > 0.5: kept
     solve(reme, "move", [False], "u4")  # e_move: f=2 u=0 -> f >= alpha, u/f = 0 <= 0.5: deleted
     assert counts(reme) == {"e_buy": (2, 2), "e_mail": (0, 0)}
-    deletes = [e for e in reme.events.read() if e["op"] == "delete"]
-    assert deletes == [{"unit": "u4", "op": "delete", "id": "e_move", "f": 2, "u": 0}]
+    deletes = [(line["unit"], e) for line in reme.log.read() for e in line["events"] if e["op"] == "delete"]
+    assert deletes == [("u4", {"op": "delete", "id": "e_move", "f": 2, "u": 0})]
 
 
 def test_deletion_every_n_tasks_waits_for_its_turn(tmp_path, embedder):
@@ -138,23 +132,22 @@ def test_reflection_lessons_go_through_the_judge_when_asked(tmp_path, embedder):
     reme = make_reme(tmp_path, embedder, llm=judged)
     solve(reme, "move", [False, True], "u1")
     assert judged.kinds == ["reflection", "distill", "judge"]  # the lesson was judged
-    assert [e.source for e in reme.pool if e.source == "reflection"] == ["reflection"]
+    assert [e.source for e in reme.state.pool if e.source == "reflection"] == ["reflection"]
 
 
-def test_a_unit_failing_after_it_changed_the_pool_leaves_no_trace(tmp_path, embedder):
-    """The bug: f/u were applied, distillation then raised, the unit's events were dropped
-    but the in-memory counts stayed."""
+def test_a_unit_failing_after_it_retrieved_leaves_no_trace(tmp_path, embedder):
+    """The old bug: f/u were applied, distillation then raised, the unit's events were
+    dropped but the in-memory counts stayed. Now a unit only proposes; nothing of a unit
+    that fails reaches the pool or the commit log."""
     reme = make_reme(tmp_path, embedder, llm=Summarizer(fail_on="distill"), addition="full",
                      reflection=ReflectionCfg(enabled=False))
     before = counts(reme)
     task = Task(id="move", turns=[[{"role": "user", "content": QUERIES["move"]}]], query=QUERIES["move"])
     with pytest.raises(RuntimeError, match="summarizer broke on distill"):
         asyncio.run(reme.solve(task, episodes([True]), "u1"))
-    assert counts(reme)["e_move"] == (1, 1)  # the update had happened ...
-    reme.discard()                           # ... what the runner does with a failed unit
-    assert counts(reme) == before
-    rebuilt = make_reme(tmp_path / "again", embedder)  # start + committed events (none)
-    assert counts(rebuilt) == counts(reme)
+    reme.discard("u1")                       # what the runner does with a failed unit
+    assert asyncio.run(reme.commit("u1")) == {} and reme.log.read() == []
+    assert counts(reme) == before == counts(make_reme(tmp_path / "again", embedder))
 
 
 def test_dedup_on_key_and_content_keeps_lessons_with_an_empty_key(tmp_path, embedder):

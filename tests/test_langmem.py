@@ -131,7 +131,7 @@ def test_build_pool_then_fixed_then_dynamic(workdir, server):
         for prev, t in zip(versions, mine):
             assert t["method"]["prompt_before"] == prev and t["retrieved_ids"] == [prev]
             assert t["method"]["changed"] and t["method"]["llm_calls"] == 1 and t["method"]["optimizer_error"] is None
-        log = _lines(run / "streams" / stream / "prompts.jsonl")
+        log = [{"unit": l["unit"], **l["events"][0]} for l in _lines(run / "streams" / stream / "commits.jsonl")]
         assert [l["unit"] for l in log] == [t["unit"] for t in mine]
         for line, t in zip(log, mine):
             assert prompt_version(line["prompt"]) == t["method"]["prompt_after"]
@@ -186,8 +186,8 @@ def test_cached_dynamic_run_replays_identically(workdir, server):
         return t["unit"], t["success"], t["guidance"], t["retrieved_ids"], json.dumps(t["method"], sort_keys=True)
     assert sorted(map(comparable, _trials(a))) == sorted(map(comparable, _trials(b)))
     for stream in ("s0_r0", "s0_r1"):
-        assert (a / "streams" / stream / "prompts.jsonl").read_text() == \
-            (b / "streams" / stream / "prompts.jsonl").read_text()
+        assert (a / "streams" / stream / "commits.jsonl").read_text() == \
+            (b / "streams" / stream / "commits.jsonl").read_text()
 
 
 # --------------------------------------------------------------------------- resume after kill
@@ -232,9 +232,9 @@ def test_dynamic_resume_after_kill_matches_an_uninterrupted_run(workdir, server,
     for t in trials:
         assert t["method"] == by_unit[t["unit"]]["method"] and t["guidance"] == by_unit[t["unit"]]["guidance"]
     for stream in ("s0_r0", "s0_r1"):
-        killed = _lines(workdir / "resume_killed" / "streams" / stream / "prompts.jsonl")
+        killed = _lines(workdir / "resume_killed" / "streams" / stream / "commits.jsonl")
         assert len(killed) == 4 == len({l["unit"] for l in killed})
-        assert killed == _lines(workdir / "resume_whole" / "streams" / stream / "prompts.jsonl")
+        assert killed == _lines(workdir / "resume_whole" / "streams" / stream / "commits.jsonl")
         assert (workdir / "resume_killed" / "streams" / stream / "prompt.txt").read_text() == \
             (workdir / "resume_whole" / "streams" / stream / "prompt.txt").read_text()
 

@@ -16,7 +16,7 @@ import pytest
 
 from reme_cli.methods.reme.config import ReMeConfig
 from reme_cli.llm.embed import make_embedder
-from reme_cli.methods.reme.events import EventLog, apply_events
+from reme_cli.methods.reme.events import apply_events
 from reme_cli.methods.reme.experience import Experience
 from reme_cli.methods.reme.pool import Pool
 from reme_cli.methods.reme.method import deletable
@@ -33,6 +33,12 @@ CORRUPT = "multi_turn_base_2"  # fails until a reflection lesson is in the promp
 
 def _trials(run: Path) -> list[dict]:
     return [json.loads(l) for l in (run / "trials.jsonl").read_text().splitlines() if l.strip()]
+
+
+def _events(stream: Path) -> list[dict]:
+    """A stream's events in commit order, each with its unit (from the seam's commit log)."""
+    lines = [json.loads(l) for l in (stream / "commits.jsonl").read_text().splitlines()]
+    return [{"unit": line["unit"], **e} for line in lines for e in line["events"]]
 
 
 def _pool_state(path: Path) -> list[tuple]:
@@ -138,7 +144,7 @@ def test_dynamic_refines_deterministically_and_events_rebuild_the_pool(workdir, 
     for stream in ("s0_r0", "s0_r1"):
         final_a = _pool_state(a / "streams" / stream / "pool")
         assert final_a == _pool_state(b / "streams" / stream / "pool")
-        events = EventLog(a / "streams" / stream / "events.jsonl").read()
+        events = _events(a / "streams" / stream)
         ops = {e["op"] for e in events}
         assert {"retrieve", "use", "add"} <= ops and ops <= {"retrieve", "use", "add", "delete"}
         assert any(e["op"] == "add" and e["source"] == "reflection" for e in events)
@@ -207,7 +213,7 @@ def test_experiment_scope_shares_one_pool_across_runs_and_resumes(workdir, base_
     reme(workdir, "eval", "--mode", "dynamic", *common, "out_dir=exp_whole")
     whole = workdir / "exp_whole"
     assert sorted(p.name for p in (whole / "streams").iterdir()) == ["s0_r0"]  # one pool for both runs
-    events = [json.loads(l) for l in (whole / "streams" / "s0_r0" / "events.jsonl").read_text().splitlines()]
+    events = _events(whole / "streams" / "s0_r0")
     assert {e["unit"].split("/")[1] for e in events} == {"r0", "r1"}
     by_pos = sorted(_trials(whole), key=lambda t: t["position"])
     assert [t["run"] for t in by_pos] == [0, 0, 0, 1, 1, 1]

@@ -100,3 +100,41 @@ def test_fixed_mode_by_default_when_a_memory_is_named_and_bad_names_list_the_plu
     assert bad.returncode == 2 and "unknown key 'benchmark.colour'" in bad.stderr
     missing = reme(site, tmp_path, "eval", "benchmark=nope")
     assert missing.returncode == 2 and "'bfcl_v3'" in missing.stderr and "'toy'" in missing.stderr
+
+
+def test_workers_share_one_stream_state_commit_in_order_and_resume_exactly(site, toy_server, tmp_path):
+    """The seam, with the toy method's few lines: eval.dynamic_workers=2 walks the stream
+    with two workers sharing one state; every commit is one log line in commit order; a
+    resume drops what was not recorded and continues from exactly the committed state."""
+    args = ["eval", "--mode", "dynamic", "benchmark=toy", "benchmark.tasks=6", "memory=toy", "model=qwen3-8b",
+            f"llm.base_url={toy_server.base_url}", "llm.model=toy", "model.tool_protocol=toy",
+            "eval.runs=1", "eval.seeds=1", "eval.dynamic_workers=2", "out_dir=run"]
+    proc = reme(site, tmp_path, *args)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    run = tmp_path / "run"
+    manifest = json.loads((run / "manifest.json").read_text())
+    assert [len(w) for w in manifest["streams"]] == [3, 3]  # two workers, one stream s0_r0
+    stream = run / "streams" / "s0_r0"
+    log = [json.loads(l) for l in (stream / "commits.jsonl").read_text().splitlines()]
+    recs = {t["unit"]: t for t in trials(run)}
+    assert [line["seq"] for line in log] == list(range(6)) and {line["unit"] for line in log} == set(recs)
+    seq = {line["unit"]: line["seq"] for line in log}
+    answer_of = {f"Last time this worked: {recs[u]['method']['remembered']}": seq[u] for u in recs}
+    for line in log:
+        assert line["events"] == [{"last": recs[line["unit"]]["method"]["remembered"]}]
+        guidance = recs[line["unit"]]["guidance"]
+        # A unit sees the shared state as some earlier commit left it, never a later one.
+        assert guidance is None and line["seq"] < 2 or answer_of[guidance] < line["seq"]
+    assert json.loads((stream / "toy_memory.json").read_text())["last"] == log[-1]["events"][0]["last"]
+
+    # Resume: the last two committed units lose their records (as after a kill).
+    lost = {log[4]["unit"], log[5]["unit"]}
+    kept = [l for l in (run / "trials.jsonl").read_text().splitlines(keepends=True) if json.loads(l)["unit"] not in lost]
+    (run / "trials.jsonl").write_text("".join(kept))
+    again = reme(site, tmp_path, *args)
+    assert again.returncode == 0, again.stderr[-3000:]
+    relog = [json.loads(l) for l in (stream / "commits.jsonl").read_text().splitlines()]
+    assert relog[:4] == log[:4] and [line["seq"] for line in relog] == list(range(6))
+    assert {line["unit"] for line in relog[4:]} == lost
+    first_rerun = {t["unit"]: t for t in trials(run)}[relog[4]["unit"]]
+    assert first_rerun["guidance"] == f"Last time this worked: {log[3]['events'][0]['last']}"

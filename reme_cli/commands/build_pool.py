@@ -27,11 +27,13 @@ from reme_cli.commands.evaluate import RunResult, episode_settings, sandbox_fiel
 from reme_cli.core.config import Config, config_hash, to_dict
 from reme_cli.core.errors import UserError
 from reme_cli.core.integrity import is_pool
-from reme_cli.core.io import replace_dir, write_json_atomic
+from reme_cli.core.io import write_json_atomic
+from reme_cli.core.staging import replace_dir
 from reme_cli.core.registry import METHODS
 from reme_cli.core.staging import clean_stale
 from reme_cli.llm.endpoint import endpoint, make_client
-from reme_cli.methods.base import BuildContext, BuildResult, NoMemory
+from reme_cli.methods.base import BuildContext, BuildResult, PoolBuilder
+from reme_cli.methods.streams import no_memory
 from reme_cli.methods.reme.method import make_embedder_for
 from reme_cli.methods.summarizer import summarizer_settings
 from reme_cli.run.lock import DirLock
@@ -52,7 +54,7 @@ def pool_dir_for(cfg: Config) -> Path:
 
 def pool_builder(cfg: Config) -> Any:
     plugin = METHODS.get(cfg.memory.name)
-    if not hasattr(plugin, "learn_from_training"):
+    if not isinstance(plugin, PoolBuilder):
         raise UserError(f"memory={cfg.memory.name} has no pool to build; build one for a memory method "
                         f"(memory=reme, or another that builds pools)")
     return plugin
@@ -120,7 +122,7 @@ async def _sample_and_learn(cfg: Config, ep, bench: Benchmark, settings: Episode
     client = make_client(cfg, ep)
     summarizer, own = summarizer_settings(cfg, client)
     try:
-        plain = NoMemory()
+        plain = no_memory()
         runner = Runner(bench, client, settings, run_dir, lambda _: plain, cfg.llm.concurrency, progress,
                         health=ep.health)
         await runner.run(streams)

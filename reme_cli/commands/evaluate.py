@@ -18,7 +18,8 @@ from reme_cli.llm.client import ChatClient
 from reme_cli.llm.endpoint import endpoint, make_client, request_extra_body
 from reme_cli.bench.base import Benchmark
 from reme_cli.core.registry import METHODS
-from reme_cli.methods.base import MethodContext
+from reme_cli.methods.base import MethodContext, memory_class
+from reme_cli.methods.streams import MemoryStreams
 from reme_cli.run.metrics import compute_metrics
 from reme_cli.run.plan import plan_streams
 from reme_cli.run.progress import RunProgress
@@ -48,7 +49,8 @@ def run_dir_for(cfg: Config) -> Path:
 def method_plugin(cfg: Config) -> Any:
     """The memory method the run uses: ``--mode none`` is the paper's No Memory row,
     whatever ``memory`` says."""
-    return METHODS.get("none" if cfg.eval.mode == "none" else cfg.memory.name)
+    name = "none" if cfg.eval.mode == "none" else cfg.memory.name
+    return memory_class(name, METHODS.get(name))
 
 
 def make_method_factory(cfg: Config, run_path: Path, client: ChatClient, finished: set[str]):
@@ -60,7 +62,7 @@ def make_method_factory(cfg: Config, run_path: Path, client: ChatClient, finishe
 
         summarizer, own_client = summarizer_settings(cfg, client)
     ctx = MethodContext(cfg=cfg, llm=client, summarizer=summarizer, run_path=run_path, finished_units=finished)
-    return plugin.factory(ctx), own_client
+    return MemoryStreams(plugin, ctx).method_for, own_client
 
 
 def episode_settings(cfg: Config, bench: Benchmark, temperature: float | None = None) -> EpisodeSettings:
@@ -88,7 +90,8 @@ def evaluate(cfg: Config, console: Console, wait: bool = False) -> RunResult:
     bench = make_benchmark(cfg.benchmark)
     task_ids = bench.task_ids()  # bad ids fail here, before anything is written
     streams = plan_streams(task_ids, cfg.eval.seeds, cfg.eval.runs, cfg.eval.seed_base,
-                           sequential=cfg.eval.mode == "dynamic", scope=cfg.eval.scope)
+                           sequential=cfg.eval.mode == "dynamic", scope=cfg.eval.scope,
+                           workers=cfg.eval.dynamic_workers)
     path = run_dir_for(cfg)
     preflight = getattr(method_plugin(cfg), "preflight", None)
     if preflight is not None:

@@ -20,7 +20,8 @@ import pandas as pd
 import yaml
 
 from reme_cli.core.errors import UserError
-from reme_cli.core.io import now, replace_dir
+from reme_cli.core.io import now
+from reme_cli.core.staging import replace_dir
 from reme_cli.core.staging import clean_stale
 from reme_cli.run.lock import DirLock
 from reme_cli.run.records import CONFIG_FILE, MANIFEST_FILE, TRIALS_FILE, RunDir

@@ -102,6 +102,9 @@ class EvalCfg:
     runs: int = 4
     seeds: int = 3
     seed_base: int = 0
+    # Dynamic mode: workers walking each stream at once, sharing its memory (the authors'
+    # scripts: 4 on BFCL); 1 runs a stream's tasks one after another.
+    dynamic_workers: int = 1
     # Longest string a unit record stores (a reply, an argument, an output); longer ones are
     # cut in the middle and the record says so. What the environment receives is not cut.
     max_stored_chars: int = 20_000
@@ -135,6 +138,7 @@ _AT_LEAST = {
     "eval.runs": 1,
     "eval.seeds": 1,
     "eval.seed_base": 0,
+    "eval.dynamic_workers": 1,
     "eval.max_stored_chars": 1000,
     "llm.concurrency": 1,
     "llm.max_retries": 0,

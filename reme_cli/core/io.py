@@ -84,31 +84,6 @@ def read_lines(path: Path) -> list[dict[str, Any]]:
     return out
 
 
-def replace_dir(dest: Path, fill: Any) -> Any:
-    """Build a directory beside ``dest`` with ``fill(staging)``, then swap it in whole: a
-    crash or an error leaves the previous ``dest`` (if any) untouched. Returns ``fill``'s
-    result. The staging dir is reme's marked ``.<dest>.building-*`` (see core.staging), so
-    a rerun after a kill can clean it up."""
-    import shutil
-    import uuid
-
-    from reme_cli.core.staging import CONTENT, new_staging
-
-    root = new_staging(dest, "building")
-    staging = root / CONTENT
-    old = dest.with_name(f".{dest.name}.old-{uuid.uuid4().hex[:8]}")
-    try:
-        staging.mkdir()
-        result = fill(staging)
-        if dest.exists():
-            dest.rename(old)
-        staging.rename(dest)
-        shutil.rmtree(old, ignore_errors=True)
-        return result
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
-
-
 def keep_units(path: Path, finished_units: set[str]) -> list[dict[str, Any]]:
     """Drop (atomically) the lines of units that never finished from a unit-keyed JSON-lines
     log, and return the rest in order: a resumed stream replays only what was committed."""

@@ -14,6 +14,7 @@ import shutil
 import socket
 import uuid
 from pathlib import Path
+from typing import Any
 
 from reme_cli.core.io import now
 from reme_cli.core.procs import alive, proc_start
@@ -54,3 +55,38 @@ def clean_stale(target: Path, kind: str) -> list[Path]:
             shutil.rmtree(root, ignore_errors=True)
             removed.append(root)
     return removed
+
+
+def replace_dir(dest: Path, fill: Any) -> Any:
+    """Build a directory beside ``dest`` with ``fill(staging)``, then swap it in whole: a
+    crash or an error leaves the previous ``dest`` (if any) untouched. Returns ``fill``'s
+    result. The staging dir is reme's marked ``.<dest>.building-*``, so
+    a rerun after a kill can clean it up (``clean_stale``)."""
+    root = new_staging(dest, "building")
+    staging = root / CONTENT
+    old = dest.with_name(f".{dest.name}.old-{uuid.uuid4().hex[:8]}")
+    try:
+        staging.mkdir()
+        result = fill(staging)
+        _fsync_tree(staging)  # the content is on disk before the rename makes it the target
+        if dest.exists():
+            dest.rename(old)
+        staging.rename(dest)
+        shutil.rmtree(old, ignore_errors=True)
+        return result
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _fsync_tree(root: Path) -> None:
+    for path in sorted(root.rglob("*"), reverse=True):  # files before the dirs holding them
+        _fsync(path)
+    _fsync(root)
+
+
+def _fsync(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

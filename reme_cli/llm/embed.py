@@ -323,3 +323,11 @@ def make_embedder(cfg: Mapping[str, Any]) -> Embedder:
     if cfg.get("cache_dir"):
         return CachedEmbedder(inner, Path(cfg["cache_dir"]) / "embeddings.sqlite")
     return inner
+
+
+def make_embedder_for(cfg: Any) -> Embedder:
+    """The run's embedder, from its validated config's ``embedding`` section (every method
+    and command that embeds uses this one, so they agree on model and cache)."""
+    e = cfg.embedding
+    return make_embedder({"kind": e.kind, "model": e.model, "base_url": e.base_url, "dim": e.dim,
+                          "cache_dir": e.cache_dir})

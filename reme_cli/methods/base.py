@@ -1,21 +1,29 @@
 """The seam between the runner and a memory method.
 
-The runner asks a method to *solve* a task and hands it one thing to do that with: an
-``Episode`` callable that runs the agent once on the task with some guidance and returns
-the official verdict. A method decides how many attempts to make and what to learn; the
-runner records what happened. ``OneAttempt`` is the plain behaviour (retrieve, one
-episode, learn) that most methods only extend with ``retrieve`` and ``learn``.
+A method is a ``Memory`` subclass that supplies only what is its own: load its start
+state, retrieve for a task, learn from a finished unit (as *events*: what the unit
+would change), apply events, replay logged events, save, and optionally learn from
+training trajectories (``reme build-pool``). Everything a method's state needs beyond
+that belongs to the seam (``methods/streams.py``): the start state loaded once per run,
+one copy per dynamic stream (shared by that stream's workers), the commit log of finished
+units and its replay on resume, forgetting a unit that errored, fixed vs dynamic.
+
+Learning never changes the state: ``learn`` proposes events and the seam applies them
+when the unit commits, in commit order. So a failed unit leaves nothing behind, and
+several workers can share one state.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from reme_cli.agent.loop import Trajectory
 from reme_cli.bench.base import Outcome, Task
+from reme_cli.core.errors import UserError
 
 
 @dataclass
@@ -23,7 +31,8 @@ class Retrieval:
     guidance: str | None = None  # the exact text appended to the first user message
     ids: list[str] = field(default_factory=list)
     scores: list[float] = field(default_factory=list)
-    details: dict[str, Any] = field(default_factory=dict)  # more that the method records about it
+    # More the method records about it; in fixed mode this is the unit's `method` record.
+    details: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -36,6 +45,34 @@ class Episode(Protocol):
     """Run the agent once on the unit's task; ``attempt`` numbers retries (0 first)."""
 
     async def __call__(self, guidance: str | None, attempt: int) -> Attempt: ...
+
+
+@dataclass
+class Tried:
+    """The attempts a method made at a task, and what it records about them (e.g. lessons)."""
+
+    attempts: list[Attempt]
+    record: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Learned:
+    """What a finished unit taught: its record, and the events that change the state.
+
+    ``events`` may hold live objects: they only reach the commit log as ``apply`` returns
+    them (JSON-ready)."""
+
+    record: dict[str, Any] = field(default_factory=dict)
+    events: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
+class Applied:
+    """What applying a unit's events did: the events as they happened (logged, replayable)
+    and fields to add to the unit's record (e.g. what a de-duplication kept)."""
+
+    events: list[dict[str, Any]]
+    record: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -53,31 +90,27 @@ class MethodContext:
     cfg: Any  # the validated Config
     llm: Any  # the executor's LLM client
     summarizer: Any  # reme_cli.methods.summarizer.SummarizerSettings, or None
-    run_path: Path  # the run directory: a method keeps per-stream state under it
+    run_path: Path  # the run directory: the seam keeps per-stream state under it
     finished_units: set[str]  # units already recorded (for resuming a stream's state)
 
 
 class Method(Protocol):
+    """What the runner drives: one per stream (shared by the stream's workers)."""
+
     async def solve(self, task: Task, episode: Episode, unit: str) -> Solved: ...
 
-    def commit(self) -> None:
-        """Make the unit's memory changes durable (called before its record is written)."""
+    async def commit(self, unit: str) -> dict[str, Any]:
+        """Make the unit's changes durable (before its record is written); returns fields
+        for the unit's `method` record."""
 
-    def discard(self) -> None:
+    def discard(self, unit: str) -> None:
         """Forget the pending changes of a unit that failed."""
 
     def finish(self) -> None:
-        """The stream is done (write its final state)."""
+        """A worker of the stream is done (the last one writes its final state)."""
 
 
 MethodFactory = Callable[[tuple[int, int]], Method]  # (seed, run) -> the method for that stream
-
-STREAMS_DIR = "streams"
-
-
-def stream_dir(run_path: Path, stream: tuple[int, int]) -> Path:
-    """Where a dynamic stream keeps its memory's state inside the run directory."""
-    return run_path / STREAMS_DIR / f"s{stream[0]}_r{stream[1]}"
 
 
 @dataclass
@@ -102,8 +135,10 @@ class BuildResult:
     rows: list[tuple[str, str]]  # what the console table shows, beside the sampling rows
 
 
+@runtime_checkable
 class PoolBuilder(Protocol):
-    """A method with a pool to build from training trajectories (``reme build-pool memory=NAME``)."""
+    """A method with a pool to build from training trajectories (``reme build-pool memory=NAME``):
+    ``isinstance(plugin_class, PoolBuilder)`` says whether the class has both phases."""
 
     @classmethod
     async def learn_from_training(cls, ctx: BuildContext) -> None:
@@ -114,41 +149,56 @@ class PoolBuilder(Protocol):
         """Write the pool into the empty ``staging`` dir from ``ctx.work``'s files (no LLM)."""
 
 
-class MethodPlugin(Protocol):
-    """What the ``reme.methods`` registry holds for a name."""
+class Memory:
+    """A memory method's own part. Subclass it and override what the method has.
 
-    config_class: ClassVar[type]  # the dataclass that validates ``memory.*``
-    needs_summarizer: ClassVar[bool]
-
-    @classmethod
-    def factory(cls, ctx: MethodContext) -> MethodFactory: ...
-
-
-class OneAttempt:
-    """Retrieve, run one episode, learn from it. Subclasses override what they need."""
+    One object is one *state*: the start state (``load``; read-only, shared by every unit
+    in fixed mode) or a dynamic stream's copy (``fork``). ``learning`` says which.
+    ``guard`` serializes reads of the state with the seam's commits when several workers
+    share it: hold it around reads of the state made from a thread or across an await."""
 
     config_class: ClassVar[type | None] = None
     needs_summarizer: ClassVar[bool] = False
 
+    learning: bool = False
+    guard: threading.RLock
+
+    # ------------------------------------------------------------------ state
+    @classmethod
+    def preflight(cls, cfg: Any) -> None:
+        """Refuse bad input (a missing pool) before the run writes anything."""
+
+    @classmethod
+    def load(cls, ctx: MethodContext) -> Memory:
+        """The start state, loaded once per run."""
+        return cls()
+
+    def fork(self, where: Path) -> Memory:
+        """A private copy of this state to evolve, keeping any files under ``where``."""
+        return type(self)()
+
+    def apply(self, events: list[dict[str, Any]], committed: int) -> Applied:
+        """Apply a committing unit's events (``committed`` units came before it)."""
+        self.replay(events)
+        return Applied(events)
+
+    def replay(self, events: list[dict[str, Any]]) -> None:
+        """Bring the state forward by events logged by ``apply`` (resume, restore)."""
+
+    def save(self, where: Path) -> None:
+        """Write a dynamic stream's final state under ``where``."""
+
+    # ------------------------------------------------------------------ a unit
     async def retrieve(self, task: Task, unit: str) -> Retrieval:
         return Retrieval()
 
-    async def learn(self, task: Task, attempts: list[Attempt], retrieval: Retrieval, unit: str) -> dict[str, Any]:
-        return {}
+    async def attempt(self, task: Task, episode: Episode, retrieval: Retrieval) -> Tried:
+        """Run the agent: one episode with the retrieved guidance."""
+        return Tried([await episode(retrieval.guidance, 0)])
 
-    async def solve(self, task: Task, episode: Episode, unit: str) -> Solved:
-        retrieval = await self.retrieve(task, unit)
-        attempt = await episode(retrieval.guidance, 0)
-        return Solved(retrieval, await self.learn(task, [attempt], retrieval, unit))
-
-    def commit(self) -> None:
-        pass
-
-    def discard(self) -> None:
-        pass
-
-    def finish(self) -> None:
-        pass
+    async def learn(self, task: Task, tried: Tried, retrieval: Retrieval, unit: str) -> Learned:
+        """(Dynamic mode) what the unit teaches, without changing the state."""
+        return Learned()
 
 
 @dataclass
@@ -156,14 +206,16 @@ class NoMemoryConfig:
     name: str = "none"
 
 
-class NoMemory(OneAttempt):
+class NoMemory(Memory):
     """``memory=none``: the agent runs without experiences."""
 
     config_class = NoMemoryConfig
 
-    @classmethod
-    def factory(cls, ctx: MethodContext) -> MethodFactory:
-        shared = cls()
-        return lambda stream: shared
 
-
+def memory_class(name: str, plugin: Any) -> type[Memory]:
+    """The registered ``plugin`` for ``memory=name``, refused in one line unless it is a
+    ``Memory`` subclass (what the seam drives)."""
+    if not (isinstance(plugin, type) and issubclass(plugin, Memory)):
+        raise UserError(f"memory method {name!r} is {plugin!r}, not a subclass of reme_cli.methods.base.Memory; "
+                        "write it against that seam (see README, 'Extending reme')")
+    return plugin

@@ -18,7 +18,9 @@ class SummarizerSettings:
     author: str
     temperature: float
     max_tokens: int
-    formats: dict[str, dict[str, Any] | None]  # role -> response_format (constrained small models)
+    # A small local model whose free text is rarely JSON: methods ask for their answers'
+    # schemas (response_format) so that the server's grammar makes them parse.
+    constrained: bool = False
     llama_cpp: bool = False  # the summarizer is a llama.cpp server: JSON schemas go as json_object
 
     def schema_format(self, name: str, schema: dict[str, Any]) -> dict[str, Any]:
@@ -27,27 +29,6 @@ class SummarizerSettings:
         if self.llama_cpp:
             return {"type": "json_object", "schema": schema}
         return {"type": "json_schema", "json_schema": {"name": name, "schema": schema}}
-
-_STR_LIST = {"type": "array", "items": {"type": "string"}}
-
-# For small local models, whose free text is rarely JSON: the server's grammar makes the
-# answer parse; whether its content is any good is another matter (smoke-level).
-CONSTRAINED_FORMATS: dict[str, dict[str, Any]] = {
-    "distill": {"type": "json_object", "schema": {
-        "type": "object",
-        "properties": {"experiences": {"type": "array", "items": {
-            "type": "object",
-            "properties": {"when_to_use": {"type": "string"}, "experience": {"type": "string"},
-                           "tags": _STR_LIST, "confidence": {"type": "number"}, "tools_used": _STR_LIST},
-            "required": ["when_to_use", "experience", "tags", "confidence", "tools_used"]}}},
-        "required": ["experiences"]}},
-    "judge": {"type": "json_object", "schema": {
-        "type": "object", "properties": {"score": {"type": "number"}, "reason": {"type": "string"}},
-        "required": ["score", "reason"]}},
-    "reflection": {"type": "json_object", "schema": {
-        "type": "object", "properties": {"guidance": {"type": "string"}}, "required": ["guidance"]}},
-}
-
 
 class _WithExtraBody:
     """Adds the model's request extras (e.g. Qwen3's thinking switch) to every call, under
@@ -83,5 +64,4 @@ def summarizer_settings(cfg: Config, executor: ChatClient) -> tuple[SummarizerSe
                          concurrency=cfg.llm.concurrency, timeout=cfg.llm.timeout,
                          max_retries=cfg.llm.max_retries, breaker_threshold=cfg.llm.breaker_threshold, cache=cache)
         llm, author, constrained, llama_cpp = own, s.name, False, False
-    formats = dict(CONSTRAINED_FORMATS) if constrained else {}
-    return SummarizerSettings(llm, author, s.temperature, s.max_tokens, formats, llama_cpp), own
+    return SummarizerSettings(llm, author, s.temperature, s.max_tokens, constrained, llama_cpp), own

@@ -37,10 +37,22 @@ def task_order(task_ids: list[str], seed: int, seed_base: int) -> list[str]:
 
 
 def plan_streams(task_ids: list[str], seeds: int, runs: int, seed_base: int,
-                 sequential: bool, scope: str = "stream") -> list[list[Unit]]:
+                 sequential: bool, scope: str = "stream", workers: int = 1) -> list[list[Unit]]:
     """``scope`` (sequential only): ``stream``, each (seed, run) evolves its own memory;
     ``experiment``, the runs of a seed share one memory, run after run (the official
-    scripts load the pool once per experiment)."""
+    scripts load the pool once per experiment).
+
+    ``workers`` (sequential only): each memory stream is walked by that many workers at
+    once, worker i taking units i, i+W, ... of it (the authors' ``task_ids[i::W]``); they
+    share the stream's memory, which then evolves in the order units finish."""
+    planned = _plan(task_ids, seeds, runs, seed_base, sequential, scope)
+    if not sequential or workers <= 1:
+        return planned
+    return [part for stream in planned for part in (stream[i::workers] for i in range(workers)) if part]
+
+
+def _plan(task_ids: list[str], seeds: int, runs: int, seed_base: int, sequential: bool,
+          scope: str) -> list[list[Unit]]:
     streams: list[list[Unit]] = []
     for seed in range(seeds):
         order = task_order(task_ids, seed, seed_base)

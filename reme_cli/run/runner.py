@@ -111,7 +111,7 @@ class Runner:
                 method = self.method_for((stream[0].seed, stream[0].run))
                 for unit in stream:
                     # A finished unit is skipped; its memory effects were restored from
-                    # the stream's event log when the method was built.
+                    # the stream's commit log when the method was built.
                     if unit.key in self._done:
                         continue
                     try:
@@ -123,9 +123,10 @@ class Runner:
                         return
                     try:
                         if record.ok:
-                            await asyncio.to_thread(method.commit)  # the method's own logs
+                            # The method's state and commit log, before the record that says so.
+                            record.method.update(await method.commit(unit.key))
                         else:
-                            method.discard()
+                            method.discard(unit.key)
                         await writer.write(record)
                     except OSError as exc:  # a full disk: stop, rather than run units it cannot keep
                         halt(RunAborted(f"cannot record finished units: {os_error_message(exc)}; "

@@ -15,7 +15,7 @@ from typing import Any
 
 from reme_cli.methods.amem import prompts
 from reme_cli.methods.amem.notes import Note, NoteStore
-from reme_cli.methods.reme.llm_json import parse_json
+from reme_cli.llm.json_reply import parse_json
 
 
 @dataclass
@@ -82,10 +82,11 @@ def _resolve(ref: Any, neighbors: list[Note]) -> str | None:
 
 
 async def evolve(summ: Any, store: NoteStore, note: Note, n_neighbors: int, unit: str,
-                 stats: AMemStats) -> list[dict[str, Any]]:
+                 stats: AMemStats, search: Any = None) -> list[dict[str, Any]]:
     """Link generation and memory evolution in one call; returns the events: the note's
-    ``add`` (with its links and tags) and an ``update`` per rewritten neighbour."""
-    hits = await asyncio.to_thread(store.search, note.embed_text(), n_neighbors)
+    ``add`` (with its links and tags) and an ``update`` per rewritten neighbour. ``search``
+    replaces ``store.search`` (a guarded read when workers share the store)."""
+    hits = await asyncio.to_thread(search or store.search, note.embed_text(), n_neighbors)
     neighbors = [n for n, _ in hits]
     if not neighbors:
         return [{"unit": unit, "op": "add", "note": asdict(note)}]

@@ -14,16 +14,14 @@ from reme_cli.bench.base import Outcome, Task
 from reme_cli.core.config import check_choices
 from reme_cli.core.errors import UserError
 from reme_cli.core.io import append_lines, read_lines
+from reme_cli.core.staging import replace_dir
 from reme_cli.methods.amem.agentic import AMemStats, construct, evolve
 from reme_cli.methods.amem.notes import Note, NoteStore
-from reme_cli.methods.base import (Attempt, BuildContext, BuildResult, MethodContext, MethodFactory, OneAttempt,
-                                   Retrieval, stream_dir)
-from reme_cli.methods.reme.distill import render_trajectory
-from reme_cli.methods.reme.events import EventLog
-from reme_cli.methods.reme.method import make_embedder_for
+from reme_cli.methods.base import BuildContext, BuildResult, Learned, Memory, MethodContext, Retrieval, Tried
+from reme_cli.agent.render import render_trajectory
+from reme_cli.llm.embed import make_embedder_for
 
 BUILD_EVENTS = "amem_events.jsonl"
-STREAM_EVENTS = "amem_events.jsonl"
 
 
 @dataclass
@@ -71,16 +69,14 @@ def _training_notes(cfg: AMemConfig, attempts: list[tuple[Trajectory, Outcome]])
     return [(best, *attempts[best])]
 
 
-class AMem(OneAttempt):
+class AMem(Memory):
     config_class = AMemConfig
     needs_summarizer = True  # A-Mem's own LLM calls go to the summarizer (the executor by default)
 
-    def __init__(self, store: NoteStore, cfg: AMemConfig, summ: Any, events: EventLog | None = None):
+    def __init__(self, store: NoteStore, cfg: AMemConfig, summ: Any):
         self.store = store
         self.cfg = cfg
         self.summ = summ
-        self.events = events  # None: fixed mode, the store is read-only
-        self._pending: list[dict[str, Any]] = []
 
     # ------------------------------------------------------------------ build-pool
     @classmethod
@@ -143,56 +139,38 @@ class AMem(OneAttempt):
         NoteStore.check(resolve_store(cfg.memory.pool))  # a damaged pool is refused before the run
 
     @classmethod
-    def factory(cls, ctx: MethodContext) -> MethodFactory:
-        cfg = ctx.cfg
-        base = NoteStore.load(resolve_store(cfg.memory.pool), make_embedder_for(cfg))
-        if cfg.eval.mode == "fixed":
-            shared = cls(base, cfg.memory, ctx.summarizer)
-            return lambda stream: shared
+    def load(cls, ctx: MethodContext) -> AMem:
+        return cls(NoteStore.load(resolve_store(ctx.cfg.memory.pool), make_embedder_for(ctx.cfg)), ctx.cfg.memory,
+                   ctx.summarizer)
 
-        def for_stream(stream: tuple[int, int]) -> AMem:
-            d = stream_dir(ctx.run_path, stream)
-            d.mkdir(parents=True, exist_ok=True)
-            log = EventLog(d / STREAM_EVENTS)
-            store = base.copy()
-            store.apply(log.keep_only(ctx.finished_units))  # events of unfinished units go
-            return cls(store, cfg.memory, ctx.summarizer, events=log)
+    def fork(self, where: Path) -> AMem:
+        return AMem(self.store.copy(), self.cfg, self.summ)
 
-        return for_stream
+    def replay(self, events: list[dict[str, Any]]) -> None:
+        self.store.apply(events)
+
+    def save(self, where: Path) -> None:
+        replace_dir(where / "store", self.store.save)  # whole or not at all
 
     async def retrieve(self, task: Task, unit: str) -> Retrieval:
-        hits = await asyncio.to_thread(self.store.search, task.query, self.cfg.top_k)
+        hits = await asyncio.to_thread(self._read, self.store.search, task.query, self.cfg.top_k)
         notes = [n for n, _ in hits]
         shown = self.store.with_links(notes, self.cfg.top_k) if self.cfg.linked else notes
-        retrieval = Retrieval(format_notes(shown), [n.id for n in notes], [s for _, s in hits],
-                              {"linked": [n.id for n in shown[len(notes):]]})
-        if self.events is not None:
-            self._pending.append({"unit": unit, "op": "retrieve", "ids": retrieval.ids})
-        return retrieval
+        return Retrieval(format_notes(shown), [n.id for n in notes], [s for _, s in hits],
+                         {"linked": [n.id for n in shown[len(notes):]]})
 
-    async def learn(self, task: Task, attempts: list[Attempt], retrieval: Retrieval, unit: str) -> dict[str, Any]:
+    def _read(self, fn: Any, *args: Any) -> Any:
+        with self.guard:
+            return fn(*args)
+
+    async def learn(self, task: Task, tried: Tried, retrieval: Retrieval, unit: str) -> Learned:
         record: dict[str, Any] = dict(retrieval.details)
-        if self.events is None:
-            return record
-        final = attempts[-1]
+        final = tried.attempts[-1]
         stats = AMemStats()
         note = await construct(self.summ, note_content(task, final.trajectory, final.outcome,
                                                        self.cfg.note_max_chars), unit, unit, stats)
-        events = await evolve(self.summ, self.store, note, self.cfg.neighbors, unit, stats)
-        self._pending += events
+        events = await evolve(self.summ, self.store, note, self.cfg.neighbors, unit, stats,
+                              search=lambda *a: self._read(self.store.search, *a))
         record.update(note=note.id, links=note.links, keywords=note.keywords,
                       updated_neighbors=[e["id"] for e in events if e["op"] == "update"], amem=asdict(stats))
-        return record
-
-    def commit(self) -> None:
-        if self.events is not None and self._pending:
-            append_lines(self.events.path, self._pending)
-            self.store.apply(self._pending)
-        self._pending = []
-
-    def discard(self) -> None:
-        self._pending = []
-
-    def finish(self) -> None:
-        if self.events is not None:
-            self.store.save(self.events.path.parent / "store")
+        return Learned(record, [{"unit": unit, "op": "retrieve", "ids": retrieval.ids}, *events])

@@ -36,7 +36,7 @@ from langchain_core.runnables import RunnableLambda
 from langchain_core.utils.function_calling import convert_to_json_schema, convert_to_openai_tool
 from pydantic import ConfigDict, PrivateAttr
 
-from reme_cli.methods.reme.llm_json import parse_json
+from reme_cli.llm.json_reply import parse_json
 
 _CHOICES_AS_IS = ("auto", "none", "required")
 

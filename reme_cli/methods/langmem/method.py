@@ -18,10 +18,9 @@ calls with a forced / required tool_choice: vLLM).
 - eval, fixed: every task's guidance is the pool's prompt, after the header ReMe's guidance
   uses (``format_guidance``'s family); the retrieved id is the prompt's version (a hash).
 - eval, dynamic: each (seed, run) stream starts from the pool's prompt; after each task the
-  optimizer runs on that task's trajectory and feedback; the result is pending until the
-  runner commits the unit (a line of ``streams/s<seed>_r<run>/prompts.jsonl``) or discards
-  it. A resumed stream drops the lines of units that never finished and starts from the
-  last committed prompt.
+  optimizer runs on that task's trajectory and feedback, and the new prompt is the unit's
+  event (the seam commits it, or forgets it if the unit fails; a resumed stream starts
+  from the last committed prompt).
 
 All LLM calls go through reme's summarizer client (``chat_model.RemeChatModel``).
 """
@@ -38,9 +37,8 @@ from reme_cli.bench.base import Task
 from reme_cli.core import integrity
 from reme_cli.core.config import Config, config_hash
 from reme_cli.core.errors import UserError
-from reme_cli.core.io import append_lines, keep_units, now, read_lines, write_json_atomic
-from reme_cli.methods.base import (Attempt, BuildContext, BuildResult, MethodContext, MethodFactory, OneAttempt,
-                                   Retrieval, stream_dir)
+from reme_cli.core.io import append_lines, now, read_lines, write_json_atomic
+from reme_cli.methods.base import BuildContext, BuildResult, Learned, Memory, MethodContext, Retrieval, Tried
 from reme_cli.methods.langmem.config import LangMemConfig
 from reme_cli.methods.langmem.optimizer import optimize, prompt_version, require_langmem
 
@@ -48,7 +46,6 @@ POOL_FILE = "langmem.json"
 PROMPT_FILE = "prompt.txt"
 MANIFEST_FILE = "manifest.json"
 STEPS_FILE = "langmem_steps.jsonl"
-STREAM_FILE = "prompts.jsonl"
 POOL_FORMAT = "reme-langmem-pool"
 
 
@@ -99,20 +96,16 @@ def require_pool(cfg: Config) -> dict[str, Any]:
     return load_pool(cfg.memory.pool)
 
 
-class LangMem(OneAttempt):
+class LangMem(Memory):
     """The learned instructions as every task's guidance; refined per stream in dynamic mode."""
 
     config_class = LangMemConfig
     needs_summarizer = True
 
-    def __init__(self, prompt: str, cfg: LangMemConfig, summarizer: Any, *, dynamic: bool,
-                 log: Path | None = None):
+    def __init__(self, prompt: str, cfg: LangMemConfig, summarizer: Any):
         self.prompt = prompt
         self.cfg = cfg
         self.summ = summarizer
-        self.dynamic = dynamic
-        self.log = log  # the stream's committed prompt updates (dynamic)
-        self._pending: dict[str, Any] | None = None
 
     # ------------------------------------------------------------------ build-pool
     @classmethod
@@ -182,48 +175,32 @@ class LangMem(OneAttempt):
         require_pool(cfg)
 
     @classmethod
-    def factory(cls, ctx: MethodContext) -> MethodFactory:
+    def load(cls, ctx: MethodContext) -> LangMem:
         require_langmem()
-        cfg = ctx.cfg
-        start = require_pool(cfg)["prompt"]
-        if cfg.eval.mode == "fixed":
-            shared = cls(start, cfg.memory, ctx.summarizer, dynamic=False)
-            return lambda stream: shared
+        return cls(require_pool(ctx.cfg)["prompt"], ctx.cfg.memory, ctx.summarizer)
 
-        def for_stream(stream: tuple[int, int]) -> LangMem:
-            d = stream_dir(ctx.run_path, stream)
-            d.mkdir(parents=True, exist_ok=True)
-            committed = keep_units(d / STREAM_FILE, ctx.finished_units)  # lines of unfinished units go
-            prompt = committed[-1]["prompt"] if committed else start
-            return cls(prompt, cfg.memory, ctx.summarizer, dynamic=True, log=d / STREAM_FILE)
+    def fork(self, where: Path) -> LangMem:
+        return LangMem(self.prompt, self.cfg, self.summ)
 
-        return for_stream
+    def replay(self, events: list[dict[str, Any]]) -> None:
+        for event in events:
+            self.prompt = event["prompt"]
+
+    def save(self, where: Path) -> None:
+        tmp = where / (PROMPT_FILE + ".tmp")
+        tmp.write_text(self.prompt + "\n", encoding="utf-8")
+        os.replace(tmp, where / PROMPT_FILE)
 
     async def retrieve(self, task: Task, unit: str = "") -> Retrieval:
-        return Retrieval(format_guidance(self.prompt), [prompt_version(self.prompt)])
+        version = prompt_version(self.prompt)
+        return Retrieval(format_guidance(self.prompt), [version], details={"kind": self.cfg.kind,
+                                                                             "prompt_version": version})
 
-    async def learn(self, task: Task, attempts: list[Attempt], retrieval: Retrieval, unit: str = "") -> dict[str, Any]:
-        before = prompt_version(self.prompt)
-        if not self.dynamic:
-            return {"kind": self.cfg.kind, "prompt_version": before}
-        step = await optimize(self.prompt, [(task, a.trajectory, a.outcome) for a in attempts], self.cfg,
+    async def learn(self, task: Task, tried: Tried, retrieval: Retrieval, unit: str = "") -> Learned:
+        prompt = self.prompt  # the optimizer starts from the state this unit retrieved
+        step = await optimize(prompt, [(task, a.trajectory, a.outcome) for a in tried.attempts], self.cfg,
                               self.summ)
-        info = {"kind": self.cfg.kind, "prompt_before": before, "prompt_after": prompt_version(step.prompt),
-                "changed": step.changed, "llm_calls": step.llm_calls, "optimizer_error": step.error}
-        self._pending = {"unit": unit, "task_id": task.id, **info, "prompt": step.prompt}
-        return info
-
-    def commit(self) -> None:
-        if self._pending is not None:
-            append_lines(self.log, [self._pending])
-            self.prompt = self._pending["prompt"]
-            self._pending = None
-
-    def discard(self) -> None:
-        self._pending = None
-
-    def finish(self) -> None:
-        if self.dynamic and self.log is not None:
-            tmp = self.log.with_name(PROMPT_FILE + ".tmp")
-            tmp.write_text(self.prompt + "\n", encoding="utf-8")
-            os.replace(tmp, self.log.with_name(PROMPT_FILE))
+        info = {"kind": self.cfg.kind, "prompt_before": prompt_version(prompt),
+                "prompt_after": prompt_version(step.prompt), "changed": step.changed,
+                "llm_calls": step.llm_calls, "optimizer_error": step.error}
+        return Learned(info, [{"task_id": task.id, **info, "prompt": step.prompt}])

@@ -16,8 +16,8 @@ from reme_cli.core.config import config_hash
 from reme_cli.core.io import append_lines, read_lines
 from reme_cli.methods.base import BuildContext, BuildResult
 from reme_cli.methods.reme.distill import DistillStats, distill_task, judge
-from reme_cli.methods.reme.experience import Experience
-from reme_cli.methods.reme.method import assign_stable_ids
+from reme_cli.methods.reme.formats import sampling
+from reme_cli.methods.reme.experience import Experience, assign_stable_ids
 from reme_cli.methods.reme.pool import Pool
 
 DISTILL_FILE = "distill.jsonl"
@@ -27,8 +27,6 @@ async def distill_training(ctx: BuildContext) -> None:
     cfg, summarizer = ctx.cfg, ctx.summarizer
     done = {rec["task_id"] for rec in read_lines(ctx.work / DISTILL_FILE)}
     slots = asyncio.Semaphore(cfg.llm.concurrency)
-    fmt = summarizer.formats
-    common = {"temperature": summarizer.temperature, "max_tokens": summarizer.max_tokens}
 
     async def distill_one(task_id: str) -> None:
         async with slots:
@@ -36,9 +34,9 @@ async def distill_training(ctx: BuildContext) -> None:
             attempts = ctx.attempts[task_id]
             cands, stats = await distill_task(
                 summarizer.llm, task, attempts, granularity=cfg.memory.granularity,
-                author=summarizer.author, response_format=fmt.get("distill"), **common)
+                author=summarizer.author, **sampling(summarizer, "distill"))
             kept, judged = await judge(summarizer.llm, task, cands, threshold=cfg.memory.judge_threshold,
-                                       response_format=fmt.get("judge"), **common)
+                                       **sampling(summarizer, "judge"))
             stats.merge(judged)
             assign_stable_ids(kept, task_id)
             await asyncio.to_thread(append_lines, ctx.work / DISTILL_FILE, [{

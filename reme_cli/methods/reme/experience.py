@@ -6,6 +6,8 @@ write, so `from_dict` names the offending field instead of failing somewhere dow
 
 from __future__ import annotations
 
+import hashlib
+
 import copy
 import uuid
 from dataclasses import asdict, dataclass, field, fields
@@ -129,3 +131,11 @@ def _validate(d: dict[str, Any]) -> None:
         raise ValueError("experience field 'origin_task' must be str or null")
     if "extra" in d and not isinstance(d["extra"], dict):
         raise ValueError("experience field 'extra' must be dict")
+
+
+def assign_stable_ids(experiences: list[Experience], namespace: str) -> None:
+    """Ids from where an experience came from and what it says, not uuid4: the same cached
+    responses then give the same pool, ids included."""
+    for i, exp in enumerate(experiences):
+        blob = f"{namespace}|{i}|{exp.source}|{exp.when_to_use}|{exp.content}"
+        exp.id = hashlib.sha256(blob.encode()).hexdigest()[:32]

@@ -1,31 +1,31 @@
 """ReMe memory in an evaluation: reuse (fixed and dynamic) and refinement (dynamic).
 
-Fixed mode shares one read-only pool across all units. Dynamic mode gives each (seed, run)
-stream its own copy of the starting pool, evolved task by task: utility counts, addition
-of distilled experiences (selective or full), failure-aware reflection, utility deletion.
-Every change is an event in the stream's log, from which resume rebuilds the pool.
+Fixed mode reads the start pool. In dynamic mode each stream's copy of it evolves task by
+task: utility counts, addition of distilled experiences (selective or full), failure-aware
+reflection, utility deletion. A unit proposes these as events and the seam applies them
+when it commits (``methods/streams.py``), which also logs them for resume.
 """
 
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
 from pathlib import Path
-from collections.abc import Callable
 from typing import Any
 
 from reme_cli.bench.base import Task
 from reme_cli.core.config import Config
 from reme_cli.core.errors import UserError
-from reme_cli.methods.base import (Attempt, BuildContext, BuildResult, Episode, MethodContext, MethodFactory,
-                                   OneAttempt, Retrieval, Solved, stream_dir)
+from reme_cli.methods.base import (Applied, Attempt, BuildContext, BuildResult, Episode, Learned, Memory,
+                                   MethodContext, Retrieval, Tried)
+from reme_cli.methods.reme.build import assemble, distill_training
 from reme_cli.methods.reme.config import ReMeConfig
 from reme_cli.methods.summarizer import SummarizerSettings
 from reme_cli.methods.reme.distill import distill_task, judge, reflect, reflection_experience
-from reme_cli.llm.embed import Embedder, make_embedder
-from reme_cli.methods.reme.events import EventLog, apply_events
-from reme_cli.methods.reme.experience import Experience
+from reme_cli.llm.embed import Embedder, make_embedder_for
+from reme_cli.methods.reme.events import apply_events
+from reme_cli.methods.reme.formats import sampling
+from reme_cli.methods.reme.experience import Experience, assign_stable_ids
 from reme_cli.methods.reme.pool import Pool
 from reme_cli.methods.reme.reuse import format_guidance, rerank, rewrite
 
@@ -53,12 +53,6 @@ def _other_method(manifest: Path) -> str | None:
     except (OSError, ValueError):
         return None
     return method if method and method != "reme" else None
-
-
-def make_embedder_for(cfg: Config) -> Embedder:
-    e = cfg.embedding
-    return make_embedder({"kind": e.kind, "model": e.model, "base_url": e.base_url, "dim": e.dim,
-                          "cache_dir": e.cache_dir})
 
 
 def require_pool(cfg: Config) -> Path:
@@ -96,14 +90,6 @@ def _derived(path: Path, embedder: Embedder, key: str, items: list[Experience], 
     return fresh
 
 
-def assign_stable_ids(experiences: list[Experience], namespace: str) -> None:
-    """Ids from where an experience came from and what it says, not uuid4: the same cached
-    responses then give the same pool, ids included."""
-    for i, exp in enumerate(experiences):
-        blob = f"{namespace}|{i}|{exp.source}|{exp.when_to_use}|{exp.content}"
-        exp.id = hashlib.sha256(blob.encode()).hexdigest()[:32]
-
-
 def deletable(exp: Experience, cfg: ReMeConfig) -> bool:
     """Utility deletion: retrieved at least alpha times and useful too rarely.
 
@@ -126,36 +112,27 @@ def with_lessons(guidance: str | None, lessons: list[str]) -> str | None:
     return f"{guidance}\n\n{block}" if guidance else block
 
 
-class ReMe(OneAttempt):
+class ReMe(Memory):
     """ReMe in an evaluation: reuse (fixed and dynamic), refinement (dynamic)."""
 
     config_class = ReMeConfig
     needs_summarizer = True
 
-    def __init__(self, pool: Pool, cfg: ReMeConfig, summarizer: SummarizerSettings, *,
-                 dynamic: bool, events: EventLog | None = None, restore: Callable[[], Pool] | None = None,
-                 tasks_done: int = 0):
+    def __init__(self, pool: Pool, cfg: ReMeConfig, summarizer: SummarizerSettings):
         self.pool = pool
         self.cfg = cfg
         self.summ = summarizer
-        self.dynamic = dynamic
-        self.events = events
-        # Rebuilds the pool from the stream's start and its committed events: a unit that
-        # fails after changing the pool leaves no trace in it (see discard).
-        self._restore = restore
-        self.tasks_done = tasks_done  # tasks of this stream finished so far (deletion cadence)
-        self.max_retries = cfg.reflection.max_retries if (dynamic and cfg.reflection.enabled) else 0
+
+    @property
+    def max_retries(self) -> int:
+        return self.cfg.reflection.max_retries if (self.learning and self.cfg.reflection.enabled) else 0
 
     @classmethod
     async def learn_from_training(cls, ctx: BuildContext) -> None:
-        from reme_cli.methods.reme.build import distill_training
-
         await distill_training(ctx)
 
     @classmethod
     def assemble_pool(cls, ctx: BuildContext, staging: Path) -> BuildResult:
-        from reme_cli.methods.reme.build import assemble
-
         return assemble(ctx, staging)
 
     @classmethod
@@ -163,38 +140,48 @@ class ReMe(OneAttempt):
         # A missing or damaged pool is bad input: refused before anything is written.
         Pool.check(require_pool(cfg))
 
+    # ------------------------------------------------------------------ state
     @classmethod
-    def factory(cls, ctx: MethodContext) -> MethodFactory:
-        cfg = ctx.cfg
-        embedder = make_embedder_for(cfg)
-        base = load_pool(cfg, embedder, ctx.run_path)
-        if cfg.eval.mode == "fixed":
-            shared = cls(base, cfg.memory, ctx.summarizer, dynamic=False)
-            return lambda stream: shared
+    def load(cls, ctx: MethodContext) -> ReMe:
+        return cls(load_pool(ctx.cfg, make_embedder_for(ctx.cfg), ctx.run_path), ctx.cfg.memory, ctx.summarizer)
 
-        def for_stream(stream: tuple[int, int]) -> ReMe:
-            d = stream_dir(ctx.run_path, stream)
-            d.mkdir(parents=True, exist_ok=True)
-            events = EventLog(d / "events.jsonl")
-            events.keep_only(ctx.finished_units)  # events of units that never finished go
+    def fork(self, where: Path) -> ReMe:
+        return ReMe(self.pool.copy_to(where / "pool", overwrite=True), self.cfg, self.summ)
 
-            def restore() -> Pool:
-                # Starting pool + the events of finished units = where the stream left off.
-                pool = base.copy_to(d / "pool", overwrite=True)
-                apply_events(pool, events.read())
-                return pool
+    def replay(self, events: list[dict[str, Any]]) -> None:
+        apply_events(self.pool, events)
 
-            prefix = f"s{stream[0]}/" if cfg.eval.scope == "experiment" else f"s{stream[0]}/r{stream[1]}/"
-            done = sum(1 for u in ctx.finished_units if u.startswith(prefix))
-            return cls(restore(), cfg.memory, ctx.summarizer, dynamic=True, events=events, restore=restore,
-                       tasks_done=done)
+    def apply(self, events: list[dict[str, Any]], committed: int) -> Applied:
+        """Counts, then additions (de-duplicated against the pool as it is now), then
+        deletion every ``deletion.every`` tasks of the stream (paper: 1; official BFCL: 5)."""
+        done: list[dict[str, Any]] = []
+        added: list[str] = []
+        for event in events:
+            if event["op"] == "use":
+                self.pool.update_counts(event["ids"], retrieved=True, success=event["success"])
+                done.append(event)
+            elif event["op"] == "add":
+                for exp in self.pool.add(event["candidates"], self.cfg.dedup_threshold, self.cfg.dedup_text):
+                    done.append({"op": "add", "source": exp.source, "experience": exp.to_dict()})
+                    added.append(exp.id)
+            else:
+                done.append(event)
+        due = (committed + 1) % self.cfg.deletion.every == 0
+        doomed = [e for e in self.pool if deletable(e, self.cfg)] if due else []
+        if doomed:
+            self.pool.remove([e.id for e in doomed])
+            done += [{"op": "delete", "id": e.id, "f": e.f, "u": e.u} for e in doomed]
+        used = [e.u / e.f for e in self.pool if e.f > 0]
+        return Applied(done, {"added": added, "deleted": [e.id for e in doomed], "pool_size": len(self.pool),
+                              "mean_utility": sum(used) / len(used) if used else None})  # u/f over retrieved ones
 
-        return for_stream
+    def save(self, where: Path) -> None:
+        self.pool.save()
 
-    async def solve(self, task: Task, episode: Episode, unit: str) -> Solved:
-        """Retrieve, attempt, and in dynamic mode reflect and retry a failed attempt (at
-        most ``reflection.max_retries`` times; a retry sees the lessons so far)."""
-        retrieval = await self.retrieve(task, unit)
+    # ------------------------------------------------------------------ a unit
+    async def attempt(self, task: Task, episode: Episode, retrieval: Retrieval) -> Tried:
+        """Attempt, and in dynamic mode reflect and retry a failed attempt (at most
+        ``reflection.max_retries`` times; a retry sees the lessons so far)."""
         attempts: list[Attempt] = []
         lessons: list[str] = []
         for i in range(1 + self.max_retries):
@@ -207,17 +194,14 @@ class ReMe(OneAttempt):
             if lesson is None:
                 break
             lessons.append(lesson)
-        record = await self.learn(task, attempts, retrieval, unit, lessons)
-        if lessons:
-            record["lessons"] = lessons
-        return Solved(retrieval, record)
+        return Tried(attempts, {"lessons": lessons} if lessons else {})
 
     async def retrieve(self, task: Task, unit: str = "") -> Retrieval:
         k = self.cfg.top_k
         if k == 0:
             return Retrieval()
         # The paper reranks the retrieved top K (an earlier version here took 2K).
-        hits = await asyncio.to_thread(self.pool.search, task.query, k)
+        hits = await asyncio.to_thread(self._search, task.query, k)
         scores = {e.id: s for e, s in hits}
         exps = [e for e, _ in hits]
         if self.cfg.rerank and len(exps) > 1:
@@ -227,25 +211,23 @@ class ReMe(OneAttempt):
         guidance = (await rewrite(self.summ.llm, task.query, exps, family=task.prompt_family,
                                   **self._sampling("rewrite"))
                     if self.cfg.rewrite else format_guidance(exps))
-        retrieval = Retrieval(guidance, [e.id for e in exps], [scores[e.id] for e in exps])
-        if self.events is not None:
-            self.events.emit(unit, "retrieve", task_id=task.id, ids=retrieval.ids, scores=retrieval.scores)
-        return retrieval
+        return Retrieval(guidance, [e.id for e in exps], [scores[e.id] for e in exps])
 
-    async def learn(self, task: Task, attempts: list[Attempt], retrieval: Retrieval, unit: str = "",
-                    lessons: list[str] | None = None) -> dict[str, Any]:
-        if not self.dynamic:
-            return {}
-        lessons = lessons or []
+    def _search(self, query: str, k: int) -> list[tuple[Experience, float]]:
+        with self.guard:
+            return self.pool.search(query, k)
+
+    async def learn(self, task: Task, tried: Tried, retrieval: Retrieval, unit: str) -> Learned:
+        attempts, lessons = tried.attempts, tried.record.get("lessons", [])
         final = attempts[-1].outcome
         pairs = [(a.trajectory, a.outcome) for a in attempts]
-        info: dict[str, Any] = {"added": [], "deleted": [], "distill": None}
+        events: list[dict[str, Any]] = []
         if retrieval.ids:
             # u: the task's final success (paper) or the first attempt's, the one that
             # retrieved; retries retrieve nothing (official code).
             credited = final.success if self.cfg.u_credit == "final" else attempts[0].outcome.success
-            await asyncio.to_thread(self.pool.update_counts, retrieval.ids, retrieved=True, success=credited)
-            self.events.emit(unit, "use", ids=retrieval.ids, success=credited)
+            events += [{"op": "retrieve", "task_id": task.id, "ids": retrieval.ids, "scores": retrieval.scores},
+                       {"op": "use", "ids": retrieval.ids, "success": credited}]
 
         candidates: list[Experience] = []
         stats = None
@@ -269,47 +251,11 @@ class ReMe(OneAttempt):
             candidates += lesson
         if candidates:
             assign_stable_ids(candidates, unit)
-            added = await asyncio.to_thread(self.pool.add, candidates, self.cfg.dedup_threshold,
-                                            self.cfg.dedup_text)
-            for exp in added:
-                self.events.emit(unit, "add", source=exp.source, experience=exp.to_dict())
-            info["added"] = [e.id for e in added]
-        info["distill"] = stats.to_dict() if stats else None
-
-        # Deletion every `deletion.every` tasks of the stream (paper: 1; official BFCL: 5).
-        due = (self.tasks_done + 1) % self.cfg.deletion.every == 0
-        doomed = [e for e in self.pool if deletable(e, self.cfg)] if due else []
-        if doomed:
-            await asyncio.to_thread(self.pool.remove, [e.id for e in doomed])
-            for e in doomed:
-                self.events.emit(unit, "delete", id=e.id, f=e.f, u=e.u)
-            info["deleted"] = [e.id for e in doomed]
-        info["pool_size"] = len(self.pool)
-        used = [e.u / e.f for e in self.pool if e.f > 0]
-        info["mean_utility"] = sum(used) / len(used) if used else None  # u/f over retrieved experiences
-        return info
-
-    def commit(self) -> None:
-        if self.events is not None:
-            self.events.flush()
-        self.tasks_done += 1
-
-    def discard(self) -> None:
-        """The unit failed: forget its events, and undo what it already did to the pool
-        (f/u, additions, deletions), so the pool again equals start + committed events."""
-        if self.events is not None:
-            self.events.discard()
-        if self._restore is not None:
-            self.pool = self._restore()
-
-    def finish(self) -> None:
-        if self.dynamic:
-            self.pool.save()
+            events.append({"op": "add", "candidates": candidates})
+        # The record's keys in their order; what the commit decides is filled in then.
+        record = {"added": [], "deleted": [], "distill": stats.to_dict() if stats else None,
+                  "pool_size": None, "mean_utility": None}
+        return Learned(record, events)
 
     def _sampling(self, role: str) -> dict[str, Any]:
-        out: dict[str, Any] = {"temperature": self.summ.temperature, "max_tokens": self.summ.max_tokens}
-        # Only the roles whose answer the summarizer module constrains have a format.
-        if self.summ.formats.get(role) is not None:
-            out["response_format"] = self.summ.formats[role]
-        return out
-
+        return sampling(self.summ, role)

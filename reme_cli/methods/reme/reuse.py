@@ -34,7 +34,7 @@ from reme_cli.llm.client import LLM
 from reme_cli.bench.base import DEFAULT_PROMPT_FAMILY
 from reme_cli.methods.reme.distill import load_prompt
 from reme_cli.methods.reme.experience import Experience
-from reme_cli.methods.reme.llm_json import parse_json
+from reme_cli.llm.json_reply import parse_json
 
 __all__ = ["GUIDANCE_HEADER", "format_experiences", "format_guidance", "rerank", "rewrite"]
 

@@ -1,6 +1,7 @@
-"""A toy memory method: it remembers the last successful answer and shows it to the next
-task. Its state is one JSON file per stream under the run directory, written on commit,
-so a resumed run continues from what the finished units taught it."""
+"""A toy memory method written against reme's seam: it remembers the last successful
+answer and shows it to the next task. It supplies only its own part (state, retrieve,
+learn as events, replay, save); the seam gives each dynamic stream its copy, shares it
+among the stream's workers, logs commits and replays them on resume."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from reme_cli.bench.base import Task
-from reme_cli.methods.base import Attempt, MethodContext, MethodFactory, OneAttempt, Retrieval
+from reme_cli.methods.base import Learned, Memory, Retrieval, Tried
 
 HEADER = "Last time this worked:"
 
@@ -20,32 +21,26 @@ class ToyMemoryConfig:
     name: str = "toy"
 
 
-class ToyMemory(OneAttempt):
+class ToyMemory(Memory):
     config_class = ToyMemoryConfig
 
-    def __init__(self, path: Path, learns: bool):
-        self.path, self.learns = path, learns
-        self.last: str | None = json.loads(path.read_text())["last"] if path.exists() else None
-        self._pending: str | None = None
+    def __init__(self, last: str | None = None):
+        self.last = last
 
-    @classmethod
-    def factory(cls, ctx: MethodContext) -> MethodFactory:
-        learns = ctx.cfg.eval.mode == "dynamic"
-        return lambda stream: cls(ctx.run_path / f"toy_memory_s{stream[0]}_r{stream[1]}.json", learns)
+    def fork(self, where: Path) -> ToyMemory:
+        return ToyMemory(self.last)
+
+    def replay(self, events: list[dict[str, Any]]) -> None:
+        for event in events:
+            self.last = event["last"]
+
+    def save(self, where: Path) -> None:
+        (where / "toy_memory.json").write_text(json.dumps({"last": self.last}))
 
     async def retrieve(self, task: Task, unit: str) -> Retrieval:
         return Retrieval(f"{HEADER} {self.last}", ["last"], [1.0]) if self.last else Retrieval()
 
-    async def learn(self, task: Task, attempts: list[Attempt], retrieval: Retrieval, unit: str) -> dict[str, Any]:
-        final = attempts[-1]
-        if self.learns and final.outcome.success:
-            self._pending = final.trajectory.turns[-1][-1].text
-        return {"remembered": self._pending}
-
-    def commit(self) -> None:
-        if self._pending is not None:
-            self.last, self._pending = self._pending, None
-            self.path.write_text(json.dumps({"last": self.last}))
-
-    def discard(self) -> None:
-        self._pending = None
+    async def learn(self, task: Task, tried: Tried, retrieval: Retrieval, unit: str) -> Learned:
+        final = tried.attempts[-1]
+        answer = final.trajectory.turns[-1][-1].text if final.outcome.success else None
+        return Learned({"remembered": answer}, [{"last": answer}] if answer else [])
