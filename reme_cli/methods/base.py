@@ -159,6 +159,10 @@ class Memory:
 
     config_class: ClassVar[type | None] = None
     needs_summarizer: ClassVar[bool] = False
+    # What the report shows of the method (reme_cli/report/columns.py): its Table 1 setting
+    # ("{mode}" is the run's mode), the config keys its ablation rows read, and the fields of
+    # its unit records to plot along a dynamic stream. None: its name, no rows, no series.
+    report_columns: ClassVar[dict[str, Any] | None] = None
 
     learning: bool = False
     guard: threading.RLock
@@ -210,6 +214,7 @@ class NoMemory(Memory):
     """``memory=none``: the agent runs without experiences."""
 
     config_class = NoMemoryConfig
+    report_columns = {"setting": "No Memory"}
 
 
 def memory_class(name: str, plugin: Any) -> type[Memory]:

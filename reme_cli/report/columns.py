@@ -18,9 +18,7 @@ Where a method's declaration comes from, first hit wins:
    ``MethodColumns``, or a plain mapping with the same keys (so ``methods/`` need not import
    this layer), e.g. ``report_columns = {"setting": "ACE ({mode})", "params": ["memory.top_k"],
    "series": {"playbook_size": "playbook bullets"}}``;
-2. ``BUILT_IN`` below: the declarations of the methods written before the attribute existed,
-   to move onto their classes;
-3. none: the method's name as its setting, no ablation rows, no series.
+2. none: the method's name as its setting, no ablation rows, no series.
 """
 
 from __future__ import annotations
@@ -44,19 +42,6 @@ class MethodColumns:
     def setting_label(self, mode: str) -> str:
         # replace, not str.format: a label may hold other braces
         return self.setting.replace(MODE, str(mode))
-
-
-REME_PARAMS = ("memory.granularity", "memory.addition", "memory.reflection.enabled",
-               "memory.deletion.enabled", "summarizer.name", "memory.retrieval_key", "memory.top_k",
-               "memory.deletion.alpha", "memory.deletion.beta")
-
-BUILT_IN: dict[str, MethodColumns] = {
-    "none": MethodColumns("No Memory"),
-    "reme": MethodColumns("ReMe ({mode})", REME_PARAMS,
-                          {"pool_size": "pool size (experiences)", "mean_utility": "mean utility u/f"}),
-    "amem": MethodColumns("A-Mem"),
-    "langmem": MethodColumns("LangMem"),
-}
 
 
 def _declared(name: str) -> object | None:
@@ -87,7 +72,7 @@ def method_columns(name: str) -> MethodColumns:
     declared = _declared(name)
     if declared is not None:
         return _coerce(name, declared)
-    return BUILT_IN.get(name) or MethodColumns(str(name))
+    return MethodColumns(str(name))
 
 
 def series_labels(methods: Iterable[str]) -> dict[str, str]:

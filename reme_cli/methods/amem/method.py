@@ -71,6 +71,7 @@ def _training_notes(cfg: AMemConfig, attempts: list[tuple[Trajectory, Outcome]])
 
 class AMem(Memory):
     config_class = AMemConfig
+    report_columns = {"setting": "A-Mem"}
     needs_summarizer = True  # A-Mem's own LLM calls go to the summarizer (the executor by default)
 
     def __init__(self, store: NoteStore, cfg: AMemConfig, summ: Any):

@@ -100,6 +100,7 @@ class LangMem(Memory):
     """The learned instructions as every task's guidance; refined per stream in dynamic mode."""
 
     config_class = LangMemConfig
+    report_columns = {"setting": "LangMem"}
     needs_summarizer = True
 
     def __init__(self, prompt: str, cfg: LangMemConfig, summarizer: Any):

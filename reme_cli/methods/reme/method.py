@@ -117,6 +117,13 @@ class ReMe(Memory):
 
     config_class = ReMeConfig
     needs_summarizer = True
+    report_columns = {
+        "setting": "ReMe ({mode})",
+        "params": ["memory.granularity", "memory.addition", "memory.reflection.enabled", "memory.deletion.enabled",
+                   "summarizer.name", "memory.retrieval_key", "memory.top_k", "memory.deletion.alpha",
+                   "memory.deletion.beta"],
+        "series": {"pool_size": "pool size (experiences)", "mean_utility": "mean utility u/f"},
+    }
 
     def __init__(self, pool: Pool, cfg: ReMeConfig, summarizer: SummarizerSettings):
         self.pool = pool
