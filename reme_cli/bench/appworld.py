@@ -60,7 +60,9 @@ def default_data_dir() -> Path:
 @dataclass
 class AppWorldConfig(BenchmarkConfig):
     name: str = "appworld"
-    split: str = "test_normal"
+    split: str = "test_normal"  # train | dev | test_normal | test_challenge
+    tool_protocol: Optional[str] = "code"  # Python code actions against `apis` (over model.tool_protocol)
+    thinking: Optional[bool] = False  # Qwen3 thinking off, as in the official AppWorld runs (over model.thinking)
     data_dir: Optional[str] = None  # holds data/ (default $APPWORLD_ROOT, else <prefix>/share/reme/appworld)
     venv: Optional[str] = None  # AppWorld's own virtualenv (default: where `reme appworld setup` puts it)
     timeout: float = 100.0  # seconds per environment call (AppWorld's own execute default)
