@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import shlex
 import signal
 import subprocess
+import sys
 import threading
 from enum import Enum
 from pathlib import Path
@@ -15,7 +17,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from reme_cli.core.config import compose
-from reme_cli.core.errors import EXIT_UNIT_ERRORS, Interrupted, UserError, os_error_message
+from reme_cli.core.errors import EXIT_UNIT_ERRORS, Interrupted, Reexec, UserError, os_error_message
 
 console = Console(stderr=True)  # progress and tables; stdout carries only paths, for scripts
 app = typer.Typer(
@@ -63,12 +65,10 @@ def _run(body: Callable[[], None]) -> None:
     # over while units run.
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _raise_interrupted)
-    from reme_cli.bench.bfcl_release import ReleaseSwitch, reexec
-
     try:
         body()
-    except ReleaseSwitch as switch:  # the config asks for another BFCL release: run again with it
-        reexec(switch)
+    except Reexec as again:  # e.g. the config asks for another BFCL release: run again with it
+        _reexec(again.env)
     except UserError as exc:
         _error(str(exc), exc.exit_code)
     except OSError as exc:
@@ -79,6 +79,13 @@ def _run(body: Callable[[], None]) -> None:
     except KeyboardInterrupt as exc:
         console.print("[yellow]interrupted:[/yellow] finished units are saved; rerun the same command to resume")
         raise typer.Exit(getattr(exc, "exit_code", 130)) from None
+
+
+def _reexec(env: dict[str, str]) -> None:
+    """Replace this process by the same command, with ``env`` over the current environment."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execve(sys.executable, [sys.executable, "-m", "reme_cli.cli", *sys.argv[1:]], {**os.environ, **env})
 
 
 def _error(message: str, code: int) -> None:

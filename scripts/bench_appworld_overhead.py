@@ -103,7 +103,7 @@ LOOP_CODE = "```python\nprint(len(apis.api_docs.show_app_descriptions()))\n```"
 
 async def _episodes(bench, url: str, c: int, runs: int, run_dir: Path, steps: int) -> dict:
     client = ChatClient(base_url=url, model="stand-in", concurrency=c, cache=None)
-    settings = EpisodeSettings(make_protocol("code"), 0.0, 1.0, 512, 0, None, None, steps, None)
+    settings = EpisodeSettings(make_protocol("code"), 0.0, 1.0, 512, 0, None, bench.system_prompt, steps, None)
     method = NoMemory()
     runner = Runner(bench, client, settings, RunDir.open(run_dir, {}, "bench", kind="bench"),
                     lambda _: method, c)

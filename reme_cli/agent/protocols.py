@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from reme_cli.bench.base import PLAIN_TOOLS, ToolDialect
 from reme_cli.llm.client import ChatResult, ToolCallRequest
 
 _THINK = re.compile(r"<think>.*?</think>\s*", re.DOTALL)
@@ -77,6 +78,9 @@ class OpenAIProtocol:
 
 
 class JSONProtocol:
+    """Built with the benchmark's ``ToolDialect`` (``make_protocol``): the grammar and the
+    tool lines read its schemas, so they must know how the benchmark writes them."""
+
     name = "json"
 
     _INSTRUCTIONS = (
@@ -85,16 +89,19 @@ class JSONProtocol:
         "Use an empty tool_calls list and an answer when the request is done."
     )
 
+    def __init__(self, dialect: ToolDialect = PLAIN_TOOLS):
+        self.dialect = dialect
+
     def system_prompt(self, base: str | None, tools: list[dict[str, Any]]) -> str | None:
         lines = [base] if base else []
         lines.append(self._INSTRUCTIONS)
         lines.append("Tools:")
-        lines.extend(_tool_line(t["function"]) for t in tools)
+        lines.extend(_tool_line(t["function"], self.dialect) for t in tools)
         return "\n".join(lines)
 
     def request_kwargs(self, tools: list[dict[str, Any]]) -> dict[str, Any]:
         return {"response_format": {"type": "json_object",
-                                    "schema": step_schema(tools, max_calls=4, max_str=64)}}
+                                    "schema": step_schema(tools, max_calls=4, max_str=64, dialect=self.dialect)}}
 
     def read(self, result: ChatResult) -> Reply:
         raw = result.content.strip()
@@ -122,31 +129,19 @@ class JSONProtocol:
 
 _CODE_BLOCK = re.compile(r"```(?:python|py)?[ \t]*\n(.*?)```", re.DOTALL)
 
-CODE_SYSTEM_PROMPT = """\
-You are an AI assistant who completes a user's day-to-day task by writing Python code that \
-calls app APIs. Work step by step, in a loop: think briefly, then write ONE ```python code block; \
-it runs in a persistent Python session where `apis` is defined, and its printed output comes \
-back to you. Look up what you need first: apis.api_docs.show_app_descriptions(), \
-apis.api_docs.show_api_descriptions(app_name=...), apis.api_docs.show_api_doc(app_name=..., \
-api_name=...). Log in to an app with the supervisor's credentials from \
-apis.supervisor.show_account_passwords() before using it. When the task is done, call \
-apis.supervisor.complete_task(answer=...) (answer only when the task asks a question; use \
-status="fail" if it cannot be done). Do not ask for clarification."""
-
-
 class CodeProtocol:
     """Code actions (AppWorld): the model writes Python; the environment runs it.
 
     The reply's last ```python block is one call of the environment's ``execute`` action;
     its output comes back as the next user message. A reply without code ends the turn.
-    (The agent prompt follows the official ReMe AppWorld agent's ReAct loop in spirit; the
-    text is reme's own.)"""
+    What the code may call is the benchmark's to say, in its system prompt (AppWorld's:
+    ``reme_cli.bench.appworld.SYSTEM_PROMPT``)."""
 
     name = "code"
     code_actions = True
 
     def system_prompt(self, base: str | None, tools: list[dict[str, Any]]) -> str | None:
-        return base or CODE_SYSTEM_PROMPT
+        return base
 
     def request_kwargs(self, tools: list[dict[str, Any]]) -> dict[str, Any]:
         return {}
@@ -161,37 +156,40 @@ class CodeProtocol:
         return [{"role": "user", "content": "Output:\n```\n" + "\n".join(outputs) + "\n```"}]
 
 
-def make_protocol(name: str) -> ToolProtocol:
-    """The protocol ``model.tool_protocol`` names (built-in or registered by a plug-in)."""
+def make_protocol(name: str, dialect: ToolDialect = PLAIN_TOOLS) -> ToolProtocol:
+    """The protocol ``model.tool_protocol`` names (built-in or registered by a plug-in),
+    for a benchmark whose tool schemas follow ``dialect``."""
     from reme_cli.core.registry import PROTOCOLS
 
-    return PROTOCOLS.get(name)()
+    cls = PROTOCOLS.get(name)
+    if isinstance(cls, type) and issubclass(cls, JSONProtocol):
+        return cls(dialect)
+    return cls()
 
 
-_BFCL_TYPES = {"dict": "object", "float": "number", "tuple": "array", "any": None}
 _GRAMMAR_DROP = ("description", "default", "response", "title", "examples")
 
 
-def grammar_schema(schema: Any, max_str: int | None = None) -> Any:
-    """A parameter schema reduced to what constrains the output. BFCL's own type names
-    would make llama.cpp's converter silently fall back to free JSON; prose and defaults
-    only bloat the grammar; closed objects stop invented argument names; bounded strings
-    stop a runaway string from eating the token budget."""
+def grammar_schema(schema: Any, max_str: int | None = None, dialect: ToolDialect = PLAIN_TOOLS) -> Any:
+    """A parameter schema reduced to what constrains the output. A benchmark's own type
+    names would make llama.cpp's converter silently fall back to free JSON; prose and
+    defaults only bloat the grammar; closed objects stop invented argument names; bounded
+    strings stop a runaway string from eating the token budget."""
     if isinstance(schema, list):
-        return [grammar_schema(s, max_str) for s in schema]
+        return [grammar_schema(s, max_str, dialect) for s in schema]
     if not isinstance(schema, dict):
         return schema
     out: dict[str, Any] = {}
     for key, value in schema.items():
-        if key == "type" and isinstance(value, str) and value in _BFCL_TYPES:
-            if _BFCL_TYPES[value]:
-                out[key] = _BFCL_TYPES[value]
+        if key == "type" and isinstance(value, str) and value in dialect.types:
+            if dialect.types[value]:
+                out[key] = dialect.types[value]
         elif key in _GRAMMAR_DROP:
             continue
         elif key == "properties":
-            out[key] = {name: grammar_schema(p, max_str) for name, p in value.items()}
+            out[key] = {name: grammar_schema(p, max_str, dialect) for name, p in value.items()}
         else:
-            out[key] = grammar_schema(value, max_str)
+            out[key] = grammar_schema(value, max_str, dialect)
     if out.get("type") == "object":
         out["additionalProperties"] = False
     if out.get("type") == "string" and max_str and "enum" not in out:
@@ -200,18 +198,18 @@ def grammar_schema(schema: Any, max_str: int | None = None) -> Any:
 
 
 def step_schema(tools: list[dict[str, Any]], max_calls: int | None = None,
-                max_str: int | None = None) -> dict[str, Any]:
+                max_str: int | None = None, dialect: ToolDialect = PLAIN_TOOLS) -> dict[str, Any]:
     """One agent step: zero or more calls, each following its named tool's parameters.
 
-    Per-tool alternatives, measured on SmolLM2 with a BFCL prompt (scripts/
-    probe_local_model.py): 10/10 steps with valid arguments for 18 and for 32 tools, vs
+    Per-tool alternatives, measured on SmolLM2 with a BFCL prompt (results/
+    local_model_probe.md): 10/10 steps with valid arguments for 18 and for 32 tools, vs
     3-4/10 with a free-form arguments object, at the same sampling speed."""
     per_tool = [
         {
             "type": "object",
             "properties": {
                 "name": {"const": t["function"]["name"]},
-                "arguments": grammar_schema(t["function"].get("parameters") or {"type": "object"}, max_str),
+                "arguments": grammar_schema(t["function"].get("parameters") or {"type": "object"}, max_str, dialect),
             },
             "required": ["name", "arguments"],
             "additionalProperties": False,
@@ -249,7 +247,7 @@ def _as_json_text(arguments: Any) -> str:
     return arguments if isinstance(arguments, str) else json.dumps(arguments)
 
 
-def _tool_line(fn: dict[str, Any]) -> str:
+def _tool_line(fn: dict[str, Any], dialect: ToolDialect) -> str:
     """One compact line per tool: the 135M model's context is 8k tokens."""
     props = (fn.get("parameters") or {}).get("properties") or {}
     required = set((fn.get("parameters") or {}).get("required") or [])
@@ -257,6 +255,7 @@ def _tool_line(fn: dict[str, Any]) -> str:
         f"{k}{'' if k in required else '?'}: {v.get('type', 'any')}" for k, v in props.items()
     )
     desc = fn.get("description") or ""
-    # BFCL prefixes every description with its class blurb; the tool's own part follows.
-    desc = desc.split("Tool description:", 1)[-1].strip().split(". ")[0].strip()
+    if dialect.description_marker:
+        desc = desc.split(dialect.description_marker, 1)[-1]
+    desc = desc.strip().split(". ")[0].strip()
     return f"- {fn['name']}({params}): {desc}"

@@ -60,7 +60,9 @@ def default_data_dir() -> Path:
 @dataclass
 class AppWorldConfig(BenchmarkConfig):
     name: str = "appworld"
-    split: str = "test_normal"
+    split: str = "test_normal"  # train | dev | test_normal | test_challenge
+    tool_protocol: Optional[str] = "code"  # Python code actions against `apis` (over model.tool_protocol)
+    thinking: Optional[bool] = False  # Qwen3 thinking off, as in the official AppWorld runs (over model.thinking)
     data_dir: Optional[str] = None  # holds data/ (default $APPWORLD_ROOT, else <prefix>/share/reme/appworld)
     venv: Optional[str] = None  # AppWorld's own virtualenv (default: where `reme appworld setup` puts it)
     timeout: float = 100.0  # seconds per environment call (AppWorld's own execute default)
@@ -168,11 +170,26 @@ class Workers:
             shutil.rmtree(self.dir, ignore_errors=True)
 
 
+# The agent's system prompt when benchmark.system_prompt is unset. It follows the official
+# ReMe AppWorld agent's ReAct loop in spirit; the text is reme's own.
+SYSTEM_PROMPT = """\
+You are an AI assistant who completes a user's day-to-day task by writing Python code that \
+calls app APIs. Work step by step, in a loop: think briefly, then write ONE ```python code block; \
+it runs in a persistent Python session where `apis` is defined, and its printed output comes \
+back to you. Look up what you need first: apis.api_docs.show_app_descriptions(), \
+apis.api_docs.show_api_descriptions(app_name=...), apis.api_docs.show_api_doc(app_name=..., \
+api_name=...). Log in to an app with the supervisor's credentials from \
+apis.supervisor.show_account_passwords() before using it. When the task is done, call \
+apis.supervisor.complete_task(answer=...) (answer only when the task asks a question; use \
+status="fail" if it cannot be done). Do not ask for clarification."""
+
+
 class AppWorldBenchmark:
     name = "appworld"
     config_class = AppWorldConfig
     max_steps_per_turn = None
     prompt_family = "appworld"  # summarizer prompts that speak of code and API calls
+    system_prompt = SYSTEM_PROMPT
 
     def __init__(self, cfg: AppWorldConfig):
         self.cfg = cfg

@@ -9,6 +9,7 @@ another process (``reme_cli.bench.worker``) must never stall the other episodes.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Optional, Protocol
 
@@ -29,6 +30,21 @@ class BenchmarkConfig:
     # (AppWorld: code actions, thinking off as in the official runs).
     tool_protocol: Optional[str] = None
     thinking: Optional[bool] = None
+
+
+@dataclass(frozen=True)
+class ToolDialect:
+    """How a benchmark writes its tool schemas, where that departs from JSON Schema and
+    plain descriptions. Protocols that turn the schemas into a grammar or a compact prompt
+    (``json``) read it; protocols that pass the schemas on as they are do not."""
+
+    # The benchmark's own type names -> JSON Schema's (None: the type constrains nothing).
+    types: Mapping[str, Optional[str]] = field(default_factory=dict)
+    # Descriptions start with prose shared by many tools; the tool's own words follow this.
+    description_marker: Optional[str] = None
+
+
+PLAIN_TOOLS = ToolDialect()
 
 
 # The summarizer's words for tool-call benchmarks (reme_cli/methods/reme/prompts/families.toml).
@@ -91,6 +107,12 @@ class Env(Protocol):
 
 
 class Benchmark(Protocol):
+    """Optional attributes, read with a default where the benchmark is used:
+    ``system_prompt`` (str, default None): the benchmark's own system prompt, used when
+    ``benchmark.system_prompt`` is unset; ``tool_dialect`` (``ToolDialect``, default
+    ``PLAIN_TOOLS``): how its tool schemas are written; ``sandbox`` (str): where
+    model-written code runs, for the manifest."""
+
     name: str
     config_class: ClassVar[type[BenchmarkConfig]]
     # Model calls per user turn before the episode is cut (None: no per-turn limit).

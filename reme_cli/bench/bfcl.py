@@ -35,7 +35,7 @@ from typing import Any
 # only ones that do not, but keep any accidental ones out of the user's working directory.
 os.environ.setdefault("BFCL_PROJECT_ROOT", os.path.join(tempfile.gettempdir(), "reme-bfcl"))
 
-from reme_cli.bench.base import BenchmarkConfig, InProcessEnv, Outcome, Task, ToolResult  # noqa: E402
+from reme_cli.bench.base import BenchmarkConfig, InProcessEnv, Outcome, Task, ToolDialect, ToolResult  # noqa: E402
 from reme_cli.bench.calls import (  # noqa: E402
     canonical_call,
     decode_arguments,
@@ -183,6 +183,13 @@ def _to_openai_tool(doc: dict[str, Any]) -> dict[str, Any]:
     return {"type": "function", "function": item}
 
 
+# What bfcl's OpenAI conversion leaves of its own schema language: its type names in nested
+# schemas (which would make llama.cpp's grammar converter fall back to free JSON), and a
+# description that starts with the class blurb, the tool's own part after the marker.
+TOOL_DIALECT = ToolDialect(types={"dict": "object", "float": "number", "tuple": "array", "any": None},
+                           description_marker="Tool description:")
+
+
 @lru_cache(maxsize=64)
 def _tools_json(classes: tuple[str, ...]) -> str:
     # Kept as text so every episode gets its own copy cheaply, byte-identical across
@@ -231,6 +238,7 @@ class BFCLBenchmark:
     name = "bfcl_v3"
     config_class = BFCLConfig
     max_steps_per_turn: int | None = BFCLConfig.max_steps_per_turn
+    tool_dialect = TOOL_DIALECT
 
     @classmethod
     def from_config(cls, cfg: BFCLConfig) -> BFCLBenchmark:

@@ -6,7 +6,7 @@ and changed the backends. Data, ground truth, backends and checker must come fro
 release, and one Python process can import only one ``bfcl_eval``. So the paper's release is
 unpacked beside the venv (``<prefix>/share/reme/bfcl-eval-<version>``, no second
 virtualenv), and a command whose config asks for it re-executes itself with that copy
-first on ``PYTHONPATH`` (``ReleaseSwitch``, handled by the CLI).
+first on ``PYTHONPATH`` (a ``Reexec``, which the CLI carries out).
 
     python -m reme_cli.bench.bfcl_release install     # what scripts/install.sh runs
     python -m reme_cli.bench.bfcl_release diff        # per-task differences, current vs paper
@@ -23,18 +23,10 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-from reme_cli.core.errors import UserError
+from reme_cli.core.errors import Reexec, UserError
 
 RELEASES = {"current": "2026.3.23", "paper": "2025.6.15"}
 SWITCHED_ENV = "REME_BFCL_RELEASE"  # set in the re-executed process: never switch twice
-
-
-class ReleaseSwitch(Exception):
-    """Run this command again with ``path`` first on PYTHONPATH (the CLI does it)."""
-
-    def __init__(self, release: str, path: Path):
-        super().__init__(f"switch to bfcl-eval {RELEASES[release]} at {path}")
-        self.release, self.path = release, path
 
 
 def release_dir(release: str) -> Path:
@@ -56,7 +48,8 @@ def loaded_version() -> str | None:
 
 
 def ensure(release: str) -> None:
-    """Return if this process runs ``release``; else raise ReleaseSwitch or say how to get it."""
+    """Return if this process runs ``release``; else ask for a re-execution with it (``Reexec``)
+    or say how to get it."""
     if loaded_version() == RELEASES[release]:
         return
     if release == "current":
@@ -70,17 +63,10 @@ def ensure(release: str) -> None:
                         "python -m reme_cli.bench.bfcl_release install (scripts/install.sh does it)")
     if os.environ.get(SWITCHED_ENV):
         raise UserError("one command cannot mix BFCL releases; run the paper-release jobs separately")
-    raise ReleaseSwitch(release, path)
-
-
-def reexec(switch: ReleaseSwitch) -> None:
-    """Replace this process by the same command with the release's copy importable first."""
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(switch.path), env.get("PYTHONPATH", "")) if p)
-    env[SWITCHED_ENV] = switch.release
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os.execve(sys.executable, [sys.executable, "-m", "reme_cli.cli", *sys.argv[1:]], env)
+    # The same command again, with the release's copy importable first.
+    pythonpath = os.pathsep.join(p for p in (str(path), os.environ.get("PYTHONPATH", "")) if p)
+    raise Reexec(f"switch to bfcl-eval {RELEASES[release]} at {path}",
+                 {"PYTHONPATH": pythonpath, SWITCHED_ENV: release})
 
 
 def install(release: str = "paper") -> Path:

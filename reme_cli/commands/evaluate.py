@@ -16,7 +16,7 @@ from reme_cli.core.config import Config, config_hash, to_dict
 from reme_cli.core.errors import RunAborted, os_error_message
 from reme_cli.llm.client import ChatClient
 from reme_cli.llm.endpoint import endpoint, make_client, request_extra_body
-from reme_cli.bench.base import Benchmark
+from reme_cli.bench.base import PLAIN_TOOLS, Benchmark
 from reme_cli.core.registry import METHODS
 from reme_cli.methods.base import MethodContext, memory_class
 from reme_cli.methods.streams import MemoryStreams
@@ -67,13 +67,14 @@ def make_method_factory(cfg: Config, run_path: Path, client: ChatClient, finishe
 
 def episode_settings(cfg: Config, bench: Benchmark, temperature: float | None = None) -> EpisodeSettings:
     return EpisodeSettings(
-        protocol=make_protocol(cfg.benchmark.tool_protocol or cfg.model.tool_protocol),
+        protocol=make_protocol(cfg.benchmark.tool_protocol or cfg.model.tool_protocol,
+                               getattr(bench, "tool_dialect", PLAIN_TOOLS)),
         temperature=cfg.model.sampling.temperature if temperature is None else temperature,
         top_p=cfg.model.sampling.top_p,
         max_tokens=cfg.model.sampling.max_tokens,
         seed_base=cfg.eval.seed_base,
         extra_body=request_extra_body(cfg),
-        system_prompt=cfg.benchmark.system_prompt,
+        system_prompt=cfg.benchmark.system_prompt or getattr(bench, "system_prompt", None),
         max_interactions=cfg.benchmark.max_interactions,
         max_steps_per_turn=_step_limit(bench.max_steps_per_turn, cfg.model.max_steps_per_turn),
         max_stored_chars=cfg.eval.max_stored_chars,

@@ -1,7 +1,9 @@
 """Configuration: Hydra composes the YAML groups, a typed schema validates the result.
 
-Composition (``configs/``) decides *which* values; the dataclasses below decide *what is
-allowed*. Any mistake becomes a ``UserError`` with one line that says what to fix.
+The dataclasses below (and each plug-in's ``config_class``) hold every key, its type and its
+default, once; composition (``configs/``) picks group options, and a group file holds only
+what its option changes (``tests/test_config_defaults.py`` keeps it so). Any mistake
+becomes a ``UserError`` with one line that says what to fix.
 """
 
 from __future__ import annotations
@@ -43,26 +45,30 @@ class ModelCfg:
     serve_args: list[str] = field(default_factory=list)
 
 
+# Caches live under $REME_CACHE_DIR when set (resolved when the config is composed).
+CACHE_ROOT = "${oc.env:REME_CACHE_DIR,.reme_cache}"
+
+
 @dataclass
 class LLMCfg:
     # An OpenAI-compatible server, or a list of replicas of one (least outstanding requests
     # first, with failover). None: reme starts the model's server itself.
     base_url: Any = None
-    model: Optional[str] = None
+    model: Optional[str] = None  # the model name that server serves (default: model.served_name)
     api_key: str = "EMPTY"
-    concurrency: int = 8
-    timeout: float = 600.0
-    max_retries: int = 6
+    concurrency: int = 8  # requests in flight at once, across every episode of the run
+    timeout: float = 600.0  # seconds per request
+    max_retries: int = 6  # on connection errors, timeouts, 429 and 5xx
     startup_timeout: float = 1800.0  # seconds for a server reme starts to answer (a 32B load)
     # Consecutive requests that cannot reach the server before the run stops (exit 4).
     breaker_threshold: int = 5
-    cache: bool = True
-    cache_dir: str = ".reme_cache/llm"
+    cache: bool = True  # replay identical requests from disk
+    cache_dir: str = f"{CACHE_ROOT}/llm"
 
 
 @dataclass
 class SummarizerCfg:
-    name: str = "same"
+    name: str = "same"  # same: the executor model summarizes
     base_url: Optional[str] = None
     model: Optional[str] = None
     temperature: float = 0.0
@@ -71,11 +77,13 @@ class SummarizerCfg:
 
 @dataclass
 class EmbeddingCfg:
+    """The default is embedding=minilm: all-MiniLM-L6-v2 (384-d), loaded offline."""
+
     kind: str = "sentence_transformers"  # sentence_transformers | openai
     model: str = "all-MiniLM-L6-v2"
     base_url: Optional[str] = None
     dim: int = 384
-    cache_dir: str = ".reme_cache/embeddings"
+    cache_dir: str = f"{CACHE_ROOT}/embeddings"
 
 
 @dataclass
@@ -99,8 +107,8 @@ class EvalCfg:
     # Dynamic mode: each (seed, run) evolves its own pool copy (stream), or the runs of a
     # seed share one pool in order (experiment, as the official scripts do).
     scope: str = "stream"
-    runs: int = 4
-    seeds: int = 3
+    runs: int = 4  # k of Avg@k / Pass@k
+    seeds: int = 3  # independent repetitions (mean ± std)
     seed_base: int = 0
     # Dynamic mode: workers walking each stream at once, sharing its memory (the authors'
     # scripts: 4 on BFCL); 1 runs a stream's tasks one after another.
@@ -119,14 +127,17 @@ class Config:
     llm: LLMCfg = field(default_factory=LLMCfg)
     summarizer: SummarizerCfg = field(default_factory=SummarizerCfg)
     embedding: EmbeddingCfg = field(default_factory=EmbeddingCfg)
-    # Owned by the plug-in named in `name`: the benchmark's and the memory method's own
-    # dataclasses validate these (see `validate`).
-    benchmark: Any = field(default_factory=lambda: {"name": "bfcl_v3"})
-    memory: Any = field(default_factory=lambda: {"name": "none"})
+    # Owned by the plug-in named in `name` (chosen in config.yaml's defaults list): the
+    # benchmark's and the memory method's own dataclasses hold their keys and defaults and
+    # validate them (see `validate`).
+    benchmark: Any = field(default_factory=dict)
+    memory: Any = field(default_factory=dict)
     build: BuildCfg = field(default_factory=BuildCfg)
     env: EnvCfg = field(default_factory=EnvCfg)
     eval: EvalCfg = field(default_factory=EvalCfg)
 
+
+PLUGIN_SECTIONS = ("benchmark", "memory")
 
 _CHOICES = {
     "model.kind": {"local", "vllm", "openai"},
@@ -185,7 +196,7 @@ def compose(overrides: list[str], config_name: str = "config") -> Config:
     # overridden even where a group file does not mention it (memory=none, ...).
     ConfigStore.instance().store(name="reme_schema", node=Config)
     GlobalHydra.instance().clear()
-    overrides = list(overrides)
+    overrides = [_plugin_key_override(o) for o in overrides]
     plugin_dirs = plugin_config_dirs()
     if plugin_dirs and not any(o.startswith("hydra.searchpath") for o in overrides):
         overrides.append(f"hydra.searchpath=[{','.join(plugin_dirs)}]")
@@ -197,6 +208,16 @@ def compose(overrides: list[str], config_name: str = "config") -> Config:
     finally:
         GlobalHydra.instance().clear()
     return validate(raw)
+
+
+def _plugin_key_override(override: str) -> str:
+    """``benchmark.K=V`` / ``memory.K=V`` as ``++benchmark.K=V``: a plug-in section's keys
+    and defaults live in its dataclass, not in its group file, so Hydra must add a key the
+    file does not write. The dataclass still refuses an unknown one (``_plugin_section``)."""
+    key = override.split("=", 1)[0]
+    if "=" in override and key.split(".", 1)[0] in PLUGIN_SECTIONS and "." in key:
+        return "++" + override
+    return override
 
 
 def validate(raw: DictConfig | dict) -> Config:

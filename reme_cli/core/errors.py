@@ -38,6 +38,16 @@ class RunAborted(UserError):
     exit_code = 4
 
 
+class Reexec(Exception):
+    """Run this same command again in a fresh process whose environment has ``env`` set
+    (the CLI does it): what the command needs cannot be loaded into this process, e.g.
+    a second release of a library already imported."""
+
+    def __init__(self, reason: str, env: dict[str, str]):
+        super().__init__(reason)
+        self.env = env
+
+
 class Interrupted(KeyboardInterrupt):
     """The user (Ctrl-C) or the system (SIGTERM: SLURM, `timeout`, `docker stop`) stopped
     the run. Like a ``KeyboardInterrupt``, and it remembers which signal it was."""

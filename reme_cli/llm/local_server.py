@@ -1,7 +1,7 @@
 """The embedded CPU model: llama-cpp-python's OpenAI-compatible server as a child process.
 
 Used when no GPU server is configured. What callers must know (numbers and how they were
-measured: scripts/probe_local_model.py):
+measured: results/local_model_probe.md):
 - SmolLM2's chat template ignores `tools`/`tool_calls`, so ask for tool calls as JSON with
   ``response_format={"type": "json_object", "schema": ...}`` (``json_schema`` is rejected),
   one ``anyOf`` branch per tool (name ``const`` + that tool's argument schema, BFCL
@@ -166,7 +166,7 @@ class LocalServer:
         # One core is left free: llama.cpp's threads spin-wait on each other, so when another
         # CPU-heavy process (the harness's embedder, a second server, a test run) takes a core
         # that a thread needs, decode on 2 cores fell from ~100 to 0.6-43 tok/s, while 1 thread
-        # kept 32-54 tok/s. On an idle box n_threads=cpus is ~2x faster (probe_local_model.py).
+        # kept 32-54 tok/s. On an idle box n_threads=cpus is ~2x faster (results/local_model_probe.md).
         self.n_threads = n_threads or max(1, _cpu_count() - 1)
         self.startup_timeout = startup_timeout
         self.log_path = Path(log_path) if log_path else None
