@@ -25,7 +25,7 @@ from reme_cli.methods.streams import StateStream, open_stream
 from reme_cli.methods.reme.pool import Pool
 from reme_cli.methods.summarizer import SummarizerSettings
 from reme_cli.run.metrics import compute_metrics
-from reme_cli.run.plan import plan_streams
+from reme_cli.run.plan import Unit, plan_streams
 from reme_cli.run.records import UnitRecord
 from reme_cli.testing.scripted_server import (
     AgentAndSummarizerPolicy,
@@ -182,6 +182,18 @@ def test_experiment_scope_shares_one_stream_per_seed():
     assert [u.position for u in streams[0]] == list(range(6))
     assert [u.run for u in streams[0]] == [0, 0, 0, 1, 1, 1]
     assert [u.task_id for u in streams[0][:3]] == [u.task_id for u in streams[0][3:]]  # the same order each run
+
+
+def test_dynamic_workers_split_each_stream_as_the_authors_scripts_do():
+    """task_ids[i::W] per worker; the workers of a stream keep its (seed, run), so they share
+    its memory, and positions stay those of the stream's order."""
+    one = plan_streams([f"t{i}" for i in range(5)], seeds=1, runs=2, seed_base=0, sequential=True)
+    two = plan_streams([f"t{i}" for i in range(5)], seeds=1, runs=2, seed_base=0, sequential=True, workers=2)
+    assert [len(w) for w in two] == [3, 2, 3, 2]
+    for stream, workers in zip(one, (two[:2], two[2:])):
+        assert [w[0].run for w in workers] == [stream[0].run] * 2
+        assert workers[0] == stream[0::2] and workers[1] == stream[1::2]
+    assert plan_streams(["a", "b"], 1, 1, 0, sequential=False, workers=4) == [[Unit(0, 0, "a")], [Unit(0, 0, "b")]]
 
 
 # ---------------------------------------------------------------- through the CLI

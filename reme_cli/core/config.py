@@ -276,10 +276,15 @@ def to_dict(cfg: Config) -> dict[str, Any]:
     return OmegaConf.to_container(OmegaConf.structured(cfg), resolve=True)  # type: ignore[return-value]
 
 
+# Keys added after runs were made, with the value that behaves as before they existed: at
+# that value they stay out of the hash, so an earlier run directory still resumes.
+_NEUTRAL_WHEN = {"eval.dynamic_workers": 1}
+
+
 def config_hash(cfg: Config) -> str:
     """A short hash of everything that determines a run's results."""
     data = to_dict(cfg)
-    for dotted in _EXECUTION_KEYS:
+    for dotted in (*_EXECUTION_KEYS, *(k for k, v in _NEUTRAL_WHEN.items() if _get(cfg, k) == v)):
         parent, _, leaf = dotted.rpartition(".")
         node = data
         for part in filter(None, parent.split(".")):
