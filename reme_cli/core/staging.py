@@ -80,11 +80,12 @@ def replace_dir(dest: Path, fill: Any) -> Any:
 
 def _fsync_tree(root: Path) -> None:
     for path in sorted(root.rglob("*"), reverse=True):  # files before the dirs holding them
-        _fsync(path)
-    _fsync(root)
+        fsync_path(path)
+    fsync_path(root)
 
 
-def _fsync(path: Path) -> None:
+def fsync_path(path: Path) -> None:
+    """fsync a file or a directory (a directory: its entries, e.g. a rename)."""
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)

@@ -33,6 +33,7 @@ import numpy as np
 
 from reme_cli.core import integrity
 from reme_cli.core.errors import UserError
+from reme_cli.core.staging import fsync_path
 from reme_cli.llm.embed import Embedder
 from reme_cli.methods.reme.experience import RETRIEVAL_KEYS, SOURCES, Experience, now_iso
 
@@ -331,11 +332,11 @@ class Pool:
                 np.save(fh, self._vecs, allow_pickle=False)
                 _flush(fh)
             faiss.write_index(self._index, str(staging / INDEX))
-            _fsync_path(staging / INDEX)
+            fsync_path(staging / INDEX)
             _carry_foreign_entries(self.path, staging)
             # Written last: a staging dir with a manifest is a complete pool.
             _write_bytes(staging / MANIFEST, json.dumps(self._manifest(staging), indent=2).encode("utf-8"))
-            _fsync_path(staging)
+            fsync_path(staging)
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
             raise
@@ -485,7 +486,7 @@ def _swap_in(staging: Path, target: Path) -> None:
         os.rename(target, backup)
     # A crash right here leaves no `target`; _recover_interrupted_save restores the backup.
     os.rename(staging, target)
-    _fsync_path(target.parent)
+    fsync_path(target.parent)
     if had_old:
         shutil.rmtree(backup, ignore_errors=True)
     _remove_leftovers(target)
@@ -550,14 +551,6 @@ def _write_bytes(path: Path, data: bytes) -> None:
 def _flush(fh: Any) -> None:
     fh.flush()
     os.fsync(fh.fileno())
-
-
-def _fsync_path(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 # ---- helpers: stats ------------------------------------------------------------------
