@@ -276,7 +276,7 @@ def test_a_pool_embedded_with_another_model_is_refused_or_reembedded(tmp_path, e
     allow = compose(["memory=reme", f"memory.pool={tmp_path / 'base'}", "memory.reembed=true"])
     pool = load_pool(allow, HashEmbedder(), tmp_path / "run")
     assert pool.embedder.name == "hash-8" and pool.vectors.shape == (3, 8)
-    assert sorted(e.id for e in pool) == sorted(e.id for e in reme.pool)
+    assert sorted(e.id for e in pool) == sorted(e.id for e in reme.state.pool)
     assert Pool.load(tmp_path / "base", embedder).embedder.dim == 384  # the source pool is untouched
 
 
