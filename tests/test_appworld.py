@@ -127,7 +127,7 @@ def test_the_embedded_model_runs_an_episode_to_the_end(reme, toy_world):
 
 
 def test_appworld_asks_for_code_actions_and_no_thinking_over_the_models_settings():
-    from reme_cli.commands.evaluate import episode_settings
+    from reme_cli.run.settings import episode_settings
     from reme_cli.core.config import compose
     from reme_cli.llm.endpoint import request_extra_body
 

@@ -5,7 +5,7 @@ from reme_cli.agent.protocols import make_protocol
 from reme_cli.bench.appworld import AppWorldBenchmark
 from reme_cli.bench.base import PLAIN_TOOLS
 from reme_cli.bench.bfcl import TOOL_DIALECT, BFCLBenchmark
-from reme_cli.commands.evaluate import episode_settings
+from reme_cli.run.settings import episode_settings
 from reme_cli.core.config import compose
 
 # A BFCL-style tool: bfcl's type names in a nested schema, the class blurb before the marker.

@@ -11,7 +11,6 @@ resumable phases joined by files.
 
 from __future__ import annotations
 
-import asyncio
 from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
@@ -23,25 +22,20 @@ from rich.table import Table
 from reme_cli.agent.loop import Trajectory
 from reme_cli.bench.base import Benchmark, Outcome
 from reme_cli.bench.registry import make_benchmark
-from reme_cli.commands.evaluate import RunResult, episode_settings, sandbox_fields, sandbox_notes
-from reme_cli.core.config import Config, config_hash, to_dict
+from reme_cli.core.config import Config, config_hash
 from reme_cli.core.errors import UserError
 from reme_cli.core.integrity import is_pool
-from reme_cli.core.io import write_json_atomic
-from reme_cli.core.staging import replace_dir
 from reme_cli.core.registry import METHODS
-from reme_cli.core.staging import clean_stale
-from reme_cli.llm.endpoint import endpoint, make_client
+from reme_cli.core.staging import clean_stale, replace_dir
 from reme_cli.methods.base import BuildContext, BuildResult, PoolBuilder
 from reme_cli.methods.streams import no_memory
 from reme_cli.methods.reme.method import make_embedder_for
 from reme_cli.methods.summarizer import summarizer_settings
-from reme_cli.run.lock import DirLock
+from reme_cli.run.lifecycle import RunLifecycle, RunResult, Session
 from reme_cli.run.plan import plan_streams
-from reme_cli.run.progress import RunProgress
 from reme_cli.run.records import CONFIG_FILE, RunDir
-from reme_cli.run.runner import EpisodeSettings, Runner
-from reme_cli.run.summary import errors_summary
+from reme_cli.run.runner import Runner
+from reme_cli.run.summary import errors_summary, sandbox_notes
 
 REPORT_FILE = "report.json"
 
@@ -70,28 +64,18 @@ def build_pool(cfg: Config, console: Console, wait: bool = False) -> RunResult:
     check_out_dir(out)  # again under the lock; first here, before the embedding model loads
     embedder = make_embedder_for(cfg)  # fail on a bad embedding config before any LLM time
 
-    with DirLock(out, wait=wait):  # one writer for build/ and pool/
+    with RunLifecycle(cfg, bench, console, out / "build", kind="build-pool", lock=out, wait=wait) as life:  # one writer for build/ and pool/
         check_out_dir(out)
         clean_stale(out / "pool", "building")  # left by a killed earlier build of this pool
-        with endpoint(cfg) as ep:
-            run_dir = RunDir.open(out / "build", to_dict(cfg), config_hash(cfg), kind="build-pool")
-            run_dir.update_manifest(status="running", server=ep.identity, task_ids=task_ids, **sandbox_fields(bench))
-            settings = episode_settings(cfg, bench, temperature=cfg.build.temperature)
-            progress = RunProgress(console, f"sample {cfg.build.samples}/task")
-            try:
-                ctx, sampling_llm = asyncio.run(_sample_and_learn(cfg, ep, bench, settings, run_dir, progress,
-                                                                  streams, task_ids, method, embedder))
-            except BaseException:
-                run_dir.update_manifest(status="interrupted")
-                raise
-            finally:
-                progress.stop()
-
+        ctx, sampling_llm = life.run(
+            f"sample {cfg.build.samples}/task",
+            lambda session: _sample_and_learn(cfg, session, bench, streams, task_ids, method, embedder),
+            manifest={"task_ids": task_ids}, temperature=cfg.build.temperature)
+        run_dir = life.run_dir
         built: BuildResult = replace_dir(out / "pool", lambda staging: method.assemble_pool(ctx, staging))
         report = {**sampling_report(run_dir, task_ids), "sampling_llm": sampling_llm, "method": cfg.memory.name,
                   **built.report}
-        write_json_atomic(run_dir.path / REPORT_FILE, report)
-        run_dir.update_manifest(status="complete" if not report["unit_errors"] else "incomplete")
+        life.finish(REPORT_FILE, report, complete=not report["unit_errors"], what="the build report")
     console.print(report_table(report, built.rows, out, sandbox_notes(bench)))
     if report["unit_errors"]:
         console.print(errors_summary(run_dir.trials()), soft_wrap=True, highlight=False, markup=False)
@@ -116,15 +100,14 @@ def check_out_dir(out: Path) -> None:
                         f"{foreign[0].name}); choose another out_dir")
 
 
-async def _sample_and_learn(cfg: Config, ep, bench: Benchmark, settings: EpisodeSettings, run_dir: RunDir,
-                            progress: RunProgress, streams, task_ids: list[str], method: Any,
-                            embedder: Any) -> tuple[BuildContext, dict[str, int]]:
-    client = make_client(cfg, ep)
+async def _sample_and_learn(cfg: Config, session: Session, bench: Benchmark, streams, task_ids: list[str],
+                            method: Any, embedder: Any) -> tuple[BuildContext, dict[str, int]]:
+    client, run_dir, progress = session.client, session.run_dir, session.progress
     summarizer, own = summarizer_settings(cfg, client)
     try:
         plain = no_memory()
-        runner = Runner(bench, client, settings, run_dir, lambda _: plain, cfg.llm.concurrency, progress,
-                        health=ep.health)
+        runner = Runner(bench, client, session.settings, run_dir, lambda _: plain, cfg.llm.concurrency, progress,
+                        health=session.ep.health)
         await runner.run(streams)
         progress.stop()
         # Before the method's own calls: what sampling cost, and how much of it the response
@@ -140,7 +123,6 @@ async def _sample_and_learn(cfg: Config, ep, bench: Benchmark, settings: Episode
         await method.learn_from_training(ctx)
         return ctx, sampling_llm
     finally:
-        await client.close()
         if own is not None:
             await own.close()
 

@@ -1,14 +1,13 @@
-"""Avg@k / Pass@k per run, computed the way the paper defines them.
+"""Avg@k / Pass@k per run for the report, from the unit frame `reme report` loads.
 
-Per seed: Avg@k is the mean over tasks of the task's mean success over its k runs, Pass@k
-the fraction of tasks solved in at least one of the k runs. Across seeds we report the mean
-and the sample standard deviation (ddof=1; 0.0 for a single seed).
+The numbers come from ``reme_cli.run.metrics`` (the paper's definitions, written once), the
+same functions as a run's own metrics.json; this module adapts the report's frames to them.
 
 Errored units are not failures: they are dropped before any mean is taken, counted, and the
 run is flagged ``partial`` so that no table averages them in silently.
 
 Runs whose every scored unit names its scenario (AppWorld) also get SGC and the success rate
-per difficulty level, computed by the same function as the run's own metrics.json.
+per difficulty level.
 """
 
 from __future__ import annotations
@@ -17,7 +16,7 @@ import math
 
 import pandas as pd
 
-from reme_cli.run.metrics import scenario_scores
+from reme_cli.run import metrics as scores
 
 METRIC_COLUMNS = ["run_id", "avg_mean", "avg_std", "pass_mean", "pass_std", "n_seeds", "n_tasks",
                   "n_units", "n_errors", "expected_units", "partial", "per_seed", "sgc_mean", "sgc_std",
@@ -43,46 +42,39 @@ def task_scores(units: pd.DataFrame) -> pd.DataFrame:
     if scored.empty:
         return pd.DataFrame({"seed": pd.Series(dtype=int), "task_id": pd.Series(dtype=str),
                              "avg": pd.Series(dtype=float), "pass": pd.Series(dtype=float)})
-    success = as_flag(scored["success"]).astype(float)
-    grouped = success.groupby([scored["seed"], scored["task_id"]])
-    out = pd.DataFrame({"avg": grouped.mean(), "pass": grouped.max()}).reset_index()
-    return out.sort_values(["seed", "task_id"], kind="stable").reset_index(drop=True)
+    per_task = scores.task_scores(scored.assign(success=as_flag(scored["success"])))[["avg", "pass"]]
+    return per_task.reset_index().sort_values(["seed", "task_id"], kind="stable").reset_index(drop=True)
 
 
 def seed_scores(units: pd.DataFrame) -> pd.DataFrame:
     """One row per seed: Avg@k and Pass@k as fractions (means over that seed's tasks)."""
     per_task = task_scores(units)
-    return per_task.groupby("seed")[["avg", "pass"]].mean().reset_index()
-
-
-def _mean_std(values: pd.Series) -> tuple[float, float]:
-    """Mean and sample std (ddof=1), with std 0.0 for a single value and NaN for none."""
-    if len(values) == 0:
-        return math.nan, math.nan
-    if len(values) == 1:
-        return float(values.iloc[0]), 0.0
-    return float(values.mean()), float(values.std(ddof=1))
+    if per_task.empty:
+        return pd.DataFrame({"seed": pd.Series(dtype=int), "avg": pd.Series(dtype=float),
+                             "pass": pd.Series(dtype=float)})
+    return scores.seed_scores(per_task.set_index(["seed", "task_id"]))[["avg", "pass"]].reset_index()
 
 
 def scenario_columns(units: pd.DataFrame) -> dict:
     """sgc_mean, sgc_std and by_difficulty ({level: success rate}) of one run's units; NaN
     and {} when some scored unit has no scenario (not an AppWorld run)."""
     scored = scored_units(units)
-    if scored.empty or "scenario" not in scored or not scored["scenario"].notna().all():
+    frame = pd.DataFrame({"seed": scored["seed"], "run": scored["run"],
+                          "scenario": scored["scenario"] if "scenario" in scored else None,
+                          "difficulty": scored["difficulty"] if "difficulty" in scored else None,
+                          "success": as_flag(scored["success"])})
+    appworld = scores.appworld_scores(frame)
+    if not appworld:
         return {"sgc_mean": math.nan, "sgc_std": math.nan, "by_difficulty": {}}
-    difficulty = scored["difficulty"] if "difficulty" in scored else None
-    scores = scenario_scores(pd.DataFrame({"seed": scored["seed"], "run": scored["run"],
-                                           "scenario": scored["scenario"], "difficulty": difficulty,
-                                           "success": as_flag(scored["success"])}))
-    return {"sgc_mean": scores["sgc"]["mean"], "sgc_std": scores["sgc"]["std"],
-            "by_difficulty": scores.get("by_difficulty", {})}
+    return {"sgc_mean": appworld["sgc"]["mean"], "sgc_std": appworld["sgc"]["std"],
+            "by_difficulty": appworld.get("by_difficulty", {})}
 
 
 def _one_run(run: pd.Series, units: pd.DataFrame) -> dict:
     """The metrics row of one run from its own units."""
     per_seed = seed_scores(units)
-    avg_mean, avg_std = _mean_std(per_seed["avg"])
-    pass_mean, pass_std = _mean_std(per_seed["pass"])
+    avg_mean, avg_std = scores.mean_std(per_seed["avg"])
+    pass_mean, pass_std = scores.mean_std(per_seed["pass"])
     n_errors = int(as_flag(units["error"]).sum())
     expected = int(run["seeds"]) * int(run["k"]) * int(run["tasks"])
     partial = len(units) < expected or n_errors > 0 or run["status"] != "complete"

@@ -1,4 +1,5 @@
-"""Avg@k and Pass@k from unit records (never from re-running anything).
+"""Avg@k and Pass@k from unit records (never from re-running anything): the one place they
+are computed, for `reme eval`'s metrics.json and for `reme report` alike.
 
 Per seed: Avg@k = mean over tasks of the task's mean success over its k runs (errored
 units excluded: they are errors, not failures);
@@ -8,12 +9,57 @@ sample standard deviation (ddof=1; 0 for a single seed).
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from typing import Any
 
 import pandas as pd
 
+from reme_cli.bench.appworld_metrics import sgc_per_seed, success_by_difficulty
 from reme_cli.run.records import UnitRecord
+
+
+def task_scores(scored: pd.DataFrame) -> pd.DataFrame:
+    """Indexed by (seed, task_id), from scored units (columns seed, task_id, success as bool):
+    ``avg`` = the task's mean success over its runs, ``pass`` = 1.0 if any run succeeded,
+    ``runs`` = how many of its runs were scored."""
+    success = scored["success"].astype(float)
+    grouped = success.groupby([scored["seed"], scored["task_id"]])
+    return pd.DataFrame({"avg": grouped.mean(), "pass": grouped.max(), "runs": grouped.size()})
+
+
+def seed_scores(per_task: pd.DataFrame) -> pd.DataFrame:
+    """Indexed by seed, from `task_scores`: ``avg`` (Avg@k) and ``pass`` (Pass@k) as
+    fractions, the means over that seed's scored tasks, and ``tasks``, how many."""
+    return per_task.groupby(level="seed").agg(**{"avg": ("avg", "mean"), "pass": ("pass", "mean"),
+                                                  "tasks": ("avg", "size")})
+
+
+def mean_std(values: pd.Series) -> tuple[float, float]:
+    """Mean and sample std (ddof=1) over seeds: std 0.0 for a single seed, both NaN for none."""
+    if len(values) == 0:
+        return math.nan, math.nan
+    if len(values) == 1:
+        return float(values.iloc[0]), 0.0
+    return float(values.mean()), float(values.std(ddof=1))
+
+
+def over_seeds(values: pd.Series) -> dict[str, Any]:
+    mean, std = mean_std(values)
+    return {"mean": mean, "std": std, "n_seeds": int(len(values))}
+
+
+def appworld_scores(scored: pd.DataFrame) -> dict[str, Any]:
+    """``sgc`` (over seeds) and ``by_difficulty`` (when some unit names its level) of scored
+    units (columns seed, run, scenario, difficulty, success) when every one names its AppWorld
+    scenario; {} otherwise (not an AppWorld run)."""
+    if scored.empty or "scenario" not in scored or not scored["scenario"].notna().all():
+        return {}
+    out: dict[str, Any] = {"sgc": over_seeds(sgc_per_seed(scored))}
+    by_difficulty = success_by_difficulty(scored)
+    if by_difficulty:
+        out["by_difficulty"] = by_difficulty
+    return out
 
 
 def compute_metrics(trials: list[UnitRecord], k: int, success_key: str = "success") -> dict[str, Any]:
@@ -26,68 +72,44 @@ def compute_metrics(trials: list[UnitRecord], k: int, success_key: str = "succes
             "task_id": [t.task_id for t in trials],
             "success": [bool(getattr(t, success_key)) for t in trials],
             "error": [not t.ok for t in trials],
+            "scenario": [(t.checker or {}).get("scenario") or None for t in trials],
+            "difficulty": [(t.checker or {}).get("difficulty") for t in trials],
         }
     )
     # An errored unit is no verdict: it is left out of every mean (and the run is not
     # complete), never counted as a failure.
     scored = df[~df["error"]]
+    stop_reasons = dict(Counter(t.stop_reason for t in trials).most_common())
     if scored.empty:
         return {"k": k, "tasks": int(df["task_id"].nunique()), "units": int(len(df)),
                 "errors": int(df["error"].sum()), "complete": False, "per_seed": {},
-                "stop_reasons": dict(Counter(t.stop_reason for t in trials).most_common())}
-    per_task = scored.groupby(["seed", "task_id"])["success"].agg(["mean", "max", "count"])
-    per_seed = per_task.groupby(level="seed").agg(avg=("mean", "mean"), pass_=("max", "mean"),
-                                                  tasks=("mean", "size"))
+                "stop_reasons": stop_reasons}
+    per_task = task_scores(scored)
+    per_seed = seed_scores(per_task)
     out: dict[str, Any] = {
         "k": k,
         "tasks": int(df["task_id"].nunique()),
         "units": int(len(df)),
         "errors": int(df["error"].sum()),
         # Why episodes ended (answered, context_overflow, ...).
-        "stop_reasons": dict(Counter(t.stop_reason for t in trials).most_common()),
-        "complete": bool((per_task["count"] == k).all()) and not df["error"].any(),
+        "stop_reasons": stop_reasons,
+        "complete": bool((per_task["runs"] == k).all()) and not df["error"].any(),
         "per_seed": {
-            str(seed): {f"avg@{k}": float(row.avg), f"pass@{k}": float(row.pass_), "tasks": int(row.tasks)}
+            str(seed): {f"avg@{k}": float(row["avg"]), f"pass@{k}": float(row["pass"]), "tasks": int(row["tasks"])}
             for seed, row in per_seed.iterrows()
         },
     }
-    for name, col in ((f"avg@{k}", "avg"), (f"pass@{k}", "pass_")):
-        out[name] = _over_seeds(per_seed[col])
-    scored_trials = [t for t in trials if t.ok]
-    if scored_trials and all((t.checker or {}).get("scenario") for t in scored_trials):
-        out.update(scenario_metrics(scored_trials, success_key))
+    for name, col in ((f"avg@{k}", "avg"), (f"pass@{k}", "pass")):
+        out[name] = over_seeds(per_seed[col])
+    out.update(appworld_scores(scored))
     return out
 
 
-def _over_seeds(values: pd.Series) -> dict[str, Any]:
-    return {"mean": float(values.mean()), "std": float(values.std(ddof=1)) if len(values) > 1 else 0.0,
-            "n_seeds": int(len(values))}
-
-
-def scenario_metrics(trials: list[UnitRecord], success_key: str = "success") -> dict[str, Any]:
-    """AppWorld's scenario goal completion and its difficulty breakdown (see `scenario_scores`)."""
-    return scenario_scores(pd.DataFrame({
-        "seed": [t.seed for t in trials], "run": [t.run for t in trials],
-        "scenario": [t.checker["scenario"] for t in trials],
-        "difficulty": [t.checker.get("difficulty") for t in trials],
-        "success": [bool(getattr(t, success_key)) for t in trials]}))
-
-
-def scenario_scores(df: pd.DataFrame) -> dict[str, Any]:
-    """SGC and ``by_difficulty`` from scored units (columns seed, run, scenario, difficulty,
-    success); `reme report` computes them with this same function.
-
-    SGC, per seed: the mean over runs of the fraction of scenarios whose every task succeeded
-    in that run (AppWorld's own definition, applied per run like Avg@k). ``by_difficulty``:
-    the success rate of the units of each difficulty level."""
-    per_run = df.groupby(["seed", "run", "scenario"])["success"].all().groupby(level=["seed", "run"]).mean()
-    out: dict[str, Any] = {"sgc": _over_seeds(per_run.groupby(level="seed").mean())}
-    levels = df.dropna(subset=["difficulty"])
-    if not levels.empty:
-        out["by_difficulty"] = {_level(d): float(v) for d, v in levels.groupby("difficulty")["success"].mean().items()}
-    return out
-
-
-def _level(value: Any) -> str:
-    # A level read back through pandas may be 2.0 where the record said 2.
-    return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
+def final_metrics(trials: list[UnitRecord], k: int, mode: str) -> dict[str, Any]:
+    """What `reme eval` writes to metrics.json (before its LLM usage): the metrics of the final
+    attempts, and in dynamic mode those of the first attempts beside them."""
+    metrics = compute_metrics(trials, k)
+    if mode == "dynamic":  # retries make first-attempt and final success differ
+        metrics["first_attempt"] = compute_metrics(trials, k, success_key="first_success")
+        metrics["variants"] = {"final": metrics.copy(), "first attempt": metrics["first_attempt"]}
+    return metrics

@@ -262,14 +262,8 @@ class RunDir:
         """Units that need not run again (an errored unit is retried)."""
         return {t.unit for t in self.trials() if t.ok}
 
-    def append_trial(self, record: UnitRecord) -> None:
-        append_lines(self.path / TRIALS_FILE, [record.to_dict()])
-
     def trial_writer(self) -> JsonlWriter:
         return JsonlWriter(self.path / TRIALS_FILE)
-
-    def write_metrics(self, metrics: dict[str, Any]) -> None:
-        write_json_atomic(self.path / METRICS_FILE, metrics)
 
 
 class JsonlWriter:

@@ -8,7 +8,15 @@ from typing import Any
 
 from rich.table import Table
 
+from reme_cli.bench.base import Benchmark
 from reme_cli.run.records import UnitRecord
+
+UNSANDBOXED_NOTE = "sandbox: none (benchmark.sandbox=none: the model's code ran on the host)"
+
+
+def sandbox_notes(bench: Benchmark) -> list[str]:
+    """A line for the final table when model-written code ran on the host, unsandboxed."""
+    return [UNSANDBOXED_NOTE] if getattr(bench, "sandbox", None) == "none" else []
 
 
 def _pct(x: float) -> str:

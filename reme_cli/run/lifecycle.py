@@ -1,0 +1,126 @@
+"""One run's lifecycle, written once for `reme eval` and `reme build-pool`.
+
+``with RunLifecycle(...) as life`` holds the directory's lock (one writer, from before the
+first write to after the last); ``life.run`` brings the endpoint up, opens the run directory,
+marks the manifest "running", and runs the command's work with a client and a progress line;
+``life.finish`` writes the command's result file and the final status. Whatever stops the
+work (Ctrl-C, SIGTERM, a dead server) leaves the manifest "interrupted": finished units are
+kept and the same command resumes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from rich.console import Console
+
+from reme_cli.bench.base import Benchmark
+from reme_cli.core.config import Config, config_hash, to_dict
+from reme_cli.core.errors import RunAborted, os_error_message
+from reme_cli.core.io import write_json_atomic
+from reme_cli.llm.client import ChatClient
+from reme_cli.llm.endpoint import Endpoint, endpoint, make_client
+from reme_cli.run.lock import DirLock
+from reme_cli.run.progress import RunProgress
+from reme_cli.run.records import RunDir
+from reme_cli.run.runner import EpisodeSettings
+from reme_cli.run.settings import episode_settings
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class RunResult:
+    path: Path
+    errors: int  # units that ended in an error: the command exits non-zero if any
+
+
+@dataclass(frozen=True)
+class Session:
+    """What a command's work gets while the endpoint is up."""
+
+    ep: Endpoint
+    client: ChatClient  # closed by the lifecycle after the work
+    run_dir: RunDir
+    settings: EpisodeSettings
+    progress: RunProgress
+
+
+def sandbox_fields(bench: Benchmark) -> dict[str, str]:
+    """The manifest's record of where model-written code ran (benchmarks that run it)."""
+    kind = getattr(bench, "sandbox", None)
+    return {"sandbox": kind} if kind else {}
+
+
+class RunLifecycle:
+    """Lock, endpoint, run directory, client and manifest status of one run in ``run_path``;
+    ``lock`` is the directory held (default: ``run_path``; build-pool holds the folder
+    around its ``build/`` and ``pool/``)."""
+
+    def __init__(self, cfg: Config, bench: Benchmark, console: Console, run_path: Path, kind: str, *,
+                 lock: Path | None = None, wait: bool = False):
+        self.cfg, self.bench, self.console = cfg, bench, console
+        self.run_path, self.kind = run_path, kind
+        self._lock = DirLock(run_path if lock is None else lock, wait=wait)
+        self._run_dir: RunDir | None = None
+        self.usage: dict[str, Any] = {}  # the client's LLM usage over the whole work
+
+    def __enter__(self) -> RunLifecycle:
+        self._lock.__enter__()
+        return self
+
+    def __exit__(self, *exc: Any) -> Any:
+        return self._lock.__exit__(*exc)
+
+    @property
+    def run_dir(self) -> RunDir:
+        if self._run_dir is None:
+            raise RuntimeError("RunLifecycle.run_dir before run()")
+        return self._run_dir
+
+    def run(self, title: str, work: Callable[[Session], Awaitable[T]], manifest: dict[str, Any],
+            temperature: float | None = None) -> T:
+        """``work`` with the endpoint up; ``manifest`` adds to the "running" manifest and
+        ``temperature`` overrides the model's sampling temperature."""
+        cfg = self.cfg
+        with endpoint(cfg) as ep:
+            run_dir = self._run_dir = RunDir.open(self.run_path, to_dict(cfg), config_hash(cfg), kind=self.kind)
+            run_dir.update_manifest(status="running", server=ep.identity, **manifest, **sandbox_fields(self.bench))
+            settings = episode_settings(cfg, self.bench, temperature=temperature)
+            progress = RunProgress(self.console, title)
+            try:
+                return asyncio.run(self._with_client(work, ep, run_dir, settings, progress))
+            except BaseException:
+                with contextlib.suppress(OSError):  # a full disk: the first error is the one to say
+                    run_dir.update_manifest(status="interrupted")
+                raise
+            finally:
+                progress.stop()
+
+    async def _with_client(self, work: Callable[[Session], Awaitable[T]], ep: Endpoint, run_dir: RunDir,
+                           settings: EpisodeSettings, progress: RunProgress) -> T:
+        client = make_client(self.cfg, ep)
+        try:
+            return await work(Session(ep, client, run_dir, settings, progress))
+        finally:
+            await client.close()
+            u = client.usage
+            self.usage = {"calls": u.calls, "cached_calls": u.cached_calls, "prompt_tokens": u.prompt_tokens,
+                          "completion_tokens": u.completion_tokens, "latency_s": round(u.latency_s, 3)}
+
+    def finish(self, file: str, record: dict[str, Any], complete: bool, what: str) -> None:
+        """Write the run's result ``file`` (``what`` names it in an error) and the final status."""
+        run_dir = self.run_dir
+        try:
+            write_json_atomic(run_dir.path / file, record)
+        except OSError as exc:  # a full disk: every unit is kept, the rerun writes them
+            with contextlib.suppress(OSError):
+                run_dir.update_manifest(status="interrupted")
+            raise RunAborted(f"cannot write {what}: {os_error_message(exc)}; then rerun the same "
+                             "command (finished units are kept)") from None
+        run_dir.update_manifest(status="complete" if complete else "incomplete")

@@ -1,0 +1,31 @@
+"""The settings every episode of a run shares, read from the config and the benchmark."""
+
+from __future__ import annotations
+
+from reme_cli.agent.protocols import make_protocol
+from reme_cli.bench.base import PLAIN_TOOLS, Benchmark
+from reme_cli.core.config import Config
+from reme_cli.llm.endpoint import request_extra_body
+from reme_cli.run.runner import EpisodeSettings
+
+
+def episode_settings(cfg: Config, bench: Benchmark, temperature: float | None = None) -> EpisodeSettings:
+    return EpisodeSettings(
+        protocol=make_protocol(cfg.benchmark.tool_protocol or cfg.model.tool_protocol,
+                               getattr(bench, "tool_dialect", PLAIN_TOOLS)),
+        temperature=cfg.model.sampling.temperature if temperature is None else temperature,
+        top_p=cfg.model.sampling.top_p,
+        max_tokens=cfg.model.sampling.max_tokens,
+        seed_base=cfg.eval.seed_base,
+        extra_body=request_extra_body(cfg),
+        system_prompt=cfg.benchmark.system_prompt or getattr(bench, "system_prompt", None),
+        max_interactions=cfg.benchmark.max_interactions,
+        max_steps_per_turn=_step_limit(bench.max_steps_per_turn, cfg.model.max_steps_per_turn),
+        max_stored_chars=cfg.eval.max_stored_chars,
+    )
+
+
+def _step_limit(*limits: int | None) -> int | None:
+    """The tightest of the benchmark's and the model's per-turn limits (None: none)."""
+    given = [x for x in limits if x]
+    return min(given) if given else None

@@ -1,0 +1,74 @@
+"""`reme eval`'s final table (metrics.json) and `reme report` agree on the same records.
+
+Both read one run directory: the numbers `reme eval` writes to metrics.json, and the row
+`reme report` computes from the frames it loads. Errored units, a (seed, task) whose every
+unit errored, a retried unit, several seeds and runs, and AppWorld scenarios all occur.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from reme_cli.commands.report import load_frames
+from reme_cli.core.config import compose, config_hash, to_dict
+from reme_cli.core.io import append_lines
+from reme_cli.report.metrics import run_metrics
+from reme_cli.run.metrics import final_metrics
+from reme_cli.run.records import TRIALS_FILE, RunDir, UnitRecord
+
+SEEDS, K, TASKS = 3, 3, ["a_1", "a_2", "b_1", "b_2", "c_1"]
+
+
+def _records(appworld: bool) -> list[UnitRecord]:
+    out = []
+    for seed in range(SEEDS):
+        for run in range(K):
+            for i, task in enumerate(TASKS):
+                error = "Boom: x" if (seed * 7 + run * 3 + i) % 5 == 0 or (seed, task) == (1, "b_2") else None
+                checker = {"scenario": task.split("_")[0], "difficulty": 1 + i % 3} if appworld else {}
+                out.append(UnitRecord(unit=f"s{seed}/r{run}/{task}", task_id=task, seed=seed, run=run,
+                                      position=i, success=((seed + 1) * (i + 1) + run) % 4 in (0, 1),
+                                      first_success=(seed + run + i) % 2 == 0, error=error,
+                                      stop_reason="error" if error else "answered", checker=checker))
+    # A unit that errored and then ran again: its last record counts, on both sides.
+    retried = out[1]
+    out.insert(0, UnitRecord(unit=retried.unit, task_id=retried.task_id, seed=retried.seed, run=retried.run,
+                             error="Boom: first try", checker=retried.checker))
+    return out
+
+
+def _run_dir(path, benchmark: str, appworld: bool) -> RunDir:
+    cfg = compose([f"benchmark={benchmark}", "eval.mode=dynamic", "memory=reme", f"eval.seeds={SEEDS}",
+                   f"eval.runs={K}"])
+    run_dir = RunDir.open(path, to_dict(cfg), config_hash(cfg), kind="eval")
+    run_dir.update_manifest(status="incomplete", task_ids=TASKS)
+    append_lines(path / TRIALS_FILE, [r.to_dict() for r in _records(appworld)])
+    return run_dir
+
+
+@pytest.mark.parametrize("benchmark,appworld", [("bfcl_v3", False), ("appworld", True)])
+def test_final_table_and_report_agree_on_the_same_records(tmp_path, benchmark, appworld):
+    run_dir = _run_dir(tmp_path / "run", benchmark, appworld)
+    trials = run_dir.trials()
+    assert any(not t.ok for t in trials) and any(t.ok for t in trials)  # errors are part of the case
+    final = final_metrics(trials, K, "dynamic")
+    units, runs = load_frames([run_dir.path])[:2]
+    row = run_metrics(units, runs).iloc[0]
+
+    same = pytest.approx  # the same records: equal up to float rounding
+    assert row["avg_mean"] == same(final[f"avg@{K}"]["mean"]) and row["avg_std"] == same(final[f"avg@{K}"]["std"])
+    assert row["pass_mean"] == same(final[f"pass@{K}"]["mean"])
+    assert row["pass_std"] == same(final[f"pass@{K}"]["std"])
+    assert row["n_seeds"] == final[f"avg@{K}"]["n_seeds"] == SEEDS
+    assert sorted(row["per_seed"]) == [int(s) for s in sorted(final["per_seed"])]
+    for seed, (avg, pass_) in row["per_seed"].items():
+        assert (avg, pass_) == same((final["per_seed"][str(seed)][f"avg@{K}"], final["per_seed"][str(seed)][f"pass@{K}"]))
+    # seed 1 lost task b_2 to errors: it has fewer scored tasks, not a failed one
+    assert final["per_seed"]["1"]["tasks"] == len(TASKS) - 1
+    assert row["n_errors"] == final["errors"] > 0 and row["n_units"] == final["units"] == SEEDS * K * len(TASKS)
+    assert bool(row["partial"]) is (not final["complete"]) is True
+    if appworld:
+        assert row["sgc_mean"] == same(final["sgc"]["mean"]) and row["sgc_std"] == same(final["sgc"]["std"])
+        assert row["by_difficulty"] == same(final["by_difficulty"]) and len(final["by_difficulty"]) == 3
+    else:
+        assert "sgc" not in final and row["by_difficulty"] == {}
