@@ -29,7 +29,7 @@ from reme_cli.core.registry import METHODS
 from reme_cli.core.staging import clean_stale, replace_dir
 from reme_cli.methods.base import BuildContext, BuildResult, PoolBuilder
 from reme_cli.methods.streams import no_memory
-from reme_cli.methods.reme.method import make_embedder_for
+from reme_cli.llm.embed import make_embedder_for
 from reme_cli.methods.summarizer import summarizer_settings
 from reme_cli.run.lifecycle import RunLifecycle, RunResult, Session
 from reme_cli.run.plan import plan_streams

@@ -21,7 +21,8 @@ from reme_cli.core.staging import CONTENT, clean_stale, new_staging
 from reme_cli.run.lock import DirLock
 from reme_cli.methods.reme import pool_commands as reme_pool
 from reme_cli.methods.reme.official import import_official
-from reme_cli.methods.reme.method import _other_method, make_embedder_for
+from reme_cli.llm.embed import make_embedder_for
+from reme_cli.methods.reme.method import _other_method
 from reme_cli.methods.reme.pool_commands import list_released
 
 __all__ = ["import_pool", "list_released", "show_pool", "show_stats"]

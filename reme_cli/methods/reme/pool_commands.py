@@ -9,7 +9,8 @@ from rich.console import Console
 from rich.table import Table
 
 from reme_cli.core.config import Config
-from reme_cli.methods.reme.method import make_embedder_for, resolve_pool_path
+from reme_cli.llm.embed import make_embedder_for
+from reme_cli.methods.reme.method import resolve_pool_path
 from reme_cli.methods.reme.official import OFFICIAL_PREFIX, released_counts, released_pools
 from reme_cli.methods.reme.pool import Pool
 
