@@ -20,6 +20,21 @@ def run_reme(args: list[str], cwd: Path, timeout: float = 600, env: dict | None 
     return proc
 
 
+@pytest.fixture(scope="session")
+def toy_world(tmp_path_factory) -> Path:
+    """The AppWorld toy world (tests/fixtures/appworld_toyworld.py), built once per session in
+    AppWorld's own venv: ~30 s of CPU. Tests only read it (each episode writes its own
+    experiment output under it, named uniquely)."""
+    from reme_cli.bench.appworld import default_venv
+
+    python = default_venv() / "bin" / "python"
+    assert python.exists(), "AppWorld is not set up: run `reme appworld setup` (.ci/run does)"
+    root = tmp_path_factory.mktemp("toyworld")
+    subprocess.run([str(python), str(REPO / "tests" / "fixtures" / "appworld_toyworld.py"), str(root), "--force"],
+                   check=True, capture_output=True, timeout=600)
+    return root
+
+
 @pytest.fixture
 def reme(tmp_path):
     def _run(*args: str, **kw) -> subprocess.CompletedProcess:

@@ -1,5 +1,5 @@
 """AppWorld end to end on a toy world built at test time (never committed, not the
-benchmark): `scripts/appworld_toyworld.py` writes 3 tasks with their own solutions and
+benchmark): `tests/fixtures/appworld_toyworld.py` writes 3 tasks with their own solutions and
 evaluation code from the installed package's apps, in AppWorld's own virtualenv
 (`reme appworld setup`). Episodes run in AppWorld worker processes; the scripted server (a
 TEST DOUBLE) answers with each task's gold solution code."""
@@ -16,20 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from reme_cli.bench.appworld import default_venv
-from tests.conftest import REPO, scripted_server_process
+from tests.conftest import scripted_server_process
 
 TASKS = "benchmark.task_ids=[toy0001_1,toy0002_1,toy0003_1]"
-
-
-@pytest.fixture(scope="module")
-def toy_world(tmp_path_factory) -> Path:
-    python = default_venv() / "bin" / "python"
-    assert python.exists(), "AppWorld is not set up: run `reme appworld setup` (.ci/run does)"
-    root = tmp_path_factory.mktemp("toyworld")
-    subprocess.run([str(python), str(REPO / "scripts" / "appworld_toyworld.py"), str(root), "--force"],
-                   check=True, capture_output=True, timeout=600)
-    return root
 
 
 def common(root: Path, url: str) -> list[str]:
