@@ -156,8 +156,12 @@ def test_default_model_path_is_the_packaged_gguf():
 
 
 CHILD = textwrap.dedent("""
-    import sys, time
+    import signal, sys, time
     from reme_cli.llm.local_server import LocalServer
+    # Ctrl-C as in a terminal. A shell starts a background job (as a CI runner may start the
+    # tests) with SIGINT ignored, every process below inherits that, and Python then installs
+    # no KeyboardInterrupt handler: the SIGINT case waited out its 30 s (it failed so in CI).
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     s = LocalServer()
     if sys.argv[1] == "atexit":
         s.start()
@@ -179,7 +183,10 @@ def test_parent_exit_stops_the_server(how):
         assert len(server_processes(port)) == 1
         if how != "atexit":
             parent.send_signal(getattr(signal, how))
-        parent.wait(30)
+        try:
+            parent.wait(30)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"the parent had not exited 30 s after {how}")
     finally:
         parent.kill()
         parent.wait()
