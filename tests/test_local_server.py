@@ -166,6 +166,7 @@ CHILD = textwrap.dedent("""
     if sys.argv[1] == "atexit":
         s.start()
         print(s.port, flush=True)
+        sys.stdin.readline()  # exit once the test has seen the server (it closes our stdin)
         sys.exit(0)
     with s:
         print(s.port, flush=True)
@@ -177,11 +178,14 @@ CHILD = textwrap.dedent("""
 def test_parent_exit_stops_the_server(how):
     """Ctrl-C (KeyboardInterrupt through the `with`), SIGTERM, and a plain exit all stop it."""
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    parent = subprocess.Popen([sys.executable, "-c", CHILD, how], stdout=subprocess.PIPE, text=True, env=env)
+    parent = subprocess.Popen([sys.executable, "-c", CHILD, how], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              text=True, env=env)
     try:
         port = int(parent.stdout.readline())
         assert len(server_processes(port)) == 1
-        if how != "atexit":
+        if how == "atexit":
+            parent.stdin.close()
+        else:
             parent.send_signal(getattr(signal, how))
         try:
             parent.wait(30)
@@ -190,6 +194,7 @@ def test_parent_exit_stops_the_server(how):
     finally:
         parent.kill()
         parent.wait()
+        parent.stdin.close()
     deadline = time.monotonic() + 5
     while server_processes(port) and time.monotonic() < deadline:
         time.sleep(0.1)
