@@ -1,7 +1,7 @@
 """Harness overhead per AppWorld step, with the model taken out: reme's own time per step,
 and the AppWorld worker's time per call, measured separately.
 
-A toy world is built in a temporary directory (scripts/appworld_toyworld.py, in AppWorld's
+A toy world is built in a temporary directory (tests/fixtures/appworld_toyworld.py, in AppWorld's
 venv; never kept, not the benchmark), and the scripted server (a separate process, zero
 delay) plays the model in two ways: `gold` answers each task with its solution code, which
 completes the task (one step per episode: the whole per-episode cost of opening, evaluating
@@ -155,7 +155,7 @@ def main() -> None:
     rows, by_route = [], {}
     with tempfile.TemporaryDirectory(prefix="reme-aw-overhead-") as tmp:
         root = Path(tmp) / "toyworld"
-        subprocess.run([str(python), str(REPO / "scripts" / "appworld_toyworld.py"), str(root), "--force"],
+        subprocess.run([str(python), str(REPO / "tests" / "fixtures" / "appworld_toyworld.py"), str(root), "--force"],
                        check=True, capture_output=True)
         policies = {"gold": ["--policy", "appworld-gold", "--appworld-root", str(root)],
                     "loop": ["--policy", "fixed", "--text", LOOP_CODE]}

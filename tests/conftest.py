@@ -2,6 +2,7 @@ import contextlib
 import os
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -20,12 +21,50 @@ def run_reme(args: list[str], cwd: Path, timeout: float = 600, env: dict | None 
     return proc
 
 
+@pytest.fixture(scope="session")
+def toy_world(tmp_path_factory) -> Path:
+    """The AppWorld toy world (tests/fixtures/appworld_toyworld.py), built once per session in
+    AppWorld's own venv: ~30 s of CPU. Tests only read it (each episode writes its own
+    experiment output under it, named uniquely)."""
+    from reme_cli.bench.appworld import default_venv
+
+    python = default_venv() / "bin" / "python"
+    assert python.exists(), "AppWorld is not set up: run `reme appworld setup` (.ci/run does)"
+    root = tmp_path_factory.mktemp("toyworld")
+    subprocess.run([str(python), str(REPO / "tests" / "fixtures" / "appworld_toyworld.py"), str(root), "--force"],
+                   check=True, capture_output=True, timeout=600)
+    return root
+
+
+@pytest.fixture(scope="session")
+def embedded_server(tmp_path_factory):
+    """The embedded CPU model's llama.cpp server (the bundled SmolLM2), started once for the
+    tests that need the real model but not reme's own start and stop of it (that is
+    tests/test_local_model_e2e.py's, and tests/test_local_server.py tests the server on its
+    own): they pass ``llm.base_url=`` its URL. Each reme run so skips a server start, and
+    the server's RAM prompt cache serves the BFCL prompt these tests share."""
+    from reme_cli.llm.local_server import LocalServer
+
+    with LocalServer(log_path=tmp_path_factory.mktemp("llama") / "server.log") as server:
+        group = server._proc.pid
+        yield server
+    with pytest.raises(ProcessLookupError):
+        os.killpg(group, 0)  # stopped, with every process of its group
+
+
 @pytest.fixture
 def reme(tmp_path):
     def _run(*args: str, **kw) -> subprocess.CompletedProcess:
         return run_reme(list(args), tmp_path, **kw)
     _run.cwd = tmp_path
     return _run
+
+
+def run_reme_together(*runs: tuple[list[str], Path], **kw) -> list[subprocess.CompletedProcess]:
+    """Independent CLI runs (args, cwd) side by side, results in order. Each is one mostly
+    single-threaded process that a test waits on: alone, it leaves the other core idle."""
+    with ThreadPoolExecutor(max_workers=len(runs)) as pool:
+        return list(pool.map(lambda run: run_reme(run[0], run[1], **kw), runs))
 
 
 @contextlib.contextmanager

@@ -164,8 +164,9 @@ def test_a_pool_of_another_method_is_refused_in_one_line(workdir, server, built,
     assert not (tmp_path / "x").exists() and not (tmp_path / "y").exists()
 
 
-def test_the_embedded_model_builds_an_amem_pool_and_uses_it(reme):
-    small = ["benchmark.task_ids=[multi_turn_base_1]", "benchmark.max_interactions=3", "llm.concurrency=1"]
+def test_the_embedded_model_builds_an_amem_pool_and_uses_it(reme, embedded_server):
+    small = ["benchmark.task_ids=[multi_turn_base_1]", "benchmark.max_interactions=3", "llm.concurrency=1",
+             f"llm.base_url={embedded_server.base_url}"]
     reme("build-pool", "memory=amem", *small, "benchmark.split=test", "build.samples=1", "out_dir=pool",
          check=True)
     pool = Path(reme.cwd) / "pool"

@@ -1,5 +1,5 @@
 """AppWorld end to end on a toy world built at test time (never committed, not the
-benchmark): `scripts/appworld_toyworld.py` writes 3 tasks with their own solutions and
+benchmark): `tests/fixtures/appworld_toyworld.py` writes 3 tasks with their own solutions and
 evaluation code from the installed package's apps, in AppWorld's own virtualenv
 (`reme appworld setup`). Episodes run in AppWorld worker processes; the scripted server (a
 TEST DOUBLE) answers with each task's gold solution code."""
@@ -16,20 +16,17 @@ from pathlib import Path
 
 import pytest
 
-from reme_cli.bench.appworld import default_venv
-from tests.conftest import REPO, scripted_server_process
+from tests.conftest import scripted_server_process
 
 TASKS = "benchmark.task_ids=[toy0001_1,toy0002_1,toy0003_1]"
 
 
 @pytest.fixture(scope="module")
-def toy_world(tmp_path_factory) -> Path:
-    python = default_venv() / "bin" / "python"
-    assert python.exists(), "AppWorld is not set up: run `reme appworld setup` (.ci/run does)"
-    root = tmp_path_factory.mktemp("toyworld")
-    subprocess.run([str(python), str(REPO / "scripts" / "appworld_toyworld.py"), str(root), "--force"],
-                   check=True, capture_output=True, timeout=600)
-    return root
+def gold(toy_world) -> str:
+    """The URL of one scripted server answering each task with its gold solution (and
+    summarizer calls with the scripted summarizer), for the runs that need nothing else."""
+    with scripted_server_process("--policy", "appworld-gold+summarizer", "--appworld-root", str(toy_world)) as url:
+        yield url
 
 
 def common(root: Path, url: str) -> list[str]:
@@ -48,9 +45,8 @@ def workers_running() -> list[str]:
     return [l for l in out.splitlines() if "appworld.serve.environment" in l and l.split()[1][0] != "Z"]
 
 
-def test_gold_solutions_score_100_and_a_wrong_one_fails_exactly_its_task(reme, toy_world):
-    with scripted_server_process("--policy", "appworld-gold", "--appworld-root", str(toy_world)) as url:
-        proc = reme("eval", *common(toy_world, url), "out_dir=gold", check=True)
+def test_gold_solutions_score_100_and_a_wrong_one_fails_exactly_its_task(reme, toy_world, gold):
+    proc = reme("eval", *common(toy_world, gold), "out_dir=gold", check=True)
     with scripted_server_process("--policy", "appworld-gold", "--appworld-root", str(toy_world),
                                  "--corrupt", "toy0002_1") as url:
         reme("eval", *common(toy_world, url), "out_dir=wrong", check=True)
@@ -105,11 +101,10 @@ def test_a_worker_killed_mid_episode_is_recorded_and_the_rerun_completes(toy_wor
     assert all(r["success"] and r["error"] is None for r in trials(tmp_path / "run").values())
 
 
-def test_the_released_appworld_pool_in_fixed_mode_and_a_dynamic_run(reme, toy_world):
+def test_the_released_appworld_pool_in_fixed_mode_and_a_dynamic_run(reme, toy_world, gold):
     reme("pool", "import", "official:appworld/qwen3-8b", "--out", "pool", check=True)
-    with scripted_server_process("--policy", "appworld-gold+summarizer", "--appworld-root", str(toy_world)) as url:
-        reme("eval", "--mode", "fixed", *common(toy_world, url), "memory.pool=pool", "out_dir=fixed", check=True)
-        reme("eval", "--mode", "dynamic", *common(toy_world, url), "memory.pool=pool", "out_dir=dynamic", check=True)
+    reme("eval", "--mode", "fixed", *common(toy_world, gold), "memory.pool=pool", "out_dir=fixed", check=True)
+    reme("eval", "--mode", "dynamic", *common(toy_world, gold), "memory.pool=pool", "out_dir=dynamic", check=True)
     fixed = trials(reme.cwd / "fixed")
     assert all(r["success"] and len(r["retrieved_ids"]) == 5 for r in fixed.values())
     dynamic = json.loads((reme.cwd / "dynamic" / "metrics.json").read_text())
@@ -142,17 +137,16 @@ def test_appworld_asks_for_code_actions_and_no_thinking_over_the_models_settings
     assert episode_settings(compose(["benchmark=appworld"]), Bench()).protocol.name == "code"  # the CPU model too
 
 
-def test_build_pool_on_appworld_then_its_pool_in_fixed_mode_scores_100_and_the_report_has_sgc(reme, toy_world):
-    with scripted_server_process("--policy", "appworld-gold+summarizer", "--appworld-root", str(toy_world)) as url:
-        reme("build-pool", *common(toy_world, url), "build.samples=2", "out_dir=built", check=True)
-        build = json.loads((reme.cwd / "built" / "build" / "report.json").read_text())
-        assert build["trajectories"] == 6 and build["tasks_distilled"] == 3 and build["unit_errors"] == 0
-        assert build["trajectory_success_rate"] == 1.0
-        pool = [json.loads(l) for l in (reme.cwd / "built" / "pool" / "experiences.jsonl").read_text().splitlines()]
-        assert len(pool) == build["pool_size"] > 0
-        assert {e["source"] for e in pool} == {"success"}  # every sample solved its task
-        assert {e["origin_task"] for e in pool} <= {"toy0001_1", "toy0002_1", "toy0003_1"}
-        reme("eval", "--mode", "fixed", *common(toy_world, url), "memory.pool=built", "out_dir=fixed", check=True)
+def test_build_pool_on_appworld_then_its_pool_in_fixed_mode_scores_100_and_the_report_has_sgc(reme, toy_world, gold):
+    reme("build-pool", *common(toy_world, gold), "build.samples=2", "out_dir=built", check=True)
+    build = json.loads((reme.cwd / "built" / "build" / "report.json").read_text())
+    assert build["trajectories"] == 6 and build["tasks_distilled"] == 3 and build["unit_errors"] == 0
+    assert build["trajectory_success_rate"] == 1.0
+    pool = [json.loads(l) for l in (reme.cwd / "built" / "pool" / "experiences.jsonl").read_text().splitlines()]
+    assert len(pool) == build["pool_size"] > 0
+    assert {e["source"] for e in pool} == {"success"}  # every sample solved its task
+    assert {e["origin_task"] for e in pool} <= {"toy0001_1", "toy0002_1", "toy0003_1"}
+    reme("eval", "--mode", "fixed", *common(toy_world, gold), "memory.pool=built", "out_dir=fixed", check=True)
     fixed = trials(reme.cwd / "fixed")
     assert len(fixed) == 3 and all(r["success"] and r["retrieved_ids"] for r in fixed.values())
     metrics = json.loads((reme.cwd / "fixed" / "metrics.json").read_text())
@@ -164,15 +158,14 @@ def test_build_pool_on_appworld_then_its_pool_in_fixed_mode_scores_100_and_the_r
     assert levels and all(f"difficulty {d}" in md for d in levels)
 
 
-def test_the_baselines_run_on_appworld_and_table1_plans_there(reme, toy_world):
+def test_the_baselines_run_on_appworld_and_table1_plans_there(reme, toy_world, gold):
     """A-Mem builds notes from code trajectories and serves them in fixed mode; table1's
     plan on AppWorld has all five settings."""
     one = "benchmark.task_ids=[toy0002_1]"  # after common()'s three: the last task_ids wins
-    with scripted_server_process("--policy", "appworld-gold+summarizer", "--appworld-root", str(toy_world)) as url:
-        reme("build-pool", "memory=amem", *common(toy_world, url), one, "build.samples=1", "out_dir=amem", check=True)
-        reme("eval", "--mode", "fixed", "memory=amem", *common(toy_world, url), one, "memory.pool=amem",
-             "out_dir=amem_fixed", check=True)
-        plan = reme("ablate", "table1", *common(toy_world, url), "build.samples=1", "--dry-run", check=True)
+    reme("build-pool", "memory=amem", *common(toy_world, gold), one, "build.samples=1", "out_dir=amem", check=True)
+    reme("eval", "--mode", "fixed", "memory=amem", *common(toy_world, gold), one, "memory.pool=amem",
+         "out_dir=amem_fixed", check=True)
+    plan = reme("ablate", "table1", *common(toy_world, gold), "build.samples=1", "--dry-run", check=True)
     notes = [json.loads(l) for l in (reme.cwd / "amem" / "pool" / "notes.jsonl").read_text().splitlines()]
     assert len(notes) == 1 and "[code]" in notes[0]["content"] and "apis." in notes[0]["content"]
     (fixed,) = trials(reme.cwd / "amem_fixed").values()

@@ -1,7 +1,7 @@
 """The model's code on AppWorld stays in its sandbox, and nothing reme starts outlives it.
 
 The scripted server (a TEST DOUBLE) answers with the hostile code that got past AppWorld's
-own checks (issue 24), on the toy world of tests/test_appworld.py."""
+own checks (issue 24), on the toy world (tests/conftest.py's toy_world)."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ import pytest
 
 from reme_cli.bench.appworld import AppWorldBenchmark, AppWorldConfig
 from tests.conftest import run_reme, scripted_server_process
-from tests.test_appworld import common, toy_world, trials  # noqa: F401 - toy_world is a fixture
+from tests.test_appworld import common, trials
 
 ONE = "benchmark.task_ids=[toy0001_1]"  # after common()'s three: the last task_ids wins
 MARKERS = ["CTYPES", "SPAWN", "NEW", "LINK"]

@@ -22,7 +22,7 @@ from typing import Callable
 import pytest
 
 from reme_cli.testing.scripted_server import BFCLReplayPolicy, ScriptedServer
-from tests.conftest import run_reme
+from tests.conftest import run_reme, run_reme_together
 
 REPLAY = ["model=qwen3-8b", "embedding=minilm", "llm.model=replay", "llm.cache=false", "eval.seeds=1",
           "eval.runs=1", "benchmark.task_ids=[multi_turn_base_0]"]
@@ -277,10 +277,12 @@ GPU = ["model=qwen3-8b", "embedding=minilm", "llm.base_url=http://127.0.0.1:9/v1
 
 
 def test_ablate_validates_the_suite_methods_keys_without_naming_the_method(reme):
-    proc = reme("ablate", "topk", *GPU, "benchmark.limit=2", "memory.top_k=3", "--dry-run")
+    proc, misspelt = run_reme_together(
+        (["ablate", "topk", *GPU, "benchmark.limit=2", "memory.top_k=3", "--dry-run"], reme.cwd),
+        (["ablate", "topk", *GPU, "memory.top_kk=3", "--dry-run"], reme.cwd))
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "k10" in proc.stderr
-    assert_one_line(reme("ablate", "topk", *GPU, "memory.top_kk=3", "--dry-run"), 2)
+    assert_one_line(misspelt, 2)
 
 
 def test_pool_stats_reads_an_amem_pool_and_pool_show_says_what_it_reads(reme):
@@ -292,10 +294,11 @@ def test_pool_stats_reads_an_amem_pool_and_pool_show_says_what_it_reads(reme):
     embedder = SimpleNamespace(name="all-MiniLM-L6-v2", dim=384)
     notes = [Note("a", "list files first", links=["b"], retrieval_count=3), Note("b", "check the path")]
     NoteStore(embedder, notes, np.zeros((2, 384), dtype="float32")).save(reme.cwd / "amem" / "pool")
-    proc = reme("pool", "stats", "amem", "memory=amem")
+    proc, shown = run_reme_together((["pool", "stats", "amem", "memory=amem"], reme.cwd),
+                                    (["pool", "show", "amem", "memory=amem"], reme.cwd))
     assert proc.returncode == 0, proc.stderr[-3000:]
     rows = {line.split("│")[1].strip(): line.split("│")[2].strip()
             for line in proc.stderr.splitlines() if line.count("│") == 3}
     assert rows["notes"] == "2" and rows["links"] == "1" and rows["never retrieved"] == "1"
-    line = assert_one_line(reme("pool", "show", "amem", "memory=amem"), 2)
+    line = assert_one_line(shown, 2)
     assert "is a pool of memory=amem" in line and "`reme pool show` reads ReMe pools" in line

@@ -156,12 +156,17 @@ def test_default_model_path_is_the_packaged_gguf():
 
 
 CHILD = textwrap.dedent("""
-    import sys, time
+    import signal, sys, time
     from reme_cli.llm.local_server import LocalServer
+    # Ctrl-C as in a terminal. A shell starts a background job (as a CI runner may start the
+    # tests) with SIGINT ignored, every process below inherits that, and Python then installs
+    # no KeyboardInterrupt handler: the SIGINT case waited out its 30 s (it failed so in CI).
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     s = LocalServer()
     if sys.argv[1] == "atexit":
         s.start()
         print(s.port, flush=True)
+        sys.stdin.readline()  # exit once the test has seen the server (it closes our stdin)
         sys.exit(0)
     with s:
         print(s.port, flush=True)
@@ -173,16 +178,23 @@ CHILD = textwrap.dedent("""
 def test_parent_exit_stops_the_server(how):
     """Ctrl-C (KeyboardInterrupt through the `with`), SIGTERM, and a plain exit all stop it."""
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    parent = subprocess.Popen([sys.executable, "-c", CHILD, how], stdout=subprocess.PIPE, text=True, env=env)
+    parent = subprocess.Popen([sys.executable, "-c", CHILD, how], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              text=True, env=env)
     try:
         port = int(parent.stdout.readline())
         assert len(server_processes(port)) == 1
-        if how != "atexit":
+        if how == "atexit":
+            parent.stdin.close()
+        else:
             parent.send_signal(getattr(signal, how))
-        parent.wait(30)
+        try:
+            parent.wait(30)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"the parent had not exited 30 s after {how}")
     finally:
         parent.kill()
         parent.wait()
+        parent.stdin.close()
     deadline = time.monotonic() + 5
     while server_processes(port) and time.monotonic() < deadline:
         time.sleep(0.1)

@@ -28,7 +28,7 @@ from reme_cli.methods.reme.experience import Experience
 from reme_cli.methods.reme.pool import Pool
 from reme_cli.testing.scripted_server import (AgentAndSummarizerPolicy, BFCLReplayPolicy, ScriptedServer,
                                               ScriptedSummarizerPolicy)
-from tests.conftest import run_reme
+from tests.conftest import run_reme, run_reme_together
 
 REPLAY = ["model=qwen3-8b", "embedding=minilm", "llm.model=replay", "llm.cache=false"]
 ONE_TASK = ["benchmark.task_ids=[multi_turn_base_0]", "eval.runs=1", "eval.seeds=1"]
@@ -129,14 +129,15 @@ def test_appworld_setup_cli_refuses_the_users_folder_in_one_line(reme):
 def test_build_pool_refuses_an_out_dir_whose_pool_folder_is_the_users(reme):
     (reme.cwd / "out" / "pool").mkdir(parents=True)
     (reme.cwd / "out" / "pool" / "important.txt").write_text("keep me\n")
-    line = refused(reme("build-pool", *REPLAY, "llm.base_url=http://127.0.0.1:9/v1", "out_dir=out"), "pool")
+    before = user_project(reme.cwd / "proj")  # nor any other folder of the user's
+    into_out, into_proj = run_reme_together(
+        *[(["build-pool", *REPLAY, "llm.base_url=http://127.0.0.1:9/v1", f"out_dir={out}"], reme.cwd)
+          for out in ("out", "proj")])
+    line = refused(into_out, "pool")
     assert "not a reme pool" in line
     assert (reme.cwd / "out" / "pool" / "important.txt").read_text() == "keep me\n"
     assert not (reme.cwd / "out" / "build").exists()
-
-    before = user_project(reme.cwd / "proj")  # nor any other folder of the user's
-    refused(reme("build-pool", *REPLAY, "llm.base_url=http://127.0.0.1:9/v1", "out_dir=proj"),
-            "not a reme build-pool directory")
+    refused(into_proj, "not a reme build-pool directory")
     assert files_under(reme.cwd / "proj") == before
 
 
@@ -172,11 +173,11 @@ def test_a_reme_pool_cut_short_is_refused_by_pool_stats_and_fixed_eval(tmp_path,
 
     with pytest.raises(UserError, match="experiences.jsonl has"):
         Pool.load(pool, FakeEmbedder())
-    line = refused(run_reme(["pool", "stats", str(pool)], tmp_path), "damaged", "experiences.jsonl",
-                   f"manifest records {len(lines)}", "rebuild")
+    stats, proc = run_reme_together((["pool", "stats", str(pool)], tmp_path),
+                                    (["eval", "--mode", "fixed", *REPLAY, *ONE_TASK, f"memory.pool={pool}",
+                                      "llm.base_url=http://127.0.0.1:9/v1", "out_dir=run"], tmp_path))
+    line = refused(stats, "damaged", "experiences.jsonl", f"manifest records {len(lines)}", "rebuild")
     assert str(pool) in line
-    proc = run_reme(["eval", "--mode", "fixed", *REPLAY, *ONE_TASK, f"memory.pool={pool}",
-                     "llm.base_url=http://127.0.0.1:9/v1", "out_dir=run"], tmp_path)
     refused(proc, "damaged", "experiences.jsonl")
     assert not (tmp_path / "run").exists()  # refused before anything was written
 
@@ -245,9 +246,11 @@ def test_a_damaged_run_directory_is_named_with_the_way_back(finished_run, server
         (run / "config.yaml").write_text("benchmark: [unclosed\n  eval: {")
     kept = files_under(run)
 
-    line = refused(run_reme(eval_args(server, "run"), tmp_path), named, "restore it", "start the run over")
+    evaluated, reported = run_reme_together((eval_args(server, "run"), tmp_path),
+                                            (["report", "run", "--out", "rep"], tmp_path))
+    line = refused(evaluated, named, "restore it", "start the run over")
     assert "hash None" not in line and "not a reme run directory" not in line
-    refused(run_reme(["report", "run", "--out", "rep"], tmp_path), named)
+    refused(reported, named)
     assert files_under(run) == kept and not (tmp_path / "rep").exists()
 
 
