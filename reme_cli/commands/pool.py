@@ -7,8 +7,6 @@ the import (it writes under a run-layer lock) and the routing of a pool to its m
 from __future__ import annotations
 
 import json
-import os
-import shutil
 from pathlib import Path
 
 from rich.console import Console
@@ -17,7 +15,7 @@ from rich.table import Table
 from reme_cli.core.config import Config
 from reme_cli.core.errors import UserError
 from reme_cli.core.io import read_lines
-from reme_cli.core.staging import CONTENT, clean_stale, new_staging
+from reme_cli.core.staging import clean_stale, replace_dir
 from reme_cli.run.lock import DirLock
 from reme_cli.methods.reme import pool_commands as reme_pool
 from reme_cli.methods.reme.official import import_official
@@ -37,13 +35,9 @@ def import_pool(source: str | Path, out: Path, cfg: Config, console: Console) ->
             raise UserError(f"{out} already exists; choose another --out or delete it")
         clean_stale(out, "importing")  # left by a killed earlier import to the same --out
         # Built beside the target and renamed at the end: a failed import leaves nothing at --out.
-        staging = new_staging(out, "importing")
-        try:
-            pool = import_official(source, staging / CONTENT, make_embedder_for(cfg),
-                                   retrieval_key=cfg.memory.retrieval_key)
-            os.replace(staging / CONTENT, out)
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
+        pool = replace_dir(out, lambda staging: import_official(source, staging, make_embedder_for(cfg),
+                                                                retrieval_key=cfg.memory.retrieval_key),
+                           kind="importing")
     report = pool.built_by["import"]
     by_source = ", ".join(f"{n} {s}" for s, n in sorted(report["by_source"].items()))
     console.print(f"imported {report['imported']} experiences ({by_source}) from {source}; "

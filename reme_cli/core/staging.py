@@ -57,12 +57,12 @@ def clean_stale(target: Path, kind: str) -> list[Path]:
     return removed
 
 
-def replace_dir(dest: Path, fill: Any) -> Any:
+def replace_dir(dest: Path, fill: Any, kind: str = "building") -> Any:
     """Build a directory beside ``dest`` with ``fill(staging)``, then swap it in whole: a
     crash or an error leaves the previous ``dest`` (if any) untouched. Returns ``fill``'s
-    result. The staging dir is reme's marked ``.<dest>.building-*``, so
+    result. The staging dir is reme's marked ``.<dest>.<kind>-*``, so
     a rerun after a kill can clean it up (``clean_stale``)."""
-    root = new_staging(dest, "building")
+    root = new_staging(dest, kind)
     staging = root / CONTENT
     old = dest.with_name(f".{dest.name}.old-{uuid.uuid4().hex[:8]}")
     try:
