@@ -36,12 +36,19 @@ def test_qwen3_models_think_on_bfcl_and_use_hermes():
     assert "hermes" in cfg.model.serve_args
 
 
-def test_defaults_match_the_paper():
-    cfg = compose(["model=qwen3-8b", "memory=reme"])
-    assert (cfg.eval.runs, cfg.eval.seeds) == (4, 3)
-    assert (cfg.benchmark.max_interactions, cfg.build.samples, cfg.memory.top_k) == (30, 8, 5)
-    assert (cfg.memory.judge_threshold, cfg.memory.dedup_threshold) == (0.3, 0.85)
-    assert (cfg.memory.deletion.alpha, cfg.memory.deletion.beta, cfg.memory.deletion.rule) == (5, 0.5, "le")
+def test_benchmark_dependent_defaults_are_settled_per_benchmark():
+    """What the authors' scripts ran differs by benchmark (workers sharing a pool, deletion
+    cadence); the resolved value, not None, reaches config.yaml and the run hash."""
+    bfcl = compose(["model=qwen3-8b", "memory=reme"])
+    appworld = compose(["model=qwen3-8b", "memory=reme", "benchmark=appworld"])
+    assert (bfcl.eval.dynamic_workers, bfcl.memory.deletion.every) == (4, 5)
+    assert (appworld.eval.dynamic_workers, appworld.memory.deletion.every) == (8, 1)
+    assert compose(["memory=reme", "eval.dynamic_workers=2", "memory.deletion.every=3"]).eval.dynamic_workers == 2
+    # Workers change nothing outside dynamic mode: a fixed run's hash ignores them.
+    fixed = ["memory=reme", "eval.mode=fixed", "memory.pool=x"]
+    assert config_hash(compose(fixed)) == config_hash(compose([*fixed, "eval.dynamic_workers=1"]))
+    dynamic = ["memory=reme", "eval.mode=dynamic", "memory.pool=x"]
+    assert config_hash(compose(dynamic)) != config_hash(compose([*dynamic, "eval.dynamic_workers=1"]))
 
 
 def test_the_cpu_model_is_the_default_and_sized_for_two_cores():

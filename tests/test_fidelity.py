@@ -111,7 +111,7 @@ def test_deletion_fires_with_hand_computed_f_and_u(tmp_path, embedder):
 
 
 def test_deletion_every_n_tasks_waits_for_its_turn(tmp_path, embedder):
-    reme = make_reme(tmp_path, embedder, deletion=DeletionCfg(alpha=1, beta=0.5, every=3),
+    reme = make_reme(tmp_path, embedder, deletion=DeletionCfg(alpha=1, beta=0.5, every=3, counts="tasks"),
                      reflection=ReflectionCfg(enabled=False))
     solve(reme, "move", [False], "u1")  # task 1: e_move f=1 u=0 is deletable, but 1 % 3 != 0
     solve(reme, "buy", [True], "u2")    # task 2: still waiting
@@ -120,16 +120,101 @@ def test_deletion_every_n_tasks_waits_for_its_turn(tmp_path, embedder):
     assert counts(reme) == {"e_buy": (1, 1), "e_mail": (1, 1)}
 
 
-@pytest.mark.parametrize("credit, u_after", [("final", 1), ("first_attempt", 0)])
-def test_u_credit_final_or_first_attempt(tmp_path, embedder, credit, u_after):
-    reme = make_reme(tmp_path, embedder, u_credit=credit, reflection=ReflectionCfg(judge=False))
-    solve(reme, "move", [False, True], "u1")  # fails, reflects, the retry succeeds
-    assert counts(reme)["e_move"] == (1, u_after)
+@pytest.mark.parametrize("style, credit, f_u", [("lesson", "final", (1, 1)), ("lesson", "trial", (1, 0)),
+                                                ("summary", "final", (2, 2)), ("summary", "trial", (2, 1))])
+def test_u_credit_final_or_per_trial(tmp_path, embedder, style, credit, f_u):
+    """move fails, then succeeds. lesson: only the first attempt retrieved. summary: the
+    first trial's summary is empty (the scripted distiller finds nothing), so the second
+    trial retrieves again and is credited too."""
+    reme = make_reme(tmp_path, embedder, u_credit=credit, reflection=ReflectionCfg(judge=False, style=style))
+    solve(reme, "move", [False, True], "u1")
+    assert counts(reme)["e_move"] == f_u
+
+
+class Distiller(Summarizer):
+    """TEST DOUBLE LLM: every distill call yields one experience, numbered by call, on an
+    unrelated topic (so de-duplication keeps it); the judge accepts everything."""
+
+    TOPICS = ["Rotate the telescope mirror before dawn.", "Water the orchids twice a week.",
+              "Tune the violin strings with a fork.", "Sharpen the chisel on a whetstone."]
+
+    async def chat(self, messages, **kwargs) -> ChatResult:
+        result = await super().chat(messages, **kwargs)
+        if self.kinds[-1] != "distill":
+            return result
+        n = self.kinds.count("distill")
+        item = {"when_to_use": f"Astronomy hobby step {n}", "experience": self.TOPICS[n - 1]}
+        return ChatResult(json.dumps([item]), [], None, 0, 0, 0.0, False)
+
+
+def guided_episodes(outcomes: list[bool], seen: list[str | None]):
+    """Like ``episodes``, remembering the guidance each trial was given."""
+    left = list(outcomes)
+
+    async def episode(guidance, attempt):
+        seen.append(guidance)
+        return Attempt(Trajectory(turns=[[]]), Outcome(left.pop(0), 0.0))
+    return episode
+
+
+def test_authors_trials_a_failed_trial_summary_guides_the_next_and_only_success_is_kept(tmp_path, embedder):
+    """FAQ num_trials=3 and bfcl_agent.py:604-699 (65971baf), computed by hand: trial 1
+    retrieves e_move and fails; its summary (call 1) guides trial 2 instead of a retrieval;
+    trial 2 fails, its summary (call 2) guides trial 3, which succeeds and is scored. Only
+    trial 1 retrieved: e_move f=1, u=0 (its own failure). Only the successful trial's
+    summary (call 3) joins the pool."""
+    reme = make_reme(tmp_path, embedder, llm=Distiller())
+    seen: list[str | None] = []
+    task = Task(id="move", turns=[[{"role": "user", "content": QUERIES["move"]}]], query=QUERIES["move"])
+    solved = asyncio.run(reme.solve(task, guided_episodes([False, False, True], seen), "u1"))
+    record = {**solved.record, **asyncio.run(reme.commit("u1"))}
+    assert "how to move" in seen[0]
+    assert Distiller.TOPICS[0] in seen[1] and "how to move" not in seen[1]
+    assert Distiller.TOPICS[1] in seen[2] and Distiller.TOPICS[0] not in seen[2]
+    assert [(t["guided_by"], t["retrieved_ids"], t["success"]) for t in record["trials"]] == [
+        ("retrieval", ["e_move"], False), ("previous_summary", [], False), ("previous_summary", [], True)]
+    assert counts(reme)["e_move"] == (1, 0)
+    added = [e for e in reme.state.pool if e.id not in {"e_move", "e_buy", "e_mail"}]
+    assert [(e.content, e.source) for e in added] == [(Distiller.TOPICS[2], "success")]
+    assert record["added"] == [added[0].id]
+
+
+def test_authors_trials_stop_at_three_and_keep_nothing_from_a_failed_task(tmp_path, embedder):
+    reme = make_reme(tmp_path, embedder, llm=Distiller())
+    seen: list[str | None] = []
+    task = Task(id="move", turns=[[{"role": "user", "content": QUERIES["move"]}]], query=QUERIES["move"])
+    solved = asyncio.run(reme.solve(task, guided_episodes([False, False, False, True], seen), "u1"))
+    asyncio.run(reme.commit("u1"))
+    assert len(seen) == 3 and len(solved.record["trials"]) == 3  # the 4th outcome is never asked for
+    assert len(reme.state.pool) == 3 and counts(reme)["e_move"] == (1, 0)
+    trials = [e for line in reme.log.read() for e in line["events"] if e["op"] == "trials"]
+    assert trials == [{"op": "trials", "worker": 0, "n": 3}]
+
+
+def test_deletion_counts_each_workers_trials_and_resumes_its_counters(tmp_path, embedder):
+    """bfcl_agent.py:680-682: each worker asks for a pool-wide deletion after every Nth of its
+    own trials. With every=2, two units of different workers trigger nothing; the second
+    unit of worker 0 does. A stream reopened from its commit log has the same counters."""
+    cfg = dict(deletion=DeletionCfg(alpha=1, beta=0.5, every=2), reflection=ReflectionCfg(enabled=False))
+    reme = make_reme(tmp_path, embedder, **cfg)
+
+    def commit(name, ok, unit, worker):
+        task = Task(id=name, turns=[[{"role": "user", "content": QUERIES[name]}]], query=QUERIES[name])
+        asyncio.run(reme.solve(task, episodes([ok]), unit))
+        return asyncio.run(reme.commit(unit, worker))
+
+    commit("move", False, "u1", 0)  # e_move f=1 u=0: deletable, worker 0 has run 1 trial
+    assert commit("buy", True, "u2", 1)["deleted"] == []  # 2 trials in the stream, 1 per worker
+    assert commit("mail", True, "u3", 0)["deleted"] == ["e_move"]  # worker 0's 2nd trial
+    again = open_stream(reme.state.__class__(Pool.load(tmp_path / "base", embedder), reme.state.cfg,
+                                             reme.state.summ), tmp_path / "stream", {"u1", "u2", "u3"})
+    assert again.state.trials_by_worker == reme.state.trials_by_worker == {0: 2, 1: 1}
+    assert counts(again) == counts(reme)
 
 
 def test_reflection_lessons_go_through_the_judge_when_asked(tmp_path, embedder):
     judged = Summarizer()
-    reme = make_reme(tmp_path, embedder, llm=judged)
+    reme = make_reme(tmp_path, embedder, llm=judged, reflection=ReflectionCfg(style="lesson"), dedup_threshold=1.0)
     solve(reme, "move", [False, True], "u1")
     assert judged.kinds == ["reflection", "distill", "judge"]  # the lesson was judged
     assert [e.source for e in reme.state.pool if e.source == "reflection"] == ["reflection"]
@@ -192,7 +277,9 @@ def test_dynamic_workers_split_each_stream_as_the_authors_scripts_do():
     assert [len(w) for w in two] == [3, 2, 3, 2]
     for stream, workers in zip(one, (two[:2], two[2:])):
         assert [w[0].run for w in workers] == [stream[0].run] * 2
-        assert workers[0] == stream[0::2] and workers[1] == stream[1::2]
+        for i, worker in enumerate(workers):
+            assert [(u.key, u.position) for u in worker] == [(u.key, u.position) for u in stream[i::2]]
+            assert {u.worker for u in worker} == {i}  # what the authors' per-worker counters count by
     assert plan_streams(["a", "b"], 1, 1, 0, sequential=False, workers=4) == [[Unit(0, 0, "a")], [Unit(0, 0, "b")]]
 
 
@@ -218,9 +305,9 @@ def _first_user(request: dict) -> str:
     return next(m["content"] for m in request["body"]["messages"] if m["role"] == "user")
 
 
-def test_the_released_pool_with_official_code_sends_exactly_the_official_text(reme, server, official_pool):
+def test_the_released_pool_by_default_sends_exactly_the_authors_text(reme, server, official_pool):
     n = len(server.requests)
-    reme("eval", "--mode", "fixed", "experiment=official_code", "model=qwen3-8b", "embedding=minilm",
+    reme("eval", "--mode", "fixed", "model=qwen3-8b", "embedding=minilm",
          f"llm.base_url={server.base_url}", "llm.model=replay", "benchmark.task_ids=[multi_turn_base_0]",
          "eval.runs=1", "eval.seeds=1", f"memory.pool={official_pool}", "out_dir=run", check=True)
     (trial,) = [json.loads(l) for l in (reme.cwd / "run" / "trials.jsonl").read_text().splitlines()]
@@ -236,9 +323,9 @@ def test_the_released_pool_with_official_code_sends_exactly_the_official_text(re
     assert not any("Rank the candidates" in k or "Rewrite them" in k for k in kinds)  # rerank/rewrite off
 
 
-def test_paper_defaults_rerank_and_rewrite_through_the_cli(reme, server, official_pool):
+def test_paper_text_reranks_and_rewrites_through_the_cli(reme, server, official_pool):
     n = len(server.requests)
-    reme("eval", "--mode", "fixed", "model=qwen3-8b", "embedding=minilm", f"llm.base_url={server.base_url}",
+    reme("eval", "--mode", "fixed", "experiment=paper_text", "model=qwen3-8b", "embedding=minilm", f"llm.base_url={server.base_url}",
          "llm.model=replay", "benchmark.task_ids=[multi_turn_base_0]", "eval.runs=1", "eval.seeds=1",
          f"memory.pool={official_pool}", "out_dir=run", check=True)
     systems = [r["body"]["messages"][0]["content"] for r in server.requests[n:]]

@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+import yaml
 
 from reme_cli.methods.reme.config import ReMeConfig
 from reme_cli.llm.embed import make_embedder
@@ -122,8 +123,10 @@ def test_fixed_mode_records_retrieval_and_injects_guidance(workdir, base_pool, s
 
 
 def test_dynamic_refines_deterministically_and_events_rebuild_the_pool(workdir, base_pool, server, embedder):
+    """The paper's text (reflection lessons, one task after another): a cached rerun makes
+    the same pool. (With several workers the commit order varies from run to run.)"""
     common = ["--mode", "dynamic", *_args(server, f"memory.pool={base_pool}", "benchmark.limit=4",
-              "eval.runs=2", "eval.seeds=1", "memory.deletion.alpha=2")]
+              "eval.runs=2", "eval.seeds=1", "memory.deletion.alpha=2", "experiment=paper_text")]
     reme(workdir, "eval", *common, "out_dir=dyn_a")
     # Same command, other directory: every response now comes from the cache.
     reme(workdir, "eval", *common, "out_dir=dyn_b")
@@ -189,7 +192,7 @@ def slow_server():
 def test_dynamic_resume_after_kill_matches_an_uninterrupted_run(workdir, base_pool, slow_server):
     args = [sys.executable, "-m", "reme_cli.cli", "eval", "--mode", "dynamic",
             *_args(slow_server, f"memory.pool={base_pool}", "benchmark.limit=4", "eval.runs=2", "eval.seeds=1",
-                   "memory.deletion.alpha=2", "llm.cache=false", "out_dir=dyn_killed")]
+                   "memory.deletion.alpha=2", "experiment=paper_text", "llm.cache=false", "out_dir=dyn_killed")]
     env = {**os.environ, "REME_CACHE_DIR": str(workdir / ".reme_cache")}
     proc = subprocess.Popen(args, cwd=workdir, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     _kill_when(proc, workdir / "dyn_killed" / "trials.jsonl", 3)
@@ -204,10 +207,64 @@ def test_dynamic_resume_after_kill_matches_an_uninterrupted_run(workdir, base_po
             _pool_state(workdir / "dyn_a" / "streams" / stream / "pool")
 
 
+def _credited_by_hand(trials: list[dict]) -> dict[str, tuple[int, int]]:
+    """The f and u each experience should end with, from what every recorded trial
+    retrieved and whether that trial succeeded (the authors' per-trial credit)."""
+    fu: dict[str, tuple[int, int]] = {}
+    for t in trials:
+        for trial in t["method"]["trials"]:
+            for i in trial["retrieved_ids"]:
+                f, u = fu.get(i, (0, 0))
+                fu[i] = (f + 1, u + int(trial["success"]))
+    return fu
+
+
+def test_authors_protocol_with_four_workers_survives_kill_and_resume(workdir, base_pool, slow_server):
+    """FAQ num_trials=3 and run_bfcl.py's 4 workers sharing one run's pool, killed with
+    SIGKILL mid-run and resumed: the failing task's first trial fails and its failure
+    analysis guides the second, which is scored; every other task needs one trial; f/u
+    equal what the records say was retrieved; the pool is the start plus the commit log."""
+    args = [sys.executable, "-m", "reme_cli.cli", "eval", "--mode", "dynamic",
+            *_args(slow_server, f"memory.pool={base_pool}", "benchmark.limit=8", "eval.runs=1", "eval.seeds=1",
+                   "memory.top_k=2", "llm.cache=false", "out_dir=authors_killed")]
+    env = {**os.environ, "REME_CACHE_DIR": str(workdir / ".reme_cache")}
+    proc = subprocess.Popen(args, cwd=workdir, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    _kill_when(proc, workdir / "authors_killed" / "trials.jsonl", 3)
+    assert 3 <= len(_trials(workdir / "authors_killed")) < 8
+    done = subprocess.run(args, cwd=workdir, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    out = workdir / "authors_killed"
+    assert yaml.safe_load((out / "config.yaml").read_text())["eval"]["dynamic_workers"] == 4  # BFCL's default
+    trials = _trials(out)
+    assert len(trials) == len({t["unit"] for t in trials}) == 8
+    for t in trials:
+        guided = [trial["guided_by"] for trial in t["method"]["trials"]]
+        if t["task_id"] == CORRUPT:
+            assert (t["first_success"], t["success"], t["attempts"]) == (False, True, 2)
+            assert guided == ["retrieval", "previous_summary"]
+            assert ScriptedSummarizerPolicy.FAILURE_LESSON in t["method"]["trials"][1]["guidance"]
+        else:
+            assert (t["success"], t["attempts"], guided) == (True, 1, ["retrieval"])
+
+    lines = [json.loads(l) for l in (out / "streams" / "s0_r0" / "commits.jsonl").read_text().splitlines()]
+    assert sorted(line["seq"] for line in lines) == list(range(8))
+    assert {line["unit"] for line in lines} == {t["unit"] for t in trials}
+    counted = [e for line in lines for e in line["events"] if e["op"] == "trials"]
+    assert {e["worker"] for e in counted} == {0, 1, 2, 3} and sum(e["n"] for e in counted) == 9
+    assert not [e for line in lines for e in line["events"] if e["op"] == "delete"]  # no f reaches 5 at u/f < 0.5
+
+    final = [json.loads(l) for l in (out / "streams" / "s0_r0" / "pool" / "experiences.jsonl").read_text().splitlines()]
+    start = [json.loads(l)["id"] for l in (base_pool / "experiences.jsonl").read_text().splitlines()]
+    added = [e["experience"]["id"] for line in lines for e in line["events"] if e["op"] == "add"]
+    assert [e["id"] for e in final] == start + added and added  # successes added what dedup kept
+    by_hand = _credited_by_hand(trials)
+    assert {e["id"]: (e["f"], e["u"]) for e in final if (e["f"], e["u"]) != (0, 0)} == by_hand
+
+
 def test_experiment_scope_shares_one_pool_across_runs_and_resumes(workdir, base_pool, slow_server):
-    """eval.scope=experiment (the official scripts): run 1 starts from the pool run 0 left."""
+    """eval.scope=experiment: run 1 starts from the pool run 0 left."""
     common = [*_args(slow_server, f"memory.pool={base_pool}", "benchmark.limit=3", "eval.runs=2", "eval.seeds=1",
-                     "memory.deletion.alpha=2", "eval.scope=experiment")]
+                     "memory.deletion.alpha=2", "eval.scope=experiment", "experiment=paper_text")]
     args = [sys.executable, "-m", "reme_cli.cli", "eval", "--mode", "dynamic", *common, "out_dir=exp_killed"]
     env = {**os.environ, "REME_CACHE_DIR": str(workdir / ".reme_cache")}
     reme(workdir, "eval", "--mode", "dynamic", *common, "out_dir=exp_whole")

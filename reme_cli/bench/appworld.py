@@ -187,6 +187,8 @@ status="fail" if it cannot be done). Do not ask for clarification."""
 class AppWorldBenchmark:
     name = "appworld"
     config_class = AppWorldConfig
+    # The authors' run_appworld.py: batches of 8 tasks at once against one shared pool.
+    dynamic_workers = 8
     max_steps_per_turn = None
     prompt_family = "appworld"  # summarizer prompts that speak of code and API calls
     system_prompt = SYSTEM_PROMPT

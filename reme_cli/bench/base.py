@@ -111,7 +111,9 @@ class Benchmark(Protocol):
     ``system_prompt`` (str, default None): the benchmark's own system prompt, used when
     ``benchmark.system_prompt`` is unset; ``tool_dialect`` (``ToolDialect``, default
     ``PLAIN_TOOLS``): how its tool schemas are written; ``sandbox`` (str): where
-    model-written code runs, for the manifest."""
+    model-written code runs, for the manifest; ``dynamic_workers`` (int, default 1): the
+    workers that share one dynamic stream's memory when ``eval.dynamic_workers`` is unset,
+    i.e. how many tasks at once the paper's scripts ran against one pool on this benchmark."""
 
     name: str
     config_class: ClassVar[type[BenchmarkConfig]]

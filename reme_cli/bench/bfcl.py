@@ -237,6 +237,8 @@ class BFCLBenchmark:
 
     name = "bfcl_v3"
     config_class = BFCLConfig
+    # The authors' run_bfcl.py: 4 Ray workers, worker i taking task_ids[i::4], one shared pool.
+    dynamic_workers = 4
     max_steps_per_turn: int | None = BFCLConfig.max_steps_per_turn
     tool_dialect = TOOL_DIALECT
 

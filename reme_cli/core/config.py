@@ -110,9 +110,10 @@ class EvalCfg:
     runs: int = 4  # k of Avg@k / Pass@k
     seeds: int = 3  # independent repetitions (mean ± std)
     seed_base: int = 0
-    # Dynamic mode: workers walking each stream at once, sharing its memory (the authors'
-    # scripts: 4 on BFCL); 1 runs a stream's tasks one after another.
-    dynamic_workers: int = 1
+    # Dynamic mode: workers walking each stream at once, sharing its memory. None: the
+    # benchmark's own number, what the authors' scripts ran (BFCL 4, AppWorld 8); 1 runs
+    # a stream's tasks one after another (the paper's text describes no concurrency).
+    dynamic_workers: Optional[int] = None
     # Longest string a unit record stores (a reply, an argument, an output); longer ones are
     # cut in the middle and the record says so. What the environment receives is not cut.
     max_stored_chars: int = 20_000
@@ -231,6 +232,7 @@ def validate(raw: DictConfig | dict) -> Config:
     # The named plug-ins validate their own sections as strictly as the schema above.
     cfg.benchmark = _plugin_section("benchmark", cfg.benchmark, BENCHMARKS)
     cfg.memory = _plugin_section("memory", cfg.memory, METHODS)
+    _settle_benchmark_defaults(cfg)
     check_choices("", cfg, _CHOICES, _AT_LEAST)
     for key, registry in (("model.tool_protocol", PROTOCOLS), ("embedding.kind", EMBEDDERS),
                           ("benchmark.tool_protocol", PROTOCOLS)):
@@ -248,6 +250,16 @@ def validate(raw: DictConfig | dict) -> Config:
     if cfg.eval.mode != "none" and cfg.memory.name == "none":
         raise UserError(f"--mode {cfg.eval.mode} needs a memory: add memory=reme")
     return cfg
+
+
+def _settle_benchmark_defaults(cfg: Config) -> None:
+    """Keys left unset (None) whose value depends on the benchmark get it here, so the run's
+    config.yaml and hash hold the value the run used."""
+    if cfg.eval.dynamic_workers is None:
+        cfg.eval.dynamic_workers = getattr(BENCHMARKS.get(cfg.benchmark.name), "dynamic_workers", 1)
+    settle = getattr(cfg.memory, "settle", None)
+    if settle is not None:
+        settle(cfg)  # the method's own benchmark-dependent defaults
 
 
 def _plugin_section(section: str, value: Any, registry: Registry) -> Any:
@@ -279,12 +291,15 @@ def to_dict(cfg: Config) -> dict[str, Any]:
 # Keys added after runs were made, with the value that behaves as before they existed: at
 # that value they stay out of the hash, so an earlier run directory still resumes.
 _NEUTRAL_WHEN = {"eval.dynamic_workers": 1}
+# Keys that change nothing outside one mode: out of the hash in the others.
+_ONLY_IN_MODE = {"eval.dynamic_workers": "dynamic"}
 
 
 def config_hash(cfg: Config) -> str:
     """A short hash of everything that determines a run's results."""
     data = to_dict(cfg)
-    for dotted in (*_EXECUTION_KEYS, *(k for k, v in _NEUTRAL_WHEN.items() if _get(cfg, k) == v)):
+    for dotted in (*_EXECUTION_KEYS, *(k for k, v in _NEUTRAL_WHEN.items() if _get(cfg, k) == v),
+                   *(k for k, mode in _ONLY_IN_MODE.items() if cfg.eval.mode != mode)):
         parent, _, leaf = dotted.rpartition(".")
         node = data
         for part in filter(None, parent.split(".")):

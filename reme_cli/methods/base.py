@@ -49,10 +49,13 @@ class Episode(Protocol):
 
 @dataclass
 class Tried:
-    """The attempts a method made at a task, and what it records about them (e.g. lessons)."""
+    """The attempts a method made at a task, and what it records about them (e.g. lessons).
+
+    ``carry``: what ``attempt`` hands its own ``learn`` (live objects; never recorded)."""
 
     attempts: list[Attempt]
     record: dict[str, Any] = field(default_factory=dict)
+    carry: Any = None
 
 
 @dataclass
@@ -99,9 +102,9 @@ class Method(Protocol):
 
     async def solve(self, task: Task, episode: Episode, unit: str) -> Solved: ...
 
-    async def commit(self, unit: str) -> dict[str, Any]:
+    async def commit(self, unit: str, worker: int = 0) -> dict[str, Any]:
         """Make the unit's changes durable (before its record is written); returns fields
-        for the unit's `method` record."""
+        for the unit's `method` record. ``worker``: which of the stream's workers ran it."""
 
     def discard(self, unit: str) -> None:
         """Forget the pending changes of a unit that failed."""
@@ -181,8 +184,9 @@ class Memory:
         """A private copy of this state to evolve, keeping any files under ``where``."""
         return type(self)()
 
-    def apply(self, events: list[dict[str, Any]], committed: int) -> Applied:
-        """Apply a committing unit's events (``committed`` units came before it)."""
+    def apply(self, events: list[dict[str, Any]], committed: int, worker: int = 0) -> Applied:
+        """Apply a committing unit's events (``committed`` units came before it; ``worker``
+        of the stream's workers ran it, for methods whose authors kept per-worker counters)."""
         self.replay(events)
         return Applied(events)
 

@@ -118,16 +118,16 @@ class StateStream:
         self._pending[unit] = learned
         return Solved(retrieval, {**learned.record, **tried.record})
 
-    async def commit(self, unit: str) -> dict[str, Any]:
-        return await asyncio.to_thread(self._commit, unit)
+    async def commit(self, unit: str, worker: int = 0) -> dict[str, Any]:
+        return await asyncio.to_thread(self._commit, unit, worker)
 
-    def _commit(self, unit: str) -> dict[str, Any]:
+    def _commit(self, unit: str, worker: int) -> dict[str, Any]:
         learned = self._pending.pop(unit, None)
         if self.log is None or learned is None:
             return {}
         with self._commit_lock, self.state.guard:
             try:
-                applied = self.state.apply(learned.events, self.committed)
+                applied = self.state.apply(learned.events, self.committed, worker)
                 self.log.append(unit, self.committed, applied.events)
             except BaseException:
                 # Half-applied events must not stay: back to start + committed units.

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 
 @dataclass(frozen=True)
@@ -19,6 +19,7 @@ class Unit:
     run: int
     task_id: str
     position: int = 0  # index within its stream
+    worker: int = 0  # which of the stream's workers runs it (eval.dynamic_workers)
 
     @property
     def key(self) -> str:
@@ -48,7 +49,8 @@ def plan_streams(task_ids: list[str], seeds: int, runs: int, seed_base: int,
     planned = _plan(task_ids, seeds, runs, seed_base, sequential, scope)
     if not sequential or workers <= 1:
         return planned
-    return [part for stream in planned for part in (stream[i::workers] for i in range(workers)) if part]
+    return [part for stream in planned
+            for part in ([replace(u, worker=i) for u in stream[i::workers]] for i in range(workers)) if part]
 
 
 def _plan(task_ids: list[str], seeds: int, runs: int, seed_base: int, sequential: bool,

@@ -124,7 +124,7 @@ class Runner:
                     try:
                         if record.ok:
                             # The method's state and commit log, before the record that says so.
-                            record.method.update(await method.commit(unit.key))
+                            record.method.update(await method.commit(unit.key, unit.worker))
                         else:
                             method.discard(unit.key)
                         await writer.write(record)

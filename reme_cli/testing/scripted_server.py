@@ -265,10 +265,12 @@ class BFCLReplayPolicy:
 
 
 def _has_lessons(messages: list[dict[str, Any]]) -> bool:
+    """A retry guided by what was learned from a failure: a reflection lesson (paper text)
+    or the failed trial's scripted failure analysis (the authors' protocol)."""
     from reme_cli.methods.reme.method import LESSONS_HEADER
 
-    first_user = next((m for m in messages if m.get("role") == "user"), {})
-    return LESSONS_HEADER in _text_of(first_user.get("content"))
+    first_user = _text_of(next((m for m in messages if m.get("role") == "user"), {}).get("content"))
+    return LESSONS_HEADER in first_user or ScriptedSummarizerPolicy.FAILURE_LESSON in first_user
 
 
 class ScriptedSummarizerPolicy:
@@ -281,6 +283,7 @@ class ScriptedSummarizerPolicy:
 
     name = "summarizer"
     LESSON = "Re-check every argument against the task text before calling a tool."
+    FAILURE_LESSON = "Scripted FAILED lesson"  # what a failure analysis of this script says
 
     def __init__(self, judge_score: float = 0.8, junk_every: int = 0):
         self.judge_score = judge_score
@@ -306,7 +309,7 @@ class ScriptedSummarizerPolicy:
                 words = " ".join(user.split()[:40])
                 return Reply(content=json.dumps([{
                     "when_to_use": f"When a task says: {words[-160:]}",
-                    "experience": f"Scripted {kind} lesson: check the state before each call.",
+                    "experience": f"Scripted {kind} lesson: check the state before each call.",  # FAILURE_LESSON
                     "tags": ["scripted"], "confidence": 0.9, "tools_used": [],
                 }]))
         if "Content for analysis:" in user:  # A-Mem's note construction: words of the content

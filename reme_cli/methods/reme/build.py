@@ -67,8 +67,9 @@ def assemble(ctx: BuildContext, staging: Path) -> BuildResult:
         "kind": "build-pool", "run": str(ctx.work), "config_hash": config_hash(cfg),
         "model": cfg.model.name, "summarizer": cfg.summarizer.name,
         "granularity": cfg.memory.granularity, "judge_threshold": cfg.memory.judge_threshold,
-        "dedup_threshold": cfg.memory.dedup_threshold, "samples": cfg.build.samples})
-    added = pool.add(candidates, dedup_threshold=cfg.memory.dedup_threshold)
+        "dedup_threshold": cfg.memory.dedup_threshold, "dedup_text": cfg.memory.dedup_text,
+        "samples": cfg.build.samples})
+    added = pool.add(candidates, dedup_threshold=cfg.memory.dedup_threshold, dedup_text=cfg.memory.dedup_text)
     pool.save()
 
     report = {

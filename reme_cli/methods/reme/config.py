@@ -1,19 +1,35 @@
-"""`memory=reme`: the method's settings. Paper values are the defaults; the official
-code's differ where noted (README, "Paper vs official code")."""
+"""`memory=reme`: the method's settings.
+
+The defaults are what the authors ran for the paper's tables (their reproduction FAQ, then
+their code of the experiments' period; results/authors_setup_evidence.md gives every
+source); ``experiment=paper_text`` sets the values the paper's text gives where they differ
+(README, "Fidelity: what the authors ran vs the paper's text")."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Any, Optional
 
 from reme_cli.core.config import check_choices
+
+# Deletion passes per trials of one worker in the authors' agents (65971baf):
+# bfcl_agent.py asks after every 5th trial (run_bfcl.py delete_freq=5); the AppWorld agent
+# after every trial (its counter test is commented out).
+AUTHORS_DELETE_EVERY = {"bfcl_v3": 5, "appworld": 1}
 
 
 @dataclass
 class ReflectionCfg:
     enabled: bool = True
-    max_retries: int = 3
-    judge: bool = True  # the LLM judge validates a kept lesson like any other experience
+    # Trials after a failed one: 2 = the FAQ's num_trials=3 (paper text: "up to 3" retries).
+    max_retries: int = 2
+    # summary: the failed trial is summarized (failure analysis, judged, de-duplicated) and
+    #   those memories guide the next trial instead of a retrieval; nothing is kept unless a
+    #   trial succeeds (the authors' agents).
+    # lesson: a reflection call writes a lesson that is appended to the guidance; the last
+    #   one is kept as an experience when a retry succeeds (the paper's text).
+    style: str = "summary"  # summary | lesson
+    judge: bool = True  # (lesson) the LLM judge validates a kept lesson like any other experience
 
 
 @dataclass
@@ -21,8 +37,13 @@ class DeletionCfg:
     enabled: bool = True
     alpha: int = 5
     beta: float = 0.5
-    rule: str = "le"  # le: u/f <= beta (paper) | lt: u/f < beta (official code)
-    every: int = 1  # tasks between deletion passes: 1 = after each task (paper); official BFCL: 5
+    rule: str = "lt"  # lt: u/f < beta (authors' code) | le: u/f <= beta (paper text)
+    # A deletion pass runs every `every` counted things; None: the authors' number for the
+    # benchmark (AUTHORS_DELETE_EVERY; 1 elsewhere), settled when the config is validated.
+    every: Optional[int] = None
+    # trials: trials run by the same worker (authors' per-worker counter) | tasks: tasks
+    # committed to the stream (paper text: "after each task")
+    counts: str = "trials"
 
 
 @dataclass
@@ -33,18 +54,20 @@ class ReMeConfig:
     reembed: bool = False
     top_k: int = 5
     retrieval_key: str = "usage_scenario"  # usage_scenario | task_query | generalized_query | keywords
-    rerank: bool = True  # LLM rerank of the top K (paper; v0.1.9/v0.2.0.4 default; 2026 scripts: off)
-    rewrite: bool = True  # LLM rewrite into task-specific guidance (same sources)
+    rerank: bool = False  # LLM rerank of the top K (FAQ scripts off; paper text and v0.1.9 service on)
+    rewrite: bool = False  # LLM rewrite into task-specific guidance (same sources)
     addition: str = "selective"  # selective | full
     granularity: str = "keypoint"  # keypoint | trajectory
-    judge_threshold: float = 0.3  # paper 0.3, official code 0.5
-    dedup_threshold: float = 0.85  # paper 0.85, official code 0.5
-    # What near-duplicate detection embeds: the retrieval key and the content (a lesson
-    # with an empty key is then not a duplicate of every other one), or the key alone.
-    dedup_text: str = "key_content"  # key_content | key
-    # Who earns u: the final outcome of the task (paper: "recall that contributes to
-    # success") or only the first attempt, the one that retrieved (official code).
-    u_credit: str = "final"  # final | first_attempt
+    judge_threshold: float = 0.5  # validation score kept (authors 0.5, paper text 0.3)
+    dedup_threshold: float = 0.5  # cosine above which a new experience is a duplicate (authors, #213)
+    # What near-duplicate detection compares:
+    # key_content_vs_key: a new experience's retrieval key + content against the pool's
+    #   retrieval vectors and the batch's key + content (the authors' memory_deduplication_op);
+    # key_content: key + content on both sides; key: the retrieval vectors on both sides.
+    dedup_text: str = "key_content_vs_key"
+    # Who earns u among the experiences a trial retrieved: that trial's own outcome (authors:
+    # every trial that retrieved is credited) or the task's final outcome (paper text).
+    u_credit: str = "trial"  # trial | final
     reflection: ReflectionCfg = field(default_factory=ReflectionCfg)
     deletion: DeletionCfg = field(default_factory=DeletionCfg)
 
@@ -54,8 +77,15 @@ class ReMeConfig:
             "addition": {"selective", "full"},
             "granularity": {"keypoint", "trajectory"},
             "deletion.rule": {"le", "lt"},
-            "dedup_text": {"key_content", "key"},
-            "u_credit": {"final", "first_attempt"},
+            "deletion.counts": {"trials", "tasks"},
+            "dedup_text": {"key_content_vs_key", "key_content", "key"},
+            "u_credit": {"trial", "final"},
+            "reflection.style": {"summary", "lesson"},
         }, {"top_k": 0, "reflection.max_retries": 0, "deletion.alpha": 1, "deletion.every": 1,
             "judge_threshold": 0, "dedup_threshold": 0, "deletion.beta": 0},
            {"judge_threshold": 1, "dedup_threshold": 1})
+
+    def settle(self, cfg: Any) -> None:
+        """Benchmark-dependent defaults (called once the whole config is validated)."""
+        if self.deletion.every is None:
+            self.deletion.every = AUTHORS_DELETE_EVERY.get(cfg.benchmark.name, 1)

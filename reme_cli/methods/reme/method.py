@@ -21,7 +21,7 @@ from reme_cli.methods.base import (Applied, Attempt, BuildContext, BuildResult, 
 from reme_cli.methods.reme.build import assemble, distill_training
 from reme_cli.methods.reme.config import ReMeConfig
 from reme_cli.methods.summarizer import SummarizerSettings
-from reme_cli.methods.reme.distill import distill_task, judge, reflect, reflection_experience
+from reme_cli.methods.reme.distill import DistillStats, distill_task, judge, reflect, reflection_experience
 from reme_cli.llm.embed import Embedder, make_embedder_for
 from reme_cli.methods.reme.events import apply_events
 from reme_cli.methods.reme.formats import sampling
@@ -129,6 +129,8 @@ class ReMe(Memory):
         self.pool = pool
         self.cfg = cfg
         self.summ = summarizer
+        # Trials each worker of the stream has run (the authors' agents count per worker).
+        self.trials_by_worker: dict[int, int] = {}
 
     @property
     def max_retries(self) -> int:
@@ -157,12 +159,22 @@ class ReMe(Memory):
 
     def replay(self, events: list[dict[str, Any]]) -> None:
         apply_events(self.pool, events)
+        for event in events:
+            if event["op"] == "trials":
+                self._count_trials(event["worker"], event["n"])
 
-    def apply(self, events: list[dict[str, Any]], committed: int) -> Applied:
-        """Counts, then additions (de-duplicated against the pool as it is now), then
-        deletion every ``deletion.every`` tasks of the stream (paper: 1; official BFCL: 5)."""
+    def _count_trials(self, worker: int, n: int) -> tuple[int, int]:
+        before = self.trials_by_worker.get(worker, 0)
+        self.trials_by_worker[worker] = before + n
+        return before, before + n
+
+    def apply(self, events: list[dict[str, Any]], committed: int, worker: int = 0) -> Applied:
+        """Counts, then additions (de-duplicated against the pool as it is now), then a
+        deletion pass when one is due: every ``deletion.every`` trials of this worker (the
+        authors' per-worker counter) or tasks of the stream (paper text)."""
         done: list[dict[str, Any]] = []
         added: list[str] = []
+        due = False
         for event in events:
             if event["op"] == "use":
                 self.pool.update_counts(event["ids"], retrieved=True, success=event["success"])
@@ -171,9 +183,15 @@ class ReMe(Memory):
                 for exp in self.pool.add(event["candidates"], self.cfg.dedup_threshold, self.cfg.dedup_text):
                     done.append({"op": "add", "source": exp.source, "experience": exp.to_dict()})
                     added.append(exp.id)
+            elif event["op"] == "trials":
+                before, after = self._count_trials(worker, event["n"])
+                done.append({"op": "trials", "worker": worker, "n": event["n"]})
+                every = self.cfg.deletion.every or 1
+                due = after // every > before // every if self.cfg.deletion.counts == "trials" else due
             else:
                 done.append(event)
-        due = (committed + 1) % self.cfg.deletion.every == 0
+        if self.cfg.deletion.counts == "tasks":
+            due = (committed + 1) % (self.cfg.deletion.every or 1) == 0
         doomed = [e for e in self.pool if deletable(e, self.cfg)] if due else []
         if doomed:
             self.pool.remove([e.id for e in doomed])
@@ -187,8 +205,66 @@ class ReMe(Memory):
 
     # ------------------------------------------------------------------ a unit
     async def attempt(self, task: Task, episode: Episode, retrieval: Retrieval) -> Tried:
-        """Attempt, and in dynamic mode reflect and retry a failed attempt (at most
-        ``reflection.max_retries`` times; a retry sees the lessons so far)."""
+        """Attempt; in dynamic mode a failed trial is followed by at most
+        ``reflection.max_retries`` more, guided as ``reflection.style`` says."""
+        if self.cfg.reflection.style == "lesson":
+            return await self._attempt_with_lessons(task, episode, retrieval)
+        return await self._attempt_with_summaries(task, episode, retrieval)
+
+    async def _attempt_with_summaries(self, task: Task, episode: Episode, retrieval: Retrieval) -> Tried:
+        """The authors' trials (65971baf bfcl_agent.py:604-699, appworld_react_agent.py:183-253).
+
+        Each trial is a fresh episode. In dynamic mode it is summarized (success or failure
+        analysis, judged, de-duplicated against the pool); the next trial is guided by the
+        previous trial's summary instead of a retrieval, or retrieves again if the summary
+        came back empty. The last trial run is the one scored."""
+        attempts: list[Attempt] = []
+        trials: list[dict[str, Any]] = []
+        carry: list[tuple[Retrieval | None, list[Experience]]] = []  # per trial: its retrieval, its summary
+        stats = DistillStats()
+        current: Retrieval | None = retrieval
+        guidance = retrieval.guidance
+        for i in range(1 + self.max_retries):
+            if i > 0:
+                previous = carry[-1][1]
+                current = None if previous else await self.retrieve(task)
+                guidance = format_guidance(previous) if previous else current.guidance
+            attempts.append(await episode(guidance, i))
+            outcome = attempts[-1].outcome
+            summary = await self._summarize(task, attempts[-1], stats) if self.learning else []
+            carry.append((current, summary))
+            trials.append({"guided_by": "retrieval" if current is not None else "previous_summary",
+                           "retrieved_ids": current.ids if current is not None else [],
+                           **({"guidance": guidance} if i > 0 else {}),
+                           "success": outcome.success, "summarized": len(summary)})
+            if outcome.success:
+                break
+        record = {"trials": trials} if self.learning else {}
+        if self.learning:
+            record["distill"] = stats.to_dict()
+        return Tried(attempts, record, carry=carry)
+
+    async def _summarize(self, task: Task, attempt: Attempt, stats: DistillStats) -> list[Experience]:
+        """What the authors' summary_task_memory returns for one trajectory: its success or
+        failure analysis, validated by the judge and de-duplicated against the pool."""
+        candidates, distilled = await distill_task(
+            self.summ.llm, task, [(attempt.trajectory, attempt.outcome)], granularity=self.cfg.granularity,
+            author=self.summ.author, **self._sampling("distill"))
+        candidates, judged = await judge(self.summ.llm, task, candidates, threshold=self.cfg.judge_threshold,
+                                         **self._sampling("judge"))
+        stats.merge(distilled)
+        stats.merge(judged)
+        if not candidates:
+            return []
+        return await asyncio.to_thread(self._novel, candidates)
+
+    def _novel(self, candidates: list[Experience]) -> list[Experience]:
+        with self.guard:
+            return self.pool.novel(candidates, self.cfg.dedup_threshold, self.cfg.dedup_text)
+
+    async def _attempt_with_lessons(self, task: Task, episode: Episode, retrieval: Retrieval) -> Tried:
+        """The paper's text: reflect on a failed attempt and retry with the lessons so far
+        appended to the retrieved guidance."""
         attempts: list[Attempt] = []
         lessons: list[str] = []
         for i in range(1 + self.max_retries):
@@ -225,13 +301,48 @@ class ReMe(Memory):
             return self.pool.search(query, k)
 
     async def learn(self, task: Task, tried: Tried, retrieval: Retrieval, unit: str) -> Learned:
+        if self.cfg.reflection.style == "lesson":
+            events, stats = await self._learn_from_lessons(task, tried, retrieval, unit)
+        else:
+            events = self._learn_from_summaries(task, tried, unit)
+            stats = None  # the summaries' counts are in the attempt's record
+        events.append({"op": "trials", "n": len(tried.attempts)})
+        # The record's keys in their order; what the commit decides is filled in then.
+        record = {"added": [], "deleted": [], "pool_size": None, "mean_utility": None}
+        if stats is not None:
+            record["distill"] = stats.to_dict()
+        return Learned(record, events)
+
+    def _learn_from_summaries(self, task: Task, tried: Tried, unit: str) -> list[dict[str, Any]]:
+        """Credit every trial that retrieved (f + 1, u + 1 on its success: the authors'
+        record_task_memory after each trial), then add the summaries of the successful
+        trial (selective) or of every trial (full)."""
+        final = tried.attempts[-1].outcome.success
+        events: list[dict[str, Any]] = []
+        candidates: list[Experience] = []
+        for attempt, (got, summary) in zip(tried.attempts, tried.carry, strict=True):
+            if got is not None and got.ids:
+                credited = attempt.outcome.success if self.cfg.u_credit == "trial" else final
+                events += [{"op": "retrieve", "task_id": task.id, "ids": got.ids, "scores": got.scores},
+                           {"op": "use", "ids": got.ids, "success": credited}]
+            if attempt.outcome.success or self.cfg.addition == "full":
+                candidates += summary
+        if candidates:
+            # A summary was de-duplicated against the pool of its trial's time; the commit
+            # checks again against the pool as it is then.
+            assign_stable_ids(candidates, unit)
+            events.append({"op": "add", "candidates": candidates})
+        return events
+
+    async def _learn_from_lessons(self, task: Task, tried: Tried, retrieval: Retrieval,
+                                  unit: str) -> tuple[list[dict[str, Any]], DistillStats | None]:
         attempts, lessons = tried.attempts, tried.record.get("lessons", [])
         final = attempts[-1].outcome
         pairs = [(a.trajectory, a.outcome) for a in attempts]
         events: list[dict[str, Any]] = []
         if retrieval.ids:
-            # u: the task's final success (paper) or the first attempt's, the one that
-            # retrieved; retries retrieve nothing (official code).
+            # Only the first attempt retrieved: u on the task's final success (paper text)
+            # or on that attempt's own.
             credited = final.success if self.cfg.u_credit == "final" else attempts[0].outcome.success
             events += [{"op": "retrieve", "task_id": task.id, "ids": retrieval.ids, "scores": retrieval.scores},
                        {"op": "use", "ids": retrieval.ids, "success": credited}]
@@ -259,10 +370,7 @@ class ReMe(Memory):
         if candidates:
             assign_stable_ids(candidates, unit)
             events.append({"op": "add", "candidates": candidates})
-        # The record's keys in their order; what the commit decides is filled in then.
-        record = {"added": [], "deleted": [], "distill": stats.to_dict() if stats else None,
-                  "pool_size": None, "mean_utility": None}
-        return Learned(record, events)
+        return events, stats
 
     def _sampling(self, role: str) -> dict[str, Any]:
         return sampling(self.summ, role)

@@ -221,9 +221,8 @@ class Pool:
         """Embed and add; returns the experiences actually added.
 
         With a threshold, a candidate whose cosine to any pool member or to an earlier
-        kept candidate of the same batch is >= threshold is dropped (see `last_dropped`).
-        ``dedup_text="key_content"`` compares retrieval key and content together instead of
-        the retrieval vectors (the key alone is empty for some keys and experiences).
+        kept candidate of the same batch is above it is dropped (see `last_dropped`).
+        ``dedup_text`` says which texts are compared (``ReMeConfig.dedup_text``).
         """
         cands = list(experiences)
         with self._lock:
@@ -236,12 +235,7 @@ class Pool:
             if not cands:
                 return []
             vecs = self.embedder.embed([c.retrieval_text(self.retrieval_key) for c in cands])
-            if dedup_text == "key_content" and dedup_threshold is not None:
-                text = lambda e: f"{e.retrieval_text(self.retrieval_key)}\n{e.content}"  # noqa: E731
-                keep = self._select_novel(cands, self.embedder.embed([text(c) for c in cands]), dedup_threshold,
-                                          self.embedder.embed([text(e) for e in self._items]) if self._items else None)
-            else:
-                keep = self._select_novel(cands, vecs, dedup_threshold)
+            keep = self._novel(cands, vecs, dedup_threshold, dedup_text)
             kept = [copy.deepcopy(cands[i]) for i in keep]
             start = len(self._items)
             self._items.extend(kept)
@@ -250,6 +244,35 @@ class Pool:
             self._vecs = np.concatenate([self._vecs, new_vecs])
             self._index.add(new_vecs)
             return copy.deepcopy(kept)
+
+    def novel(self, experiences: Iterable[Experience], dedup_threshold: float,
+              dedup_text: str = "key") -> list[Experience]:
+        """The candidates ``add`` would keep, without adding them (nor touching `last_dropped`)."""
+        cands = list(experiences)
+        if not cands:
+            return []
+        with self._lock:
+            dropped = self.last_dropped
+            try:
+                vecs = self.embedder.embed([c.retrieval_text(self.retrieval_key) for c in cands])
+                return [cands[i] for i in self._novel(cands, vecs, dedup_threshold, dedup_text)]
+            finally:
+                self.last_dropped = dropped
+
+    def _novel(self, cands: list[Experience], vecs: np.ndarray, threshold: float | None,
+               dedup_text: str) -> list[int]:
+        if threshold is None or dedup_text == "key":
+            return self._select_novel(cands, vecs, threshold)
+        # An empty retrieval key (a lesson under generalized_query / keywords) would make
+        # every such candidate a duplicate of the others: key and content together.
+        text = lambda e: f"{e.retrieval_text(self.retrieval_key)} {e.content}"  # noqa: E731
+        cand_vecs = self.embedder.embed([text(c) for c in cands])
+        if dedup_text == "key_content_vs_key":
+            # The authors' memory_deduplication_op: the new memory's "when_to_use content"
+            # against the stored nodes, which embed when_to_use alone (the retrieval vectors).
+            return self._select_novel(cands, cand_vecs, threshold)
+        pool_vecs = self.embedder.embed([text(e) for e in self._items]) if self._items else None
+        return self._select_novel(cands, cand_vecs, threshold, pool_vecs)
 
     def _select_novel(self, cands: list[Experience], vecs: np.ndarray, threshold: float | None,
                       pool_vecs: np.ndarray | None = None) -> list[int]:
@@ -275,7 +298,7 @@ class Pool:
                 j = keep[int(np.argmax(within[i, keep]))]
                 if within[i, j] > best_sim[i]:
                     best_sim[i], best_id[i] = within[i, j], cands[j].id
-            if best_sim[i] >= threshold:
+            if best_sim[i] > threshold:  # strictly above, as the authors' op (#213)
                 self.last_dropped.append((copy.deepcopy(cands[i]), str(best_id[i]), float(best_sim[i])))
             else:
                 keep.append(i)

@@ -20,9 +20,9 @@ joined by ``"\\n"``; benchmark/bfcl/bfcl_agent.py renames "Memory" to "Experienc
 ``Task:`` and the query. Response caches key on this text: change it only on purpose.
 
 Rerank (over the top K retrieved) and rewrite are part of the paper's reuse stage and ran by
-default in the code of the paper's period (v0.1.9, v0.2.0.4); the 2026 scripts switch them
-off (``experiment=official_code``). Both fall back to the plain path on any unusable LLM
-answer.
+default in the service of the paper's period (v0.1.9, v0.2.0.4); the FAQ's scripts switch
+them off, which is reme's default (``experiment=paper_text`` turns them on). Both fall back
+to the plain path on any unusable LLM answer.
 """
 
 from __future__ import annotations
