@@ -43,6 +43,10 @@ Definitions
   ``fuzzy``: best difflib ratio against any user message of a train task
   >= ``--fuzzy`` (default 0.9; includes exact matches).
   All three are restricted to the 50 official *train* tasks unless stated.
+* ``--gorilla DIR`` (a clone of ShishirPatil/gorilla): also compare each wheel's
+  ``bfcl_eval`` package, file by file (git blob ids), and its multi_turn_base data
+  hash with the package at ``--commit`` (default ea13468, the commit the ReMe authors'
+  FAQ names).
 """
 
 from __future__ import annotations
@@ -52,6 +56,7 @@ import difflib
 import hashlib
 import json
 import re
+import subprocess
 import sys
 import zipfile
 from pathlib import Path
@@ -136,6 +141,50 @@ class Release:
                         self.messages.setdefault(norm(msg["content"]), []).append((tid, turn_idx))
 
 
+GORILLA_PKG = "berkeley-function-call-leaderboard/"  # where bfcl_eval/ sits in the gorilla repository
+AUTHORS_COMMIT = "ea13468e4423454d0c213704fb87cf7cb3990433"  # ReMe FAQ:52
+
+
+def git_blob_id(data: bytes) -> str:
+    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+
+
+def commit_package(gorilla: Path, commit: str) -> tuple[dict[str, str], str]:
+    """The commit's ``bfcl_eval`` files (path -> blob id) and its multi_turn_base data hash."""
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(gorilla), *args], check=True, capture_output=True,
+                              text=True).stdout
+    files = {}
+    for line in git("ls-tree", "-r", commit, GORILLA_PKG + "bfcl_eval/").splitlines():
+        meta, path = line.split("\t", 1)
+        files[path[len(GORILLA_PKG):]] = meta.split()[2]
+    data = next(p for p in files if DATA_RE.search(p))
+    answer = next(p for p in files if ANSWER_RE.search(p))
+    tasks = {t["id"]: t for t in read_jsonl(git("show", f"{commit}:{GORILLA_PKG}{data}").encode())}
+    answers = {a["id"]: a["ground_truth"] for a in read_jsonl(git("show", f"{commit}:{GORILLA_PKG}{answer}").encode())}
+    data_hash = short_hash({k: [t["question"], t["initial_config"], answers.get(k)] for k, t in tasks.items()})
+    return files, data_hash
+
+
+def compare_with_commit(releases: list["Release"], gorilla: Path, commit: str) -> list[str]:
+    files, data_hash = commit_package(gorilla, commit)
+    out = [f"## gorilla `{commit[:7]}` vs each wheel\n",
+           f"The commit's `bfcl_eval` package: {len(files)} files, multi_turn_base data hash `{data_hash}`. "
+           "Files compared by git blob id.\n",
+           "| release | same files | differing | only in wheel | only in commit | data hash equal | differing files (first 4) |",
+           "|---|---|---|---|---|---|---|"]
+    for r in releases:
+        with zipfile.ZipFile(r.wheel) as zf:
+            wheel = {n: git_blob_id(zf.read(n)) for n in zf.namelist() if n.startswith("bfcl_eval/") and not n.endswith("/")}
+        differ = sorted(n for n in wheel.keys() & files.keys() if wheel[n] != files[n])
+        same = len(wheel.keys() & files.keys()) - len(differ)
+        out.append(f"| {r.version} | {same} | {len(differ)} | {len(wheel.keys() - files.keys())} | "
+                   f"{len(files.keys() - wheel.keys())} | {'yes' if r.data_hash == data_hash else 'no'} | "
+                   f"{', '.join(differ[:4])} |")
+    out.append("")
+    return out
+
+
 def load_pools(pool_dir: Path) -> dict[str, list[dict]]:
     pools = {}
     for model in POOL_MODELS:
@@ -212,6 +261,8 @@ def main(argv=None) -> int:
     ap.add_argument("--pypi-json", type=Path, default=None,
                     help="saved https://pypi.org/pypi/bfcl-eval/json (for upload dates)")
     ap.add_argument("--fuzzy", type=float, default=0.9, help="difflib ratio threshold (default 0.9)")
+    ap.add_argument("--gorilla", type=Path, default=None, help="a git clone of ShishirPatil/gorilla (optional)")
+    ap.add_argument("--commit", default=AUTHORS_COMMIT, help="the gorilla commit to compare with (default ea13468)")
     args = ap.parse_args(argv)
 
     wheels = sorted(args.wheel_dir.glob("bfcl_eval-*.whl"), key=lambda p: version_key(p.name.split("-")[1]))
@@ -316,6 +367,8 @@ def main(argv=None) -> int:
       "Per release (doc requires / backend accepts): " +
       "; ".join(f"{r.version}: {'req' if r.doc_travel_cost else '-'}/{'yes' if r.backend_travel_cost else 'no'}"
                 for r in releases) + ".\n")
+    if args.gorilla:
+        out += compare_with_commit(releases, args.gorilla, args.commit)
     print("\n".join(out))
     return 0
 

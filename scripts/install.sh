@@ -79,9 +79,10 @@ pip_install -e ".[${extras}]"
 # bfcl-eval's declared dependencies pull torch+CUDA and ~20 vendor SDKs and pin numpy 1.26;
 # its data, backends and checker need none of them (reme depends on mpmath and filelock).
 pip_install --no-deps -r requirements-bfcl.txt
-# The paper's BFCL release (bfcl-eval 2025.6.15), unpacked beside the venv for
-# benchmark.release=paper (reme_cli/bench/bfcl_release.py); a few MB from PyPI.
-python -m reme_cli.bench.bfcl_release install >/dev/null
+# The paper's BFCL release (bfcl-eval 2025.7.17 = the authors' gorilla ea13468), unpacked beside
+# the venv now so benchmark.release=paper works offline (reme_cli/bench/bfcl_release.py); a few
+# MB from PyPI. Other versions are downloaded on first use.
+python -m reme_cli.bench.bfcl_release install paper >/dev/null
 python -c "import reme_cli, bfcl_eval, llama_cpp, faiss, sentence_transformers"
 
 # The tests run AppWorld episodes: its own virtualenv, from the pinned version (~2 min).

@@ -42,7 +42,7 @@ from reme_cli.bench.calls import (  # noqa: E402
     is_identifier,
     parse_call_string,
 )
-from reme_cli.bench.bfcl_release import RELEASES  # noqa: E402
+from reme_cli.bench.bfcl_release import check_release  # noqa: E402
 from reme_cli.bench.bfcl_release import ensure as ensure_release  # noqa: E402
 from reme_cli.core.config import check_choices  # noqa: E402
 from reme_cli.core.errors import UserError  # noqa: E402
@@ -57,7 +57,7 @@ try:  # only dependency-free modules of bfcl-eval (installed with --no-deps)
             MULTI_TURN_FUNC_DOC_FILE_MAPPING,
             STATELESS_CLASSES,
         )
-    except ImportError:  # releases up to 2025.6.x (the paper's): the same tables, elsewhere
+    except ImportError:  # releases before 2025.8.25 (the paper's 2025.7.17 too): the same tables, elsewhere
         from bfcl_eval.constants.category_mapping import MULTI_TURN_FUNC_DOC_FILE_MAPPING
         from bfcl_eval.eval_checker.multi_turn_eval.multi_turn_utils import (
             CLASS_FILE_PATH_MAPPING,
@@ -223,13 +223,14 @@ def _param_names(classes: tuple[str, ...]) -> dict[str, tuple[str, ...]]:
 class BFCLConfig(BenchmarkConfig):
     name: str = "bfcl_v3"
     max_steps_per_turn: int = 20  # model calls per user turn (bfcl-eval's own limit)
-    # Whose data, backends and checker: the pinned bfcl-eval (current) or the release the
-    # paper's pools were built on (paper: reme_cli/bench/bfcl_release.py).
+    # Whose data, backends and checker: the pinned bfcl-eval (current), the authors' (paper)
+    # or any bfcl-eval version (reme_cli/bench/bfcl_release.py).
     release: str = "current"
 
     def check(self) -> None:
-        check_choices("benchmark", self, {"split": {"train", "test"}, "release": set(RELEASES)},
+        check_choices("benchmark", self, {"split": {"train", "test"}},
                       {"limit": 1, "max_interactions": 1, "max_steps_per_turn": 1})
+        check_release(self.release)
 
 
 class BFCLBenchmark:

@@ -1,15 +1,19 @@
-"""BFCL data releases side by side: the pinned current one, and the paper's.
+"""BFCL data releases side by side: the pinned one, and any other ``bfcl-eval`` version.
 
-The authors' experience pools fit the multi_turn_base questions of ``bfcl-eval<=2025.6.15``
-(``results/bfcl_release_evidence.md``); later releases reworded tasks, fixed ground truth
-and changed the backends. Data, ground truth, backends and checker must come from one
-release, and one Python process can import only one ``bfcl_eval``. So the paper's release is
+Data, ground truth, backends and checker must come from one release, and one Python
+process can import only one ``bfcl_eval``. So ``benchmark.release`` names a version (or
+``paper`` / ``current``, names for two of them); a version other than the imported one is
 unpacked beside the venv (``<prefix>/share/reme/bfcl-eval-<version>``, no second
 virtualenv), and a command whose config asks for it re-executes itself with that copy
 first on ``PYTHONPATH`` (a ``Reexec``, which the CLI carries out).
 
-    python -m reme_cli.bench.bfcl_release install     # what scripts/install.sh runs
-    python -m reme_cli.bench.bfcl_release diff        # per-task differences, current vs paper
+``paper`` is the release the authors ran: their reproduction FAQ names gorilla commit
+ea13468, whose ``bfcl_eval`` package is file for file the ``bfcl-eval==2025.7.17`` wheel
+(``results/bfcl_release_evidence.md``). scripts/install.sh installs it, so it works offline;
+other versions are downloaded on first use.
+
+    python -m reme_cli.bench.bfcl_release install [RELEASE]   # default paper; what scripts/install.sh runs
+    python -m reme_cli.bench.bfcl_release diff                # per-task differences, current vs paper
 """
 
 from __future__ import annotations
@@ -17,6 +21,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -25,14 +31,27 @@ from pathlib import Path
 
 from reme_cli.core.errors import Reexec, UserError
 
-RELEASES = {"current": "2026.3.23", "paper": "2025.6.15"}
+RELEASES = {"current": "2026.3.23", "paper": "2025.7.17"}  # current: the pin in pyproject.toml
 SWITCHED_ENV = "REME_BFCL_RELEASE"  # set in the re-executed process: never switch twice
+ROOT_ENV = "REME_BFCL_RELEASES_DIR"  # where releases are unpacked, if not beside the venv
+_VERSION = re.compile(r"\d+(\.\d+)+")
+
+
+def check_release(release: object) -> None:
+    """One line for a value that is neither a name nor a version (the config check)."""
+    if release not in RELEASES and not (isinstance(release, str) and _VERSION.fullmatch(release)):
+        raise UserError(f"benchmark.release={release!r} is not allowed; give {' or '.join(RELEASES)} "
+                        "or a bfcl-eval version such as 2025.6.15")
+
+
+def version_of(release: str) -> str:
+    check_release(release)
+    return RELEASES.get(release, release)
 
 
 def release_dir(release: str) -> Path:
-    version = RELEASES[release]
-    override = os.environ.get(f"REME_BFCL_{release.upper()}_DIR")
-    return Path(override) if override else Path(sys.prefix) / "share" / "reme" / f"bfcl-eval-{version}"
+    root = os.environ.get(ROOT_ENV) or Path(sys.prefix) / "share" / "reme"
+    return Path(root) / f"bfcl-eval-{version_of(release)}"
 
 
 def loaded_version() -> str | None:
@@ -48,25 +67,30 @@ def loaded_version() -> str | None:
 
 
 def ensure(release: str) -> None:
-    """Return if this process runs ``release``; else ask for a re-execution with it (``Reexec``)
-    or say how to get it."""
-    if loaded_version() == RELEASES[release]:
+    """Return if this process runs ``release``; else ask for a re-execution with it (``Reexec``),
+    downloading it first if it is not unpacked yet."""
+    version = version_of(release)
+    if loaded_version() == version:
         return
-    if release == "current":
-        if os.environ.get(SWITCHED_ENV):
-            raise UserError("one command cannot mix BFCL releases; run the current-release jobs separately")
-        raise UserError(f"bfcl-eval {loaded_version()} is imported, but benchmark.release=current needs "
-                        f"{RELEASES['current']}: bash scripts/install.sh")
-    path = release_dir(release)
-    if not (path / "bfcl_eval").is_dir():
-        raise UserError(f"benchmark.release={release} needs bfcl-eval {RELEASES[release]} beside the pinned one: "
-                        "python -m reme_cli.bench.bfcl_release install (scripts/install.sh does it)")
     if os.environ.get(SWITCHED_ENV):
-        raise UserError("one command cannot mix BFCL releases; run the paper-release jobs separately")
+        raise UserError(f"one command cannot mix BFCL releases; run the benchmark.release={release} jobs separately")
+    if version == RELEASES["current"]:
+        raise UserError(f"bfcl-eval {loaded_version()} is imported, but benchmark.release={release} needs the "
+                        f"pinned {version}: bash scripts/install.sh")
+    path = installed(release)
     # The same command again, with the release's copy importable first.
     pythonpath = os.pathsep.join(p for p in (str(path), os.environ.get("PYTHONPATH", "")) if p)
-    raise Reexec(f"switch to bfcl-eval {RELEASES[release]} at {path}",
-                 {"PYTHONPATH": pythonpath, SWITCHED_ENV: release})
+    raise Reexec(f"switch to bfcl-eval {version} at {path}", {"PYTHONPATH": pythonpath, SWITCHED_ENV: version})
+
+
+def installed(release: str) -> Path:
+    """The release's unpacked copy; downloaded now (saying so) if this is its first use."""
+    path = release_dir(release)
+    if not (path / "bfcl_eval").is_dir():
+        print(f"note: bfcl-eval {version_of(release)} (benchmark.release={release}) is used for the first time: "
+              f"downloading it from PyPI into {path}", file=sys.stderr)
+        install(release)
+    return path
 
 
 def install(release: str = "paper") -> Path:
@@ -74,15 +98,35 @@ def install(release: str = "paper") -> Path:
     target = release_dir(release)
     if (target / "bfcl_eval").is_dir():
         return target
-    version = RELEASES[release]
+    version = version_of(release)
+    target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
-        subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary", ":all:",
-                        "-d", tmp, f"bfcl-eval=={version}"], check=True)
-        (wheel,) = Path(tmp).glob("bfcl_eval-*.whl")
-        staging = target.with_name(target.name + ".partial")
-        zipfile.ZipFile(wheel).extractall(staging)
-        staging.rename(target)
+        proc = subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary", ":all:",
+                               "-d", tmp, f"bfcl-eval=={version}"], capture_output=True, text=True)
+        wheels = list(Path(tmp).glob("bfcl_eval-*.whl"))
+        if proc.returncode or len(wheels) != 1:
+            raise UserError(_download_error(release, version, proc.stderr))
+        # A private staging folder, renamed into place: a concurrent install cannot see half a release.
+        staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+        zipfile.ZipFile(wheels[0]).extractall(staging)
+        try:
+            staging.rename(target)
+        except OSError:
+            if not (target / "bfcl_eval").is_dir():
+                raise
+            shutil.rmtree(staging)  # another process unpacked the same release first
     return target
+
+
+def _download_error(release: str, version: str, pip_stderr: str) -> str:
+    known = re.search(r"\(from versions: ([^)]*)\)", pip_stderr)
+    versions = [v.strip() for v in known.group(1).split(",")] if known and known.group(1) != "none" else []
+    if versions and version not in versions:  # PyPI answered, and has no such release
+        return (f"bfcl-eval {version} (benchmark.release={release}) is not on PyPI; "
+                f"its releases run from {versions[0]} to {versions[-1]}")
+    last = next((line.strip() for line in reversed(pip_stderr.splitlines()) if line.strip()), "no output")
+    return (f"could not download bfcl-eval {version} (pip: {last}); with network access run: "
+            f"python -m reme_cli.bench.bfcl_release install {release}")
 
 
 def diff(current_dir: Path, paper_dir: Path) -> list[dict]:
@@ -107,18 +151,19 @@ def diff(current_dir: Path, paper_dir: Path) -> list[dict]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m reme_cli.bench.bfcl_release")
     sub = parser.add_subparsers(dest="cmd", required=True)
-    sub.add_parser("install", help="unpack the paper's bfcl-eval release beside the pinned one")
+    inst = sub.add_parser("install", help="unpack a bfcl-eval release beside the pinned one (default: paper)")
+    inst.add_argument("release", nargs="?", default="paper", help="paper, current or a version such as 2025.6.15")
     sub.add_parser("diff", help="per-task differences between the current and the paper release")
     args = parser.parse_args(argv)
     if args.cmd == "install":
-        print(install("paper"))
+        print(install(args.release))
         return 0
     import importlib.util
 
     current = Path(importlib.util.find_spec("bfcl_eval").origin).parent.parent
     split = json.loads((Path(__file__).parent / "data" / "bfcl_v3_split.json").read_text())
     where = {t: s for s in ("train", "test") for t in split[s]}
-    rows = diff(current, release_dir("paper"))
+    rows = diff(current, installed("paper"))
     print(f"| task | split | differs in |  (bfcl-eval {RELEASES['current']} vs {RELEASES['paper']})")
     print("| --- | --- | --- |")
     for r in rows:
@@ -128,4 +173,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    try:
+        raise SystemExit(main())
+    except UserError as exc:  # one line, as the CLI says it
+        print(f"error: {exc}", file=sys.stderr)
+        raise SystemExit(exc.exit_code) from None
