@@ -93,7 +93,7 @@ def reme(workdir, *args, **kw):
 
 def test_deletion_rule_at_its_boundaries():
     paper, code = ReMeConfig(), ReMeConfig()
-    code.deletion.rule = "lt"
+    paper.deletion.rule = "le"
 
     def exp(f, u):
         return Experience(when_to_use="w", content="c", source="success", f=f, u=u)
@@ -149,7 +149,7 @@ def test_dynamic_refines_deterministically_and_events_rebuild_the_pool(workdir, 
         assert final_a == _pool_state(b / "streams" / stream / "pool")
         events = _events(a / "streams" / stream)
         ops = {e["op"] for e in events}
-        assert {"retrieve", "use", "add"} <= ops and ops <= {"retrieve", "use", "add", "delete"}
+        assert {"retrieve", "use", "add", "trials"} <= ops and ops <= {"retrieve", "use", "add", "delete", "trials"}
         assert any(e["op"] == "add" and e["source"] == "reflection" for e in events)
         for e in events:
             if e["op"] == "delete":
@@ -259,6 +259,17 @@ def test_authors_protocol_with_four_workers_survives_kill_and_resume(workdir, ba
     assert [e["id"] for e in final] == start + added and added  # successes added what dedup kept
     by_hand = _credited_by_hand(trials)
     assert {e["id"]: (e["f"], e["u"]) for e in final if (e["f"], e["u"]) != (0, 0)} == by_hand
+
+    # Killed after the last record but before the stream's final pool was written: the
+    # pool left is the start's copy. Rerunning the finished run writes it again from the log.
+    pool_dir = out / "streams" / "s0_r0" / "pool"
+    (pool_dir / "experiences.jsonl").write_text((base_pool / "experiences.jsonl").read_text())
+    again = subprocess.run(args, cwd=workdir, env=env, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stderr[-2000:]
+    def untimed(rows):  # a replay stamps its own update times
+        return [{k: v for k, v in r.items() if k not in ("created_at", "updated_at")} for r in rows]
+    restored = [json.loads(l) for l in (pool_dir / "experiences.jsonl").read_text().splitlines()]
+    assert untimed(restored) == untimed(final)
 
 
 def test_experiment_scope_shares_one_pool_across_runs_and_resumes(workdir, base_pool, slow_server):

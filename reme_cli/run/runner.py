@@ -100,7 +100,10 @@ class Runner:
         self._done = self.run_dir.finished_units()
         slots = asyncio.Semaphore(self.concurrency)
         writer = self.run_dir.trial_writer()
-        todo = [s for s in streams if any(u.key not in self._done for u in s)]
+        # Every stream, finished ones too: opening a finished dynamic stream replays its
+        # commit log and ``finish`` writes its final state, which a kill after the last
+        # record but before that write would otherwise leave stale.
+        todo = list(streams)
         if self.progress:
             self.progress.start(total=sum(len(s) for s in streams), done=self.run_dir.trials())
 
