@@ -221,7 +221,7 @@ def ablate_cmd(
 
     Pools are built once and shared; rerunning the same command resumes every run.
 
-    Example: reme ablate topk benchmark.limit=2 eval.runs=1 eval.seeds=1 build.samples=2
+    Example: reme ablate topk suite.start=built benchmark.limit=2 eval.runs=1 eval.seeds=1 build.samples=2
 
     Example: reme ablate table3 model=qwen3-8b llm.base_url=http://127.0.0.1:8000/v1 --dry-run
     """

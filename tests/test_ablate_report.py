@@ -8,8 +8,9 @@ import re
 
 import pytest
 
-from reme_cli.commands.ablate import plan
+from reme_cli.commands.ablate import load_suite, plan
 from reme_cli.core.config import compose, config_dir
+from reme_cli.core.errors import UserError
 from reme_cli.testing.scripted_server import (
     AgentAndSummarizerPolicy,
     BFCLReplayPolicy,
@@ -19,6 +20,9 @@ from reme_cli.testing.scripted_server import (
 
 SUITES = sorted(p.stem for p in (config_dir() / "ablation").glob("*.yaml"))
 EXPERIMENTS = sorted(p.stem for p in (config_dir() / "experiment").glob("*.yaml"))
+# The suites whose ReMe rows are the paper's ReMe with the paper's pool: they start from the
+# released pool. Tables 2, 4 and 5 vary how a pool is built or keyed (their files say why).
+RELEASED_START = {"table1", "table3", "topk", "alpha_beta"}
 GPU = ["model=qwen3-8b", "embedding=minilm", "llm.base_url=http://127.0.0.1:9/v1", "benchmark.release=current"]
 
 
@@ -42,19 +46,72 @@ def test_every_suite_composes_and_validates(suite, tmp_path):
     assert not (tmp_path / "ablate").exists()  # planning writes nothing
 
 
+@pytest.mark.parametrize("suite", SUITES)
+def test_the_paper_suites_start_reme_from_the_released_pool_unless_told_to_build(suite, tmp_path):
+    if suite not in RELEASED_START:
+        assert "start" not in load_suite(suite)
+        with pytest.raises(UserError, match=f"suite {suite} has no start to choose"):
+            plan(suite, [*GPU, f"runs_root={tmp_path}", "suite.start=built"])
+        return
+    released = plan(suite, [*GPU, f"runs_root={tmp_path}"])
+    built = plan(suite, [*GPU, f"runs_root={tmp_path}", "suite.start=built"])
+    (imported,) = [j for j in released.pools if j.name == "reme"]
+    assert (imported.start, imported.source, imported.units) == ("released", "official:bfcl/qwen3-8b", 0)
+    (own,) = [j for j in built.pools if j.name == "reme"]
+    assert (own.start, own.source) == ("built", None) and own.units > 0 and own.cfg.benchmark.split == "train"
+    # Two directories: a built pool never resumes runs that started from the released one.
+    assert released.path.name.endswith("-released") and built.path.name.endswith("-built")
+    assert {j.label for j in released.runs} == {j.label for j in built.runs}
+    assert all(str(released.path) in j.cfg.memory.pool for j in released.runs if j.pool == "reme")
+    assert all(str(built.path) in j.cfg.memory.pool for j in built.runs if j.pool == "reme")
+
+
+def test_a_bad_start_fails_the_plan(tmp_path):
+    with pytest.raises(UserError, match=r"suite.start=bogus: choose suite.start=released or suite.start=built"):
+        plan("table1", [*GPU, "suite.start=bogus"])
+    with pytest.raises(UserError, match=r"suite.begin=built: a suite takes suite.start=\.\.\."):
+        plan("table1", [*GPU, "suite.begin=built"])
+    two = tmp_path / "two.yaml"
+    two.write_text("pools: {p: {released: official, built: []}}\nvariants:\n  x: {mode: fixed, pool: p}\n")
+    with pytest.raises(UserError, match="pool p has two forms, so the suite needs start: released | built"):
+        plan(str(two), GPU)
+    two.write_text("start: built\npools: {p: {released: [], built: []}}\nvariants:\n  x: {mode: fixed, pool: p}\n")
+    with pytest.raises(UserError, match="pool p's two forms must be"):
+        plan(str(two), GPU)
+    two.write_text("start: built\npools: {p: []}\nvariants:\n  x: {mode: fixed, pool: p}\n")
+    with pytest.raises(UserError, match="start: 'built' chooses nothing"):
+        plan(str(two), GPU)
+
+
+def test_a_model_without_a_released_pool_is_told_to_build_it(reme):
+    proc = reme("ablate", "table1", "model=local", "--dry-run")
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1
+    assert "released no pool for benchmark bfcl_v3 and model local" in proc.stderr
+    assert proc.stderr.strip().endswith("build ReMe's pool here instead: suite.start=built")
+    built = reme("ablate", "table1", "model=local", "suite.start=built", "--dry-run", check=True)
+    assert built.stdout.strip().endswith("table1-bfcl_v3-local-built")
+
+
 @pytest.mark.parametrize("experiment", EXPERIMENTS)
 def test_every_experiment_composes(experiment):
     assert compose([f"experiment={experiment}"]).experiment == experiment
 
 
 def test_table3_dry_run_prints_the_exact_plan(reme):
-    proc = reme("ablate", "table3", *GPU, "benchmark.limit=3", "eval.runs=2", "eval.seeds=2", "build.samples=2",
-                "--dry-run", check=True)
-    # pool: 3 train tasks x 2 samples = 6; 4 variants x (3 test tasks x 2 runs x 2 seeds = 12) = 48
-    text = re.sub(r"\s+", " ", proc.stderr)
-    assert "1 pool(s) to build or import, 4 run(s), 54 units, at most 1620 executor LLM calls" in text  # 54 x 30
+    args = ("ablate", "table3", *GPU, "benchmark.limit=3", "eval.runs=2", "eval.seeds=2", "build.samples=2",
+            "--dry-run")
+    released = re.sub(r"[\s│]+", " ", reme(*args, check=True, env={"COLUMNS": "200"}).stderr)
+    built = re.sub(r"[\s│]+", " ", reme(*args, "suite.start=built", check=True, env={"COLUMNS": "200"}).stderr)
+    # 4 variants x (3 test tasks x 2 runs x 2 seeds = 12) = 48; the released pool is imported
+    assert "1 pool(s) to build or import, 4 run(s), 48 units, at most 1440 executor LLM calls" in released  # 48 x 30
+    assert "start: released (suite.start=built for the other)" in released
+    assert "import pool reme - official:bfcl/qwen3-8b released 0 0" in released
+    # ... or built here from 3 train tasks x 2 samples = 6 more
+    assert "1 pool(s) to build or import, 4 run(s), 54 units, at most 1620 executor LLM calls" in built  # 54 x 30
+    assert "build pool reme - - built 6 180" in built
     for label in ("full_addition", "selective_addition", "plus_reflection", "plus_deletion"):
-        assert label in text
+        assert f"eval {label} dynamic reme released 12 360" in released
+        assert f"eval {label} dynamic reme built 12 360" in built
     assert not (reme.cwd / "runs").exists()
 
 
@@ -85,8 +142,8 @@ def test_a_suite_starts_from_the_released_pool_of_its_benchmark_and_model(reme, 
     args = ("ablate", str(suite), "model=qwen3-8b", "embedding=minilm", "benchmark.release=current",
             f"llm.base_url={server.base_url}", "llm.model=replay", "benchmark.limit=1", "eval.runs=1", "eval.seeds=1")
     plan_text = re.sub(r"[\s│]+", " ", reme(*args, "--dry-run", check=True, env={"COLUMNS": "200"}).stderr)
-    assert "import pool released - official:bfcl/qwen3-8b 0 0" in plan_text
-    assert "import pool named - official:bfcl/qwen3-14b 0 0" in plan_text
+    assert "import pool released - official:bfcl/qwen3-8b released 0 0" in plan_text
+    assert "import pool named - official:bfcl/qwen3-14b released 0 0" in plan_text
     suite.write_text("table: topk\npools: {released: official}\nvariants:\n  fixed: {mode: fixed, pool: released}\n")
     reme(*args, check=True)
     root = next((reme.cwd / "runs" / "ablate").iterdir())
@@ -108,11 +165,13 @@ def test_a_suite_starts_from_the_released_pool_of_its_benchmark_and_model(reme, 
     assert proc.returncode == 2 and "no bundled pool named 'official:bfcl/qwen3-7b'" in proc.stderr
 
 
-def test_ablate_table1_runs_reports_and_resumes(reme, server):
-    args = ("ablate", "table1", "model=qwen3-8b", "embedding=minilm", "benchmark.release=current", f"llm.base_url={server.base_url}", "llm.model=replay",
-            "benchmark.limit=2", "eval.runs=4", "eval.seeds=1", "build.samples=2")
+def test_ablate_table1_built_here_runs_reports_and_resumes(reme, server):
+    args = ("ablate", "table1", "model=qwen3-8b", "embedding=minilm", "benchmark.release=current",
+            f"llm.base_url={server.base_url}", "llm.model=replay", "benchmark.limit=2", "eval.runs=4",
+            "eval.seeds=1", "build.samples=2", "suite.start=built")
     reme(*args, check=True)
-    suite = next((reme.cwd / "runs" / "ablate").iterdir())
+    (suite,) = (reme.cwd / "runs" / "ablate").iterdir()
+    assert suite.name == "table1-bfcl_v3-qwen3-8b-built"
     md = (suite / "report" / "report.md").read_text()
     assert md.startswith("> **Test double:**")  # never passed off as a model result
     rows = {l.split("|")[1].strip(): l for l in md.splitlines() if l.startswith("| ")}
@@ -166,10 +225,18 @@ def test_a_suite_runs_as_separate_jobs_through_a_launcher(reme, server, launcher
             "eval.seeds=1", "build.samples=1", "--launcher", launcher, "--jobs", "3",
             "--only", "no_memory", "--only", "reme_fixed", "--only", "reme_dynamic")
     reme(*args, check=True)
-    suite = next((reme.cwd / "runs" / "ablate").iterdir())
+    (suite,) = (reme.cwd / "runs" / "ablate").iterdir()
+    assert suite.name == "table1-bfcl_v3-qwen3-8b-released"
+    # ReMe starts from the released pool (the default): imported by the suite, no build job.
     logs = sorted(p.name for p in (suite / "logs").glob("*.log"))
-    assert logs == ["build-pool-reme.log", "eval-no_memory.log", "eval-reme_dynamic.log", "eval-reme_fixed.log"]
+    assert logs == ["eval-no_memory.log", "eval-reme_dynamic.log", "eval-reme_fixed.log"]
+    pool = suite / "pools" / "reme" / "pool"
+    assert json.loads((pool / "manifest.json").read_text())["built_by"]["source"] == "official:bfcl/qwen3-8b"
+    released = {e["id"] for e in map(json.loads, (pool / "experiences.jsonl").read_text().splitlines())}
+    assert len(released) == 96
     for run in ("no_memory", "reme_fixed", "reme_dynamic"):
         manifest = json.loads((suite / "runs" / run / "manifest.json").read_text())
         assert manifest["status"] == "complete"
+    (fixed,) = map(json.loads, (suite / "runs" / "reme_fixed" / "trials.jsonl").read_text().splitlines())
+    assert fixed["retrieved_ids"] and set(fixed["retrieved_ids"]) <= released
     assert "| No Memory |" in (suite / "report" / "report.md").read_text()

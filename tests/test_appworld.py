@@ -165,10 +165,13 @@ def test_the_baselines_run_on_appworld_and_table1_plans_there(reme, toy_world, g
     reme("build-pool", "memory=amem", *common(toy_world, gold), one, "build.samples=1", "out_dir=amem", check=True)
     reme("eval", "--mode", "fixed", "memory=amem", *common(toy_world, gold), one, "memory.pool=amem",
          "out_dir=amem_fixed", check=True)
-    plan = reme("ablate", "table1", *common(toy_world, gold), "build.samples=1", "--dry-run", check=True)
+    plan = reme("ablate", "table1", *common(toy_world, gold), "build.samples=1", "--dry-run", check=True,
+                env={"COLUMNS": "200"})  # the released pool's name on one line
     notes = [json.loads(l) for l in (reme.cwd / "amem" / "pool" / "notes.jsonl").read_text().splitlines()]
     assert len(notes) == 1 and "[code]" in notes[0]["content"] and "apis." in notes[0]["content"]
     (fixed,) = trials(reme.cwd / "amem_fixed").values()
     assert fixed["success"] and fixed["retrieved_ids"] == [notes[0]["id"]] and notes[0]["content"] in fixed["guidance"]
     text = " ".join(plan.stderr.split())
-    assert "3 pool(s) to build or import, 5 run(s), 24 units" in text  # 3 x 3 training + 5 x 3 test units
+    # ReMe's pool is AppWorld's released one (imported, no units); A-Mem's and LangMem's are built:
+    # 2 x 3 training + 5 x 3 test units
+    assert "3 pool(s) to build or import, 5 run(s), 21 units" in text and "official:appworld/qwen3-8b" in text

@@ -7,19 +7,24 @@ A suite is data (``configs/ablation/SUITE.yaml``, or a path to such a file):
     overrides: [...]                   # for every job, before the user's own
     benchmark_overrides:               # ... and these for the benchmark the job runs
       bfcl_v3: [benchmark.release=paper]
+    start: released                    # which form of a two-form pool (below) the suite uses;
+                                       # the command line overrides it: suite.start=built
     pools:                             # pools to build, by name: build-pool overrides
-      reme: []
+      reme: {released: official, built: []}   # two forms: the released pool, or one built here
       amem: [memory=amem]              # a pool's memory method (default reme) is its variants' too
       released: official               # the authors' released pool of this benchmark and model
       released_8b: official:bfcl/qwen3-8b   # ... or one named (reme pool import --list)
+      mine: []                         # always built here
     variants:                          # runs, by name
       k0: {mode: fixed, pool: reme, overrides: [memory.top_k=0]}
       ab: {mode: dynamic, pool: reme, overrides: ["memory.deletion.alpha=3,5,10"]}   # swept like -m
 
 Every pool is built (or, for a released one, imported) once under ``SUITE_DIR/pools/NAME`` and shared by the variants that
 name it; every variant (each point of a swept one) is a normal resumable run directory
-under ``SUITE_DIR/runs/``. Everything is composed and validated before anything runs, so
-``--dry-run`` prints the exact plan and a bad suite fails before any LLM time.
+under ``SUITE_DIR/runs/``. A suite with two-form pools lives in one directory per start
+(``SUITE_DIR`` ends in ``-released`` or ``-built``), so the two starting points never share a
+pool or a run and can be reported side by side. Everything is composed and validated before
+anything runs, so ``--dry-run`` prints the exact plan and a bad suite fails before any LLM time.
 """
 
 from __future__ import annotations
@@ -39,6 +44,10 @@ from reme_cli.core.errors import EXIT_UNIT_ERRORS, UserError
 from reme_cli.methods.reme.official import OFFICIAL_PREFIX, pool_source, released_name
 
 MODES = {"none", "fixed", "dynamic"}
+# A two-form pool's forms: the authors' released pool, or one built here from training trajectories.
+STARTS = ("released", "built")
+SUITE_PREFIX = "suite."  # suite.KEY=VALUE on the command line sets the suite file's KEY
+SUITE_KEYS = {"start"}
 
 
 @dataclass
@@ -49,6 +58,7 @@ class PoolJob:
     units: int  # training trajectories to sample
     max_calls: int  # executor calls at most (units x max_interactions)
     source: str | None = None  # official:NAME: a released pool, imported (no LLM calls), not built
+    start: str = "built"  # released | built: what the plan table shows
 
 
 @dataclass
@@ -70,6 +80,7 @@ class SuitePlan:
     path: Path  # the suite directory
     pools: list[PoolJob] = field(default_factory=list)
     runs: list[RunJob] = field(default_factory=list)
+    start: str | None = None  # the suite's start if it has two-form pools
 
     @property
     def units(self) -> int:
@@ -108,10 +119,14 @@ def load_suite(name: str) -> dict[str, Any]:
         raise UserError(f"{where}: pools must map a pool name to a list of build-pool overrides "
                         f"or a released pool ('official' or '{OFFICIAL_PREFIX}NAME')")
     for pname, spec in pools.items():
-        released = isinstance(spec, str) and (spec == "official" or spec.startswith(OFFICIAL_PREFIX))
-        if not (released or isinstance(spec, (list, type(None)))):
-            raise UserError(f"{where}: pool {pname} must be a list of build-pool overrides, "
-                            f"'official' or '{OFFICIAL_PREFIX}NAME', not {spec!r}")
+        _check_pool(where, pname, spec)
+    two_form = [p for p, spec in pools.items() if isinstance(spec, dict)]
+    if two_form and data.get("start") not in STARTS:
+        raise UserError(f"{where}: pool {two_form[0]} has two forms, so the suite needs start: "
+                        f"{' | '.join(STARTS)}, not {data.get('start')!r}")
+    if not two_form and "start" in data:
+        raise UserError(f"{where}: start: {data['start']!r} chooses nothing: no pool has the two forms "
+                        "{released: ..., built: [...]}")
     for vname, variant in data["variants"].items():
         if not isinstance(variant, dict) or variant.get("mode") not in MODES:
             raise UserError(f"{where}: variant {vname} needs mode: none | fixed | dynamic")
@@ -133,6 +148,42 @@ def load_suite(name: str) -> dict[str, Any]:
     return data
 
 
+def _is_released(spec: Any) -> bool:
+    return isinstance(spec, str) and (spec == "official" or spec.startswith(OFFICIAL_PREFIX))
+
+
+def _check_pool(where: str, pname: str, spec: Any) -> None:
+    if isinstance(spec, dict):
+        if set(spec) != set(STARTS) or not _is_released(spec["released"]) \
+                or not isinstance(spec["built"], (list, type(None))):
+            raise UserError(f"{where}: pool {pname}'s two forms must be {{released: official or "
+                            f"'{OFFICIAL_PREFIX}NAME', built: [build-pool overrides]}}, not {spec!r}")
+        return
+    if not (_is_released(spec) or isinstance(spec, (list, type(None)))):
+        raise UserError(f"{where}: pool {pname} must be a list of build-pool overrides, "
+                        f"'official' or '{OFFICIAL_PREFIX}NAME', or {{released: ..., built: [...]}}, not {spec!r}")
+
+
+def suite_settings(suite: dict[str, Any], overrides: list[str]) -> list[str]:
+    """Apply the command line's ``suite.KEY=VALUE`` to ``suite``; the other overrides, for the runs."""
+    rest = []
+    for o in overrides:
+        key, eq, value = o.lstrip("+").partition("=")
+        if not key.startswith(SUITE_PREFIX):
+            rest.append(o)
+            continue
+        key = key[len(SUITE_PREFIX):]
+        if not eq or key not in SUITE_KEYS:
+            raise UserError(f"{o}: a suite takes {', '.join(SUITE_PREFIX + k + '=...' for k in sorted(SUITE_KEYS))}")
+        if "start" not in suite:
+            raise UserError(f"{o}: suite {suite['name']} has no start to choose; every pool it uses is "
+                            f"always built here or always released (see its file's comments)")
+        if value not in STARTS:
+            raise UserError(f"{o}: choose {' or '.join(SUITE_PREFIX + 'start=' + s for s in STARTS)}")
+        suite[key] = value
+    return rest
+
+
 def pool_memory(pool_spec: list[str] | str) -> str:
     """The memory method a suite's pool is built for (its last ``memory=``; ReMe if none, and
     for the authors' released pools)."""
@@ -152,6 +203,11 @@ def plan(name: str, overrides: list[str], only: list[str] | None = None) -> Suit
     """The suite's jobs; ``only``: just these run labels (one cluster job each) and the
     pools they need."""
     suite = load_suite(name)
+    overrides = suite_settings(suite, overrides)
+    start = suite.get("start")
+    # A two-form pool is, from here on, the form the suite starts from.
+    forms = {p for p, spec in suite["pools"].items() if isinstance(spec, dict)}
+    suite["pools"] = {p: spec[start] if p in forms else spec for p, spec in suite["pools"].items()}
     used = {v.get("pool") for v in suite["variants"].values() if v["mode"] != "none"}
     memory = {pname: pool_memory(suite["pools"][pname] or []) for pname in suite["pools"]}
     # The user's memory.* overrides are the suite method's keys: validated against its schema
@@ -161,16 +217,23 @@ def plan(name: str, overrides: list[str], only: list[str] | None = None) -> Suit
     bench = compose([*memory_head, *suite["overrides"], *overrides]).benchmark.name
     overrides = [*suite["overrides"], *suite["benchmark_overrides"].get(bench, []), *overrides]  # the user's win
     base = compose([*memory_head, *overrides])  # where the suite lives
-    root = Path(base.runs_root) / "ablate" / f"{suite['name']}-{base.benchmark.name}-{base.model.name}"
-    out = SuitePlan(suite["name"], suite["description"], suite["table"], root)
+    root = Path(base.runs_root) / "ablate" / "-".join(
+        [suite["name"], base.benchmark.name, base.model.name, *([start] if start else [])])
+    out = SuitePlan(suite["name"], suite["description"], suite["table"], root, start=start)
 
     for pname in [p for p in suite["pools"] if p in used]:
         spec = suite["pools"][pname]
         if isinstance(spec, str):
-            source = released_name(base.benchmark.name, base.model.name) if spec == "official" else spec
-            pool_source(source)  # a bad name fails the plan, before anything runs
+            try:
+                source = released_name(base.benchmark.name, base.model.name) if spec == "official" else spec
+                pool_source(source)  # a bad name fails the plan, before anything runs
+            except UserError as exc:
+                if pname not in forms:
+                    raise
+                raise UserError(f"{exc}; build ReMe's pool here instead: suite.start=built") from None
             job_overrides = ["memory=reme", *overrides, f"out_dir={root / 'pools' / pname}"]
-            out.pools.append(PoolJob(pname, compose(job_overrides), job_overrides, 0, 0, source=source))
+            out.pools.append(PoolJob(pname, compose(job_overrides), job_overrides, 0, 0, source=source,
+                                     start="released"))
             continue
         job_overrides = ["benchmark.split=train", f"memory={memory[pname]}", *overrides,
                          *(suite["pools"][pname] or []), f"out_dir={root / 'pools' / pname}"]
@@ -204,17 +267,21 @@ def plan(name: str, overrides: list[str], only: list[str] | None = None) -> Suit
 
 def plan_table(p: SuitePlan) -> Table:
     table = Table(title=f"reme ablate {p.name}: {p.description}  ({p.path})")
-    for col in ("step", "name", "mode", "pool", "units", "LLM calls (at most)"):
+    for col in ("step", "name", "mode", "pool", "start", "units", "LLM calls (at most)"):
         table.add_column(col, justify="right" if col in ("units", "LLM calls (at most)") else "left",
                          overflow="fold")  # a released pool's name whole, never cut with an ellipsis
+    starts = {j.name: j.start for j in p.pools}
     for j in p.pools:
         step, pool = ("import pool", j.source) if j.source else ("build pool", "-")
-        table.add_row(step, j.name, "-", pool, str(j.units), str(j.max_calls))
+        table.add_row(step, j.name, "-", pool, j.start, str(j.units), str(j.max_calls))
     for j in p.runs:
-        table.add_row("eval", j.label, j.cfg.eval.mode, j.pool or "-", str(j.units), str(j.max_calls))
+        table.add_row("eval", j.label, j.cfg.eval.mode, j.pool or "-", starts.get(j.pool, "-"), str(j.units),
+                      str(j.max_calls))
+    other = next(s for s in STARTS if s != p.start) if p.start else None
     table.caption = (f"{len(p.pools)} pool(s) to build or import, {len(p.runs)} run(s), {p.units} units, "
                      f"at most {p.max_calls} executor LLM calls (units x benchmark.max_interactions; "
-                     "summarizer calls come on top for pools and dynamic runs)")
+                     "summarizer calls come on top for pools and dynamic runs)"
+                     + (f"; start: {p.start} (suite.start={other} for the other)" if p.start else ""))
     return table
 
 
