@@ -199,6 +199,15 @@ def _units(cfg: Config, samples: int | None = None) -> tuple[int, int]:
     return units, units * cfg.benchmark.max_interactions
 
 
+# Overrides that set ReMe's own keys (the paper's text describes ReMe): the suite's other
+# methods (A-Mem, LangMem) run as they are under them.
+_REME_ONLY = {"experiment=paper_text"}
+
+
+def _for_method(method: str, overrides: list[str]) -> list[str]:
+    return overrides if method == "reme" else [o for o in overrides if o not in _REME_ONLY]
+
+
 def plan(name: str, overrides: list[str], only: list[str] | None = None) -> SuitePlan:
     """The suite's jobs; ``only``: just these run labels (one cluster job each) and the
     pools they need."""
@@ -235,7 +244,7 @@ def plan(name: str, overrides: list[str], only: list[str] | None = None) -> Suit
             out.pools.append(PoolJob(pname, compose(job_overrides), job_overrides, 0, 0, source=source,
                                      start="released"))
             continue
-        job_overrides = ["benchmark.split=train", f"memory={memory[pname]}", *overrides,
+        job_overrides = ["benchmark.split=train", f"memory={memory[pname]}", *_for_method(memory[pname], overrides),
                          *(suite["pools"][pname] or []), f"out_dir={root / 'pools' / pname}"]
         cfg = compose(job_overrides)
         units, calls = _units(cfg, samples=cfg.build.samples)
@@ -251,7 +260,8 @@ def plan(name: str, overrides: list[str], only: list[str] | None = None) -> Suit
                 head += [f"memory={memory[variant['pool']]}", f"memory.pool={root / 'pools' / variant['pool']}"]
             else:
                 head += memory_head
-            job_overrides = [*head, *overrides, *job, f"out_dir={root / 'runs' / label}"]
+            method = memory[variant["pool"]] if variant["mode"] != "none" else "reme"
+            job_overrides = [*head, *_for_method(method, overrides), *job, f"out_dir={root / 'runs' / label}"]
             cfg = compose(job_overrides)
             units, calls = _units(cfg)
             out.runs.append(RunJob(label, vname, variant.get("pool"), cfg, job_overrides, units, calls))
