@@ -231,7 +231,11 @@ class ReMe(Memory):
                 guidance = format_guidance(previous) if previous else current.guidance
             attempts.append(await episode(guidance, i))
             outcome = attempts[-1].outcome
-            summary = await self._summarize(task, attempts[-1], stats) if self.learning else []
+            last = i == self.max_retries
+            # A summary is used by the next trial or added; the authors' agent also
+            # summarizes a last failed trial, whose memories nothing then uses.
+            wanted = self.learning and (outcome.success or not last or self.cfg.addition == "full")
+            summary = await self._summarize(task, attempts[-1], stats) if wanted else []
             carry.append((current, summary))
             trials.append({"guided_by": "retrieval" if current is not None else "previous_summary",
                            "retrieved_ids": current.ids if current is not None else [],
