@@ -32,6 +32,7 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
+from bench_harness import emit  # scripts/ is on the path when this runs as a script
 from reme_cli.agent.protocols import make_protocol
 from reme_cli.bench.appworld import AppWorldBenchmark, AppWorldConfig, AppWorldEnv, AppWorldServer, default_venv
 from reme_cli.llm.client import ChatClient
@@ -201,11 +202,7 @@ def main() -> None:
               f"RSS (ps) idle {min(idle):.0f}-{max(idle):.0f} MB, peak with a world open "
               f"{min(peak):.0f}-{max(peak):.0f} MB.",
               f"Machine: {len(os.sched_getaffinity(0))} cores; the scripted server and the workers share them with reme."]
-    text = "\n".join(lines)
-    print(text)
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(text + "\n")
+    emit("\n".join(lines), args.out)
 
 
 if __name__ == "__main__":

@@ -30,7 +30,7 @@ from pathlib import Path
 from rich.console import Console
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_harness import ideal_makespan  # noqa: E402
+from bench_harness import emit, ideal_makespan  # noqa: E402
 
 from reme_cli.commands.evaluate import evaluate  # noqa: E402
 from reme_cli.commands.pool import import_pool  # noqa: E402
@@ -135,11 +135,7 @@ def main() -> None:
               "time with zero harness cost (no memory: the units on llm.concurrency slots). Memory-side "
               "calls: the summarizer's distillation, and rerank + rewrite of the retrieved experiences "
               "when on."]
-    text = "\n".join(lines)
-    print(text)
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(text + "\n")
+    emit("\n".join(lines), args.out)
 
 
 if __name__ == "__main__":

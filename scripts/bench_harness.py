@@ -107,11 +107,15 @@ def main() -> None:
                      f"| {achieved:.1f} | {ideal:.1f} | {achieved / ideal:.2f} |")
     lines += ["", "Both processes share the machine's cores; at high concurrency the stand-in "
               "server's own CPU is part of what limits the achieved rate."]
-    text = "\n".join(lines)
+    emit("\n".join(lines), args.out)
+
+
+def emit(text: str, out: Path | None) -> None:
+    """Print a benchmark's markdown report, and write it to ``out`` when one is given."""
     print(text)
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(text + "\n")
+    if out:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text + "\n")
 
 
 if __name__ == "__main__":

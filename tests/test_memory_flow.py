@@ -174,6 +174,16 @@ def _kill_when(proc, path: Path, lines: int, timeout: float = 180) -> None:
     proc.wait()
 
 
+def _kill_then_resume(workdir: Path, args: list[str], out: str, at: int, total: int) -> None:
+    """Run ``args``, SIGKILL it once ``at`` units are recorded in ``out``, then run it again."""
+    env = {**os.environ, "REME_CACHE_DIR": str(workdir / ".reme_cache")}
+    proc = subprocess.Popen(args, cwd=workdir, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    _kill_when(proc, workdir / out / "trials.jsonl", at)
+    assert at <= len(_trials(workdir / out)) < total
+    done = subprocess.run(args, cwd=workdir, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+
+
 @pytest.fixture(scope="module")
 def slow_server():
     """A separate process with a delay, so a run can be killed mid-way."""
@@ -193,12 +203,7 @@ def test_dynamic_resume_after_kill_matches_an_uninterrupted_run(workdir, base_po
     args = [sys.executable, "-m", "reme_cli.cli", "eval", "--mode", "dynamic",
             *_args(slow_server, f"memory.pool={base_pool}", "benchmark.limit=4", "eval.runs=2", "eval.seeds=1",
                    "memory.deletion.alpha=2", "experiment=paper_text", "llm.cache=false", "out_dir=dyn_killed")]
-    env = {**os.environ, "REME_CACHE_DIR": str(workdir / ".reme_cache")}
-    proc = subprocess.Popen(args, cwd=workdir, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    _kill_when(proc, workdir / "dyn_killed" / "trials.jsonl", 3)
-    assert 3 <= len(_trials(workdir / "dyn_killed")) < 8
-    done = subprocess.run(args, cwd=workdir, env=env, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-2000:]
+    _kill_then_resume(workdir, args, "dyn_killed", at=3, total=8)
     trials = _trials(workdir / "dyn_killed")
     assert sorted(t["unit"] for t in trials) == sorted({t["unit"] for t in trials}) and len(trials) == 8
     for stream in ("s0_r0", "s0_r1"):
@@ -227,12 +232,7 @@ def test_authors_protocol_with_four_workers_survives_kill_and_resume(workdir, ba
     args = [sys.executable, "-m", "reme_cli.cli", "eval", "--mode", "dynamic",
             *_args(slow_server, f"memory.pool={base_pool}", "benchmark.limit=8", "eval.runs=1", "eval.seeds=1",
                    "memory.top_k=2", "llm.cache=false", "out_dir=authors_killed")]
-    env = {**os.environ, "REME_CACHE_DIR": str(workdir / ".reme_cache")}
-    proc = subprocess.Popen(args, cwd=workdir, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    _kill_when(proc, workdir / "authors_killed" / "trials.jsonl", 3)
-    assert 3 <= len(_trials(workdir / "authors_killed")) < 8
-    done = subprocess.run(args, cwd=workdir, env=env, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-2000:]
+    _kill_then_resume(workdir, args, "authors_killed", at=3, total=8)
     out = workdir / "authors_killed"
     assert yaml.safe_load((out / "config.yaml").read_text())["eval"]["dynamic_workers"] == 4  # BFCL's default
     trials = _trials(out)
@@ -264,7 +264,8 @@ def test_authors_protocol_with_four_workers_survives_kill_and_resume(workdir, ba
     # pool left is the start's copy. Rerunning the finished run writes it again from the log.
     pool_dir = out / "streams" / "s0_r0" / "pool"
     (pool_dir / "experiences.jsonl").write_text((base_pool / "experiences.jsonl").read_text())
-    again = subprocess.run(args, cwd=workdir, env=env, capture_output=True, text=True, timeout=300)
+    again = subprocess.run(args, cwd=workdir, capture_output=True, text=True, timeout=300,
+                           env={**os.environ, "REME_CACHE_DIR": str(workdir / ".reme_cache")})
     assert again.returncode == 0, again.stderr[-2000:]
     def untimed(rows):  # a replay stamps its own update times
         return [{k: v for k, v in r.items() if k not in ("created_at", "updated_at")} for r in rows]
