@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import contextlib
 from contextvars import ContextVar
-from typing import Any, Iterator
+from typing import Iterator
 
 from reme_cli.llm.client import ChatResult
 from reme_cli.llm.json_reply import unterminated_think
@@ -132,7 +132,3 @@ def summary_line(counts: Counts) -> str | None:
     bad = [f"{role} {row['failed']}/{row['calls']}" for role, row in counts.items() if row["failed"]]
     return line + (f"; failed by role: {', '.join(bad)}" if bad else "")
 
-
-def as_dict(counts: Any) -> Counts:
-    """Counts read back from a file (a record written before they existed has none)."""
-    return merge(counts if isinstance(counts, dict) else None)
