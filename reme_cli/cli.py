@@ -95,14 +95,15 @@ def _error(message: str, code: int) -> None:
 
 
 def _finish(results: list, sweep_table: bool = False) -> None:
-    """Print each run's path (stdout: for scripts) and exit non-zero if any unit errored."""
+    """Print each run's path (stdout: for scripts) and exit non-zero if any unit errored or
+    too many summarizer answers failed."""
     if sweep_table and len(results) > 1:
         from reme_cli.commands.sweep import print_sweep
 
         print_sweep([r.path for r in results], console)
     for r in results:
         print(r.path)
-    if any(r.errors for r in results):
+    if any(r.errors or r.summarizer_failure for r in results):
         raise typer.Exit(EXIT_UNIT_ERRORS)
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from reme_cli.agent.loop import Trajectory
@@ -30,6 +31,7 @@ from reme_cli.core.staging import clean_stale, replace_dir
 from reme_cli.methods.base import BuildContext, BuildResult, PoolBuilder
 from reme_cli.methods.streams import no_memory
 from reme_cli.llm.embed import make_embedder_for
+from reme_cli.llm.answer_health import answer_tally, failure_message, total
 from reme_cli.methods.summarizer import summarizer_settings
 from reme_cli.run.lifecycle import RunLifecycle, RunResult, Session
 from reme_cli.run.plan import plan_streams
@@ -67,7 +69,7 @@ def build_pool(cfg: Config, console: Console, wait: bool = False) -> RunResult:
     with RunLifecycle(cfg, bench, console, out / "build", kind="build-pool", lock=out, wait=wait) as life:  # one writer for build/ and pool/
         check_out_dir(out)
         clean_stale(out / "pool", "building")  # left by a killed earlier build of this pool
-        ctx, sampling_llm = life.run(
+        ctx, sampling_llm, session_answers = life.run(
             f"sample {cfg.build.samples}/task",
             lambda session: _sample_and_learn(cfg, session, bench, streams, task_ids, method, embedder),
             manifest={"task_ids": task_ids}, temperature=cfg.build.temperature)
@@ -75,11 +77,17 @@ def build_pool(cfg: Config, console: Console, wait: bool = False) -> RunResult:
         built: BuildResult = replace_dir(out / "pool", lambda staging: method.assemble_pool(ctx, staging))
         report = {**sampling_report(run_dir, task_ids), "sampling_llm": sampling_llm, "method": cfg.memory.name,
                   **built.report}
+        # A method that keeps its counts per task (ReMe) reports every session's; otherwise
+        # this session's learn phase is what was seen.
+        report.setdefault("summarizer_answers", session_answers)
         life.finish(REPORT_FILE, report, complete=not report["unit_errors"], what="the build report")
     console.print(report_table(report, built.rows, out, sandbox_notes(bench)))
     if report["unit_errors"]:
         console.print(errors_summary(run_dir.trials()), soft_wrap=True, highlight=False, markup=False)
-    return RunResult(out, report["unit_errors"])
+    failure = failure_message(report["summarizer_answers"], cfg.summarizer.max_failed_share)
+    if failure:
+        console.print(f"[red]{escape(failure)}[/red]", soft_wrap=True, highlight=False)
+    return RunResult(out, report["unit_errors"], failure)
 
 
 def check_out_dir(out: Path) -> None:
@@ -101,7 +109,7 @@ def check_out_dir(out: Path) -> None:
 
 
 async def _sample_and_learn(cfg: Config, session: Session, bench: Benchmark, streams, task_ids: list[str],
-                            method: Any, embedder: Any) -> tuple[BuildContext, dict[str, int]]:
+                            method: Any, embedder: Any) -> tuple[BuildContext, dict[str, int], dict[str, Any]]:
     client, run_dir, progress = session.client, session.run_dir, session.progress
     summarizer, own = summarizer_settings(cfg, client)
     try:
@@ -120,8 +128,9 @@ async def _sample_and_learn(cfg: Config, session: Session, bench: Benchmark, str
                 attempts[t.task_id].append((Trajectory.from_dict(t.trajectory), Outcome(t.success, t.reward, t.checker)))
         ctx = BuildContext(cfg=cfg, summarizer=summarizer, embedder=embedder, bench=bench, task_ids=task_ids,
                            attempts=dict(attempts), work=run_dir.path)
-        await method.learn_from_training(ctx)
-        return ctx, sampling_llm
+        with answer_tally() as answers:
+            await method.learn_from_training(ctx)
+        return ctx, sampling_llm, answers.to_dict()
     finally:
         if own is not None:
             await own.close()
@@ -151,7 +160,20 @@ def report_table(report: dict[str, Any], method_rows: list[tuple[str, str]], out
         ("sampling LLM calls (from cache)", f"{report['sampling_llm']['calls']} "
                                             f"({report['sampling_llm']['cached_calls']})"),
         *method_rows,
+        *answer_rows(report.get("summarizer_answers") or {}),
     ]
     for what, value in rows:
         table.add_row(what, value)
     return table
+
+
+def answer_rows(counts: dict[str, dict[str, int]]) -> list[tuple[str, str]]:
+    """The summarizer's answers: the totals, then a row per role that had failures."""
+    if not counts:
+        return []
+    t = total(counts)
+    rows = [("summarizer answers (invalid, truncated)", f"{t['calls']} ({t['invalid']}, {t['truncated']})")]
+    rows += [(f"  {role} answers failed", f"{row['failed']} of {row['calls']} "
+                                          f"({row['invalid']} invalid, {row['truncated']} truncated)")
+             for role, row in counts.items() if row["failed"]]
+    return rows

@@ -6,11 +6,13 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 
 from reme_cli.bench.registry import make_benchmark
 from reme_cli.core.config import Config, config_hash
 from reme_cli.llm.client import ChatClient
 from reme_cli.core.registry import METHODS
+from reme_cli.llm.answer_health import failure_message, summary_line
 from reme_cli.methods.base import MethodContext, memory_class
 from reme_cli.methods.streams import MemoryStreams
 from reme_cli.run.lifecycle import RunLifecycle, RunResult
@@ -75,14 +77,17 @@ def evaluate(cfg: Config, console: Console, wait: bool = False) -> RunResult:
                     complete=metrics["units"] == units_total and metrics["errors"] == 0)
     console.print(metrics_table(metrics, f"{cfg.experiment}: {cfg.benchmark.name} / {cfg.model.name} / "
                                          f"mode={cfg.eval.mode}", metrics.get("variants"),
-                                notes=sandbox_notes(bench)))
+                                notes=[*sandbox_notes(bench), *filter(None, [summary_line(metrics["summarizer_answers"])])]))
     if cfg.model.kind == "local" and not cfg.llm.base_url:
         console.print(f"[yellow]{SMOKE_NOTE}[/yellow]")
     if metrics["errors"]:
         console.print(errors_summary(run_dir.trials()), soft_wrap=True, highlight=False, markup=False)
         console.print(f"[red]{metrics['errors']} unit(s) failed with an error (tracebacks in "
                       f"{run_dir.path / 'trials.jsonl'}); rerun the same command to retry them.[/red]")
-    return RunResult(run_dir.path, metrics["errors"])
+    failure = failure_message(metrics["summarizer_answers"], cfg.summarizer.max_failed_share)
+    if failure:
+        console.print(f"[red]{escape(failure)}[/red]", soft_wrap=True, highlight=False)
+    return RunResult(run_dir.path, metrics["errors"], failure)
 
 
 async def _run(cfg, ep, bench, settings, run_dir, progress, streams, client) -> None:

@@ -68,11 +68,20 @@ class LLMCfg:
 
 @dataclass
 class SummarizerCfg:
+    """The memory service's LLM, as the authors ran it (results/authors_setup_evidence.md
+    section 3): the agent's own model, temperature 0.6 (v0.1.9 default.yaml), no max_tokens
+    and no thinking switch sent (flowllm sends neither: the endpoint's default decides)."""
+
     name: str = "same"  # same: the executor model summarizes
     base_url: Optional[str] = None
     model: Optional[str] = None
-    temperature: float = 0.0
-    max_tokens: int = 2048
+    temperature: float = 0.6
+    max_tokens: Optional[int] = None  # None: no cap (the model's context is the limit)
+    # None: send no thinking switch; true/false: Qwen3's enable_thinking, as for the executor.
+    thinking: Optional[bool] = None
+    # The command exits 3 (after writing everything) when more than this share of one role's
+    # answers were invalid or truncated (judged from 5 answers of the role on).
+    max_failed_share: float = 0.2
 
 
 @dataclass
@@ -159,13 +168,17 @@ _AT_LEAST = {
     "build.samples": 1,
     "model.sampling.max_tokens": 1,
     "model.max_steps_per_turn": 1,
+    "summarizer.max_tokens": 1,
+    "summarizer.temperature": 0.0,
+    "summarizer.max_failed_share": 0.0,
 }
+_AT_MOST = {"summarizer.max_failed_share": 1.0, "summarizer.temperature": 2.0}
 
 # Keys that change how fast a run goes (or how much of it is stored), not what it computes:
 # excluded from the run hash, so a resume with more concurrency continues the same run.
 _EXECUTION_KEYS = ("out_dir", "runs_root", "llm.concurrency", "llm.timeout", "llm.max_retries",
                    "eval.max_stored_chars", "llm.breaker_threshold", "llm.startup_timeout", "env.concurrency",
-                   "llm.cache", "llm.cache_dir", "llm.api_key", "llm.base_url")
+                   "llm.cache", "llm.cache_dir", "llm.api_key", "llm.base_url", "summarizer.max_failed_share")
 
 
 def config_dir() -> Path:
@@ -233,7 +246,7 @@ def validate(raw: DictConfig | dict) -> Config:
     cfg.benchmark = _plugin_section("benchmark", cfg.benchmark, BENCHMARKS)
     cfg.memory = _plugin_section("memory", cfg.memory, METHODS)
     _settle_benchmark_defaults(cfg)
-    check_choices("", cfg, _CHOICES, _AT_LEAST)
+    check_choices("", cfg, _CHOICES, _AT_LEAST, _AT_MOST)
     for key, registry in (("model.tool_protocol", PROTOCOLS), ("embedding.kind", EMBEDDERS),
                           ("benchmark.tool_protocol", PROTOCOLS)):
         if _get(cfg, key) is not None and not registry.has(_get(cfg, key)):

@@ -4,7 +4,8 @@ Exit codes of every command (documented in the README):
   0    every unit finished without error
   2    bad input or an unusable environment: nothing was run (``UserError``)
   3    the run finished, but some units ended in an error (recorded with their traceback;
-       rerun the same command to retry them)
+       rerun the same command to retry them), or everything was written but too many of
+       the summarizer's answers failed (``summarizer.max_failed_share``, llm.answer_health)
   4    the run was stopped because something underneath broke: the LLM server died or
        stopped answering (``RunAborted``); finished units are kept, rerun to resume
   130  interrupted by Ctrl-C (SIGINT); 143 by SIGTERM
@@ -12,7 +13,7 @@ Exit codes of every command (documented in the README):
 
 import errno
 
-EXIT_UNIT_ERRORS = 3
+EXIT_UNIT_ERRORS = 3  # units in error, or failing summarizer answers: the run itself finished
 
 
 class UserError(Exception):

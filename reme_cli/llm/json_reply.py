@@ -18,9 +18,8 @@ _FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_-]*)[ \t]*\n?(.*?)```", re.DOTALL)
 _DECODER = json.JSONDecoder()
 
 
-def strip_reasoning(text: str) -> str:
-    """Drop <think>...</think> blocks, a dangling </think> (the server ate the opening tag)
-    and an unclosed <think> (the answer was cut off while still reasoning)."""
+def _split_reasoning(text: str) -> tuple[str, bool]:
+    """(the text outside reasoning, whether a <think> was left open)."""
     text = _THINK_BLOCK.sub("", text)
     low = text.lower()
     end = low.rfind("</think>")
@@ -29,8 +28,20 @@ def strip_reasoning(text: str) -> str:
         low = text.lower()
     start = low.find("<think>")
     if start >= 0:
-        text = text[:start]
-    return text.strip()
+        return text[:start].strip(), True
+    return text.strip(), False
+
+
+def strip_reasoning(text: str) -> str:
+    """Drop <think>...</think> blocks, a dangling </think> (the server ate the opening tag)
+    and an unclosed <think> (the answer was cut off while still reasoning): reasoning
+    never reaches the JSON reader, whatever the server's reasoning parser did."""
+    return _split_reasoning(text)[0]
+
+
+def unterminated_think(text: str) -> bool:
+    """The text ends inside a <think> block: the model was cut off while reasoning."""
+    return _split_reasoning(text)[1]
 
 
 def parse_json(text: Any, expect: type | tuple[type, ...] | None = None) -> Any:

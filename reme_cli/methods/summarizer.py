@@ -1,5 +1,11 @@
 """The summarizer/judge LLM: the executor's server (``summarizer=same``) or another one
-(e.g. executor qwen3-8b, summarizer qwen3-32b on a second vLLM server)."""
+(e.g. executor qwen3-8b, summarizer qwen3-32b on a second vLLM server).
+
+Its requests follow the authors' memory service (results/authors_setup_evidence.md section 3):
+temperature 0.6, no max_tokens, no thinking switch unless ``summarizer.thinking`` sets one
+(the executor's ``model.thinking`` is the agent's, not the summarizer's). Reasoning stays out
+of what is parsed: the client keeps ``reasoning_content`` apart and ``llm.json_reply`` drops
+``<think>`` blocks left in the content by a server without a reasoning parser."""
 
 from __future__ import annotations
 
@@ -9,7 +15,6 @@ from typing import Any
 from reme_cli.core.config import Config
 from reme_cli.llm.cache import ResponseCache
 from reme_cli.llm.client import LLM, ChatClient, ChatResult, check_server
-from reme_cli.llm.endpoint import request_extra_body
 
 
 @dataclass
@@ -17,7 +22,7 @@ class SummarizerSettings:
     llm: LLM
     author: str
     temperature: float
-    max_tokens: int
+    max_tokens: int | None  # None: no cap
     # A small local model whose free text is rarely JSON: methods ask for their answers'
     # schemas (response_format) so that the server's grammar makes them parse.
     constrained: bool = False
@@ -30,9 +35,21 @@ class SummarizerSettings:
             return {"type": "json_object", "schema": schema}
         return {"type": "json_schema", "json_schema": {"name": name, "schema": schema}}
 
+
+def thinking_switch(cfg: Config, llama_cpp: bool = False) -> dict[str, Any] | None:
+    """The request extras for ``summarizer.thinking``: none when it is null (the authors'
+    client sends no switch), else Qwen3's switch through vLLM's chat-template kwargs, as
+    ``llm.endpoint.request_extra_body`` sends the executor's. The embedded llama.cpp model
+    has no switch."""
+    thinking = cfg.summarizer.thinking
+    if thinking is None or llama_cpp:
+        return None
+    return {"chat_template_kwargs": {"enable_thinking": thinking}}
+
+
 class _WithExtraBody:
-    """Adds the model's request extras (e.g. Qwen3's thinking switch) to every call, under
-    any extras the caller adds (a tool_choice, say)."""
+    """Adds the summarizer's request extras (its thinking switch) to every call, under any
+    extras the caller adds (a tool_choice, say)."""
 
     def __init__(self, llm: LLM, extra_body: dict[str, Any] | None):
         self._llm = llm
@@ -51,10 +68,10 @@ def summarizer_settings(cfg: Config, executor: ChatClient) -> tuple[SummarizerSe
     s = cfg.summarizer
     own: ChatClient | None = None
     if s.name == "same" or not s.base_url:
-        llm: LLM = _WithExtraBody(executor, request_extra_body(cfg))
         author = cfg.model.name
         constrained = cfg.model.tool_protocol == "json"
         llama_cpp = cfg.model.kind == "local"
+        llm: LLM = _WithExtraBody(executor, thinking_switch(cfg, llama_cpp))
     else:
         served = check_server(s.base_url, cfg.llm.api_key)
         model = s.model or (served[0] if served else s.name)
@@ -63,5 +80,5 @@ def summarizer_settings(cfg: Config, executor: ChatClient) -> tuple[SummarizerSe
         own = ChatClient(base_url=s.base_url, model=model, api_key=cfg.llm.api_key,
                          concurrency=cfg.llm.concurrency, timeout=cfg.llm.timeout,
                          max_retries=cfg.llm.max_retries, breaker_threshold=cfg.llm.breaker_threshold, cache=cache)
-        llm, author, constrained, llama_cpp = own, s.name, False, False
+        llm, author, constrained, llama_cpp = _WithExtraBody(own, thinking_switch(cfg)), s.name, False, False
     return SummarizerSettings(llm, author, s.temperature, s.max_tokens, constrained, llama_cpp), own

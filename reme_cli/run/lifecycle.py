@@ -38,6 +38,8 @@ T = TypeVar("T")
 class RunResult:
     path: Path
     errors: int  # units that ended in an error: the command exits non-zero if any
+    # Set when too many of the summarizer's answers failed (llm.answer_health): exit 3 too.
+    summarizer_failure: str | None = None
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from typing import Any
 import pandas as pd
 
 from reme_cli.bench.appworld_metrics import sgc_per_seed, success_by_difficulty
+from reme_cli.llm.answer_health import merge
 from reme_cli.run.records import UnitRecord
 
 
@@ -107,9 +108,11 @@ def compute_metrics(trials: list[UnitRecord], k: int, success_key: str = "succes
 
 def final_metrics(trials: list[UnitRecord], k: int, mode: str) -> dict[str, Any]:
     """What `reme eval` writes to metrics.json (before its LLM usage): the metrics of the final
-    attempts, and in dynamic mode those of the first attempts beside them."""
+    attempts, in dynamic mode those of the first attempts beside them, and the memory
+    method's summarizer answers per role (every recorded unit's, errored ones included)."""
     metrics = compute_metrics(trials, k)
     if mode == "dynamic":  # retries make first-attempt and final success differ
         metrics["first_attempt"] = compute_metrics(trials, k, success_key="first_success")
         metrics["variants"] = {"final": metrics.copy(), "first attempt": metrics["first_attempt"]}
+    metrics["summarizer_answers"] = merge(*(t.summarizer_answers for t in trials))
     return metrics

@@ -82,6 +82,9 @@ class UnitRecord:
     retrieval_scores: list[float] = field(default_factory=list)
     guidance: str | None = None  # the exact text injected into the first user message
     method: dict[str, Any] = field(default_factory=dict)  # what the memory method records
+    # The method's summarizer answers by role: {role: {calls, invalid, truncated, failed}}
+    # (llm.answer_health); empty without a summarizer, and in records made before it existed.
+    summarizer_answers: dict[str, dict[str, int]] = field(default_factory=dict)
     tokens: dict[str, int] = field(default_factory=dict)  # prompt, completion, max_prompt
     llm_latency_s: float = 0.0
     interactions: int = 0

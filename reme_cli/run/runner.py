@@ -21,6 +21,7 @@ from reme_cli.agent.protocols import ToolProtocol
 from reme_cli.bench.base import Benchmark, Task
 from reme_cli.core.errors import Interrupted, RunAborted, os_error_message
 from reme_cli.core.io import now
+from reme_cli.llm.answer_health import answer_tally
 from reme_cli.llm.client import LLM
 from reme_cli.methods.base import Attempt, Method, MethodFactory, Solved
 from reme_cli.run.plan import Unit
@@ -196,7 +197,8 @@ class Runner:
 
         solved = Solved()
         try:
-            solved = await method.solve(task, episode, unit.key)
+            with answer_tally() as answers:  # the method's summarizer calls, per role
+                solved = await method.solve(task, episode, unit.key)
             if not attempts:
                 raise RuntimeError(f"{type(method).__name__}.solve returned without running an episode")
             final = attempts[-1].outcome
@@ -209,6 +211,7 @@ class Runner:
         except Exception as exc:  # recorded with its traceback, like bfcl-eval; the run goes on
             record.error = f"{type(exc).__name__}: {exc}"
             record.traceback = traceback.format_exc()
+        record.summarizer_answers = answers.to_dict()
         record.retrieved_ids = solved.retrieval.ids
         record.retrieval_scores = solved.retrieval.scores
         record.guidance = solved.retrieval.guidance

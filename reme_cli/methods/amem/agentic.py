@@ -15,6 +15,8 @@ from typing import Any
 
 from reme_cli.methods.amem import prompts
 from reme_cli.methods.amem.notes import Note, NoteStore
+from reme_cli.llm import answer_health
+from reme_cli.llm.client import ChatResult
 from reme_cli.llm.json_reply import parse_json
 
 
@@ -38,12 +40,12 @@ def note_id(source: str, content: str) -> str:
     return hashlib.sha256(f"{source}|{content}".encode()).hexdigest()[:32]
 
 
-async def _ask(summ: Any, prompt: str, name: str, schema: dict[str, Any]) -> Any:
+async def _ask(summ: Any, prompt: str, name: str, schema: dict[str, Any]) -> tuple[Any, ChatResult]:
     result = await summ.llm.chat(
         [{"role": "system", "content": prompts.SYSTEM}, {"role": "user", "content": prompt}],
         temperature=summ.temperature, max_tokens=summ.max_tokens,
         response_format=summ.schema_format(name, schema))
-    return parse_json(result.content, dict)
+    return parse_json(result.content, dict), result
 
 
 def _strings(value: Any) -> list[str] | None:
@@ -55,12 +57,14 @@ def _strings(value: Any) -> list[str] | None:
 async def construct(summ: Any, content: str, source: str, timestamp: str, stats: AMemStats) -> Note:
     """Note construction: one call for K, G and X (the analyze_content prompt)."""
     stats.llm_calls += 1
-    parsed = await _ask(summ, prompts.ANALYZE + content, "response", prompts.ANALYZE_SCHEMA)
+    parsed, answer = await _ask(summ, prompts.ANALYZE + content, "response", prompts.ANALYZE_SCHEMA)
     note = Note(id=note_id(source, content), content=content, source=source, timestamp=timestamp)
     keywords = _strings((parsed or {}).get("keywords"))
     tags = _strings((parsed or {}).get("tags"))
     context = (parsed or {}).get("context")
-    if keywords is None or tags is None or not isinstance(context, str) or not context.strip():
+    invalid = keywords is None or tags is None or not isinstance(context, str) or not context.strip()
+    answer_health.note("amem_note", answer, valid=not invalid)
+    if invalid:
         stats.invalid_analyses += 1
         return note
     note.keywords, note.tags, note.context = keywords, tags, context.strip()
@@ -94,9 +98,11 @@ async def evolve(summ: Any, store: NoteStore, note: Note, n_neighbors: int, unit
     prompt = prompts.EVOLVE.format(context=note.context, content=note.content, keywords=note.keywords,
                                    nearest_neighbors_memories=_neighbor_text(neighbors),
                                    neighbor_number=len(neighbors))
-    parsed = await _ask(summ, prompt, "response", prompts.EVOLVE_SCHEMA)
+    parsed, answer = await _ask(summ, prompt, "response", prompts.EVOLVE_SCHEMA)
     updates: list[dict[str, Any]] = []
-    if not isinstance(parsed, dict) or not isinstance(parsed.get("should_evolve"), bool):
+    usable = isinstance(parsed, dict) and isinstance(parsed.get("should_evolve"), bool)
+    answer_health.note("amem_evolve", answer, valid=usable)
+    if not usable:
         stats.invalid_evolutions += 1
     elif parsed["should_evolve"]:
         stats.evolved += 1

@@ -36,6 +36,7 @@ from langchain_core.runnables import RunnableLambda
 from langchain_core.utils.function_calling import convert_to_json_schema, convert_to_openai_tool
 from pydantic import ConfigDict, PrivateAttr
 
+from reme_cli.llm.answer_health import is_truncated
 from reme_cli.llm.json_reply import parse_json
 
 _CHOICES_AS_IS = ("auto", "none", "required")
@@ -61,11 +62,12 @@ class RemeChatModel(BaseChatModel):
     llm: Any
     schema_format: Callable[[str, dict[str, Any]], dict[str, Any]]
     temperature: float = 0.0
-    max_tokens: int = 1024
+    max_tokens: int | None = 1024  # None: no cap
     seed: int | None = None
 
     _fault: BaseException | None = PrivateAttr(default=None)
     _calls: int = PrivateAttr(default=0)
+    _truncated: int = PrivateAttr(default=0)
 
     @property
     def _llm_type(self) -> str:
@@ -75,6 +77,11 @@ class RemeChatModel(BaseChatModel):
     def calls(self) -> int:
         """Requests sent through reme's client so far."""
         return self._calls
+
+    @property
+    def truncated(self) -> int:
+        """Replies cut off by max_tokens or inside <think> (trustcall may retry them)."""
+        return self._truncated
 
     def raise_fault(self) -> None:
         """Re-raise the first error reme's client raised, if any (trustcall swallows them)."""
@@ -101,6 +108,7 @@ class RemeChatModel(BaseChatModel):
         except Exception as exc:  # reme's transport / server errors: remembered, never swallowed
             self._fault = exc
             raise
+        self._truncated += is_truncated(res)
         calls, invalid = [], []
         for tc in res.tool_calls:
             args = tc.arguments

@@ -31,6 +31,7 @@ from reme_cli.agent.loop import Trajectory
 from reme_cli.bench.base import Outcome, Task
 from reme_cli.core.errors import UserError
 from reme_cli.core.text import clip, middle_cut
+from reme_cli.llm import answer_health
 
 INSTALL_HINT = ("memory=langmem needs LangMem, an optional extra: bash scripts/install.sh --baselines "
                 "(or pip install -e '.[baselines]' from the reme checkout)")
@@ -161,9 +162,12 @@ async def optimize(prompt: str, batch: list[tuple[Task, Trajectory, Outcome]], c
         new = await optimizer.ainvoke({"trajectories": data, "prompt": target})
     except OPTIMIZER_FAILURES as exc:
         model.raise_fault()  # a swallowed transport error comes first, whatever followed it
+        # One answer per step: LangMem's own retries make single replies no verdict.
+        answer_health.note("langmem_optimize", None, valid=False, truncated=model.truncated > 0)
         first = (str(exc).strip().splitlines() or [""])[0]
         return Step(prompt, False, model.calls, f"{type(exc).__name__}: {clip(first, 300)}")
     model.raise_fault()
+    answer_health.note("langmem_optimize", None, valid=True, truncated=model.truncated > 0)
     new = _plain(new).strip() if isinstance(new, str) else ""
     if not new:  # "update_prompt = False and an empty string": LangMem's way of keeping it
         return Step(prompt, False, model.calls)

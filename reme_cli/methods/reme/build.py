@@ -14,6 +14,7 @@ from pathlib import Path
 
 from reme_cli.core.config import config_hash
 from reme_cli.core.io import append_lines, read_lines
+from reme_cli.llm.answer_health import answer_tally, merge
 from reme_cli.methods.base import BuildContext, BuildResult
 from reme_cli.methods.reme.distill import DistillStats, distill_task, judge
 from reme_cli.methods.reme.formats import sampling
@@ -32,11 +33,12 @@ async def distill_training(ctx: BuildContext) -> None:
         async with slots:
             task = ctx.bench.load(task_id)
             attempts = ctx.attempts[task_id]
-            cands, stats = await distill_task(
-                summarizer.llm, task, attempts, granularity=cfg.memory.granularity,
-                author=summarizer.author, **sampling(summarizer, "distill"))
-            kept, judged = await judge(summarizer.llm, task, cands, threshold=cfg.memory.judge_threshold,
-                                       **sampling(summarizer, "judge"))
+            with answer_tally() as answers:  # kept in the task's line: a resumed build counts them all
+                cands, stats = await distill_task(
+                    summarizer.llm, task, attempts, granularity=cfg.memory.granularity,
+                    author=summarizer.author, **sampling(summarizer, "distill"))
+                kept, judged = await judge(summarizer.llm, task, cands, threshold=cfg.memory.judge_threshold,
+                                           **sampling(summarizer, "judge"))
             stats.merge(judged)
             assign_stable_ids(kept, task_id)
             await asyncio.to_thread(append_lines, ctx.work / DISTILL_FILE, [{
@@ -44,6 +46,7 @@ async def distill_training(ctx: BuildContext) -> None:
                 "trajectories": len(attempts),
                 "successes": sum(o.success for _, o in attempts),
                 "stats": stats.to_dict(),
+                "summarizer_answers": answers.to_dict(),
                 "experiences": [e.to_dict() for e in kept],
             }])
 
@@ -82,6 +85,8 @@ def assemble(ctx: BuildContext, staging: Path) -> BuildResult:
         "pool_size": len(added),
         "pool_by_source": {s: sum(e.source == s for e in added) for s in sorted({e.source for e in added})},
         "summarizer_llm_calls": stats.llm_calls,
+        # Lines written before these counts existed add nothing.
+        "summarizer_answers": merge(*(rec.get("summarizer_answers") for rec in by_task.values())),
     }
     rows = [
         ("tasks distilled", str(report["tasks_distilled"])),

@@ -28,7 +28,8 @@ from typing import Any
 from reme_cli.agent.loop import Trajectory
 from reme_cli.agent.render import render_trajectory
 from reme_cli.bench.base import DEFAULT_PROMPT_FAMILY, Outcome, Task
-from reme_cli.llm.client import LLM
+from reme_cli.llm import answer_health
+from reme_cli.llm.client import LLM, ChatResult
 from reme_cli.llm.json_reply import parse_json
 from reme_cli.methods.reme.experience import Experience
 
@@ -105,13 +106,12 @@ class DistillStats:
 
 
 # ---------------------------------------------------------------------------- distillation
-async def _ask(llm: LLM, messages: list[dict[str, str]], *, temperature: float, max_tokens: int,
-               seed: int | None, response_format: dict[str, Any] | None) -> str:
+async def _ask(llm: LLM, messages: list[dict[str, str]], *, temperature: float, max_tokens: int | None,
+               seed: int | None, response_format: dict[str, Any] | None) -> ChatResult:
     kwargs: dict[str, Any] = {"temperature": temperature, "max_tokens": max_tokens, "seed": seed}
     if response_format is not None:
         kwargs["response_format"] = response_format
-    result = await llm.chat(messages, **kwargs)
-    return result.content or ""
+    return await llm.chat(messages, **kwargs)
 
 
 def _items_of(parsed: Any) -> list[Any] | None:
@@ -201,9 +201,10 @@ def _to_experience(item: Any, source: str, task: Task, author: str,
         return None
 
 
-def _read_experiences(text: str, source: str, task: Task, author: str, meta: dict[str, Any],
+def _read_experiences(answer: ChatResult, source: str, task: Task, author: str, meta: dict[str, Any],
                       stats: DistillStats) -> list[Experience]:
-    items = _items_of(parse_json(text))
+    items = _items_of(parse_json(answer.content or ""))
+    answer_health.note("distill", answer, valid=items is not None)
     if items is None:
         stats.invalid_outputs += 1  # a whole unusable answer counts once
         return []
@@ -226,7 +227,7 @@ async def distill_task(
     granularity: str = "keypoint",
     author: str,
     temperature: float = 0.0,
-    max_tokens: int = 2048,
+    max_tokens: int | None = 2048,
     seed: int | None = None,
     max_trajectory_chars: int = 12000,
     response_format: dict[str, Any] | None = None,
@@ -277,8 +278,8 @@ async def distill_task(
         for _, msgs in jobs))
     stats.llm_calls += len(jobs)
     experiences: list[Experience] = []
-    for (source, _), text in zip(jobs, answers):
-        experiences += _read_experiences(text, source, task, author, meta, stats)
+    for (source, _), answer in zip(jobs, answers):
+        experiences += _read_experiences(answer, source, task, author, meta, stats)
     return experiences, stats
 
 
@@ -326,7 +327,7 @@ async def judge(
     *,
     threshold: float,
     temperature: float = 0.0,
-    max_tokens: int = 1024,
+    max_tokens: int | None = 1024,
     seed: int | None = None,
     response_format: dict[str, Any] | None = None,
 ) -> tuple[list[Experience], DistillStats]:
@@ -357,8 +358,9 @@ async def judge(
         for msgs in jobs))
     stats.llm_calls += len(jobs)
     kept: list[Experience] = []
-    for exp, text in zip(candidates, answers):
-        verdict = _read_verdict(text)
+    for exp, answer in zip(candidates, answers):
+        verdict = _read_verdict(answer.content or "")
+        answer_health.note("judge", answer, valid=verdict is not None)
         if verdict is None:
             # An unjudged candidate is not trusted: reject it, and count the bad output.
             exp.extra["judge"] = {"error": "unparseable verdict", "threshold": threshold}
@@ -381,7 +383,7 @@ async def reflect(
     previous_lessons: list[str],
     *,
     temperature: float = 0.0,
-    max_tokens: int = 1024,
+    max_tokens: int | None = 1024,
     seed: int | None = None,
     max_trajectory_chars: int = 12000,
     response_format: dict[str, Any] | None = None,
@@ -393,15 +395,13 @@ async def reflect(
     previous = "\n".join(f"- {p.strip()}" for p in previous_lessons if p.strip()) or "(none)"
     messages = load_prompt("reflection", task.prompt_family).messages(
         trajectory=render_trajectory(task, traj, outcome, max_trajectory_chars), previous=previous)
-    text = await _ask(llm, messages, temperature=temperature, max_tokens=max_tokens, seed=seed,
-                      response_format=response_format)
-    parsed = parse_json(text, dict)
-    if not isinstance(parsed, dict):
-        return None
-    guidance = parsed.get("guidance")
-    if not isinstance(guidance, str) or not guidance.strip():
-        return None
-    return guidance.strip()
+    answer = await _ask(llm, messages, temperature=temperature, max_tokens=max_tokens, seed=seed,
+                        response_format=response_format)
+    parsed = parse_json(answer.content or "", dict)
+    guidance = parsed.get("guidance") if isinstance(parsed, dict) else None
+    usable = isinstance(guidance, str) and bool(guidance.strip())
+    answer_health.note("reflection", answer, valid=usable)
+    return guidance.strip() if usable else None
 
 
 def reflection_experience(task: Task, lesson: str, author: str) -> Experience:

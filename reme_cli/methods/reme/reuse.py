@@ -30,6 +30,7 @@ from __future__ import annotations
 from typing import Any
 
 from reme_cli.agent.loop import GUIDANCE_HEADER
+from reme_cli.llm import answer_health
 from reme_cli.llm.client import LLM
 from reme_cli.bench.base import DEFAULT_PROMPT_FAMILY
 from reme_cli.methods.reme.distill import load_prompt
@@ -54,20 +55,25 @@ def format_guidance(experiences: list[Experience]) -> str | None:
     return f"{GUIDANCE_HEADER}:\n{format_experiences(experiences)}"
 
 
-def _sampling(sampling: dict[str, Any], max_tokens: int) -> dict[str, Any]:
+def _sampling(sampling: dict[str, Any], max_tokens: int | None) -> dict[str, Any]:
     return {"temperature": 0.0, "max_tokens": max_tokens, **sampling}
 
 
-def _indices(parsed: Any, n: int) -> list[int]:
+def _ranking(parsed: Any) -> list[Any] | None:
+    """The ranked list of an answer (a list, or one under a ranking key), or None."""
     if isinstance(parsed, dict):
         for key in ("ranked_indices", "ranking", "indices"):
             if key in parsed:
                 parsed = parsed[key]
                 break
-    if not isinstance(parsed, list):
+    return parsed if isinstance(parsed, list) else None
+
+
+def _indices(ranking: list[Any] | None, n: int) -> list[int]:
+    if ranking is None:
         return []
     out: list[int] = []
-    for x in parsed:
+    for x in ranking:
         if isinstance(x, bool) or not isinstance(x, int) or not 0 <= x < n or x in out:
             continue
         out.append(x)
@@ -94,7 +100,10 @@ async def rerank(llm: LLM, query: str, candidates: list[Experience], top_k: int,
     )
     messages = load_prompt("rerank", family).messages(query=query, candidates=text)
     result = await llm.chat(messages, **_sampling(sampling, 512))
-    order = _indices(parse_json(result.content, (dict, list)), len(candidates))
+    ranking = _ranking(parse_json(result.content, (dict, list)))
+    order = _indices(ranking, len(candidates))
+    # An empty ranking is an answer (keep the order); none, or one of no usable index, is not.
+    answer_health.note("rerank", result, valid=ranking is not None and (not ranking or bool(order)))
     order += [i for i in range(len(candidates)) if i not in order]
     return [candidates[i] for i in order[:top_k]]
 
@@ -110,6 +119,7 @@ async def rewrite(llm: LLM, query: str, experiences: list[Experience], *, family
     result = await llm.chat(messages, **_sampling(sampling, 1024))
     parsed = parse_json(result.content, dict)
     text = parsed.get("rewritten_context") if isinstance(parsed, dict) else None
+    answer_health.note("rewrite", result, valid=isinstance(text, str) and bool(text.strip()))
     if not isinstance(text, str) or not text.strip():
         return format_guidance(experiences)
     return f"{GUIDANCE_HEADER}:\n{text.strip()}"
