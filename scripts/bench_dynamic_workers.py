@@ -55,13 +55,11 @@ def run(common: list[str], extra: list[str], out: Path) -> dict:
 
 
 def unit_calls(trial: dict, cfg) -> tuple[int, int]:
-    """(executor calls, memory-side calls) of one unit: the summarizer's distillation, and
-    the rerank and rewrite of what was retrieved when those are on."""
+    """(executor calls, memory-side calls) of one unit: every summarizer answer the unit
+    asked for (distillation and judging of each trial, rerank and rewrite when on)."""
     if cfg.eval.mode == "none":
         return trial["interactions"], 0
-    memory = trial["method"]["distill"]["llm_calls"]
-    memory += int(cfg.memory.rerank and len(trial["retrieved_ids"]) > 1) + int(cfg.memory.rewrite)
-    return trial["interactions"], memory
+    return trial["interactions"], sum(row["calls"] for row in (trial.get("summarizer_answers") or {}).values())
 
 
 def critical_path(trials: list[dict], workers: int, delay: float, dynamic: bool, slots: int) -> float:
@@ -102,12 +100,11 @@ def main() -> None:
             run(common, [*dynamic, "benchmark.limit=1", "eval.runs=1"], root / "warmup")
             settings = [("no memory", 1, ["eval.mode=none"])]
             settings += [(f"dynamic, W={w}", w, [*dynamic, f"eval.dynamic_workers={w}"]) for w in args.workers]
-            memory = compose(["memory=reme"]).memory
-            if memory.rerank or memory.rewrite:  # two calls on every unit's critical path
-                w = 4  # the authors' scripts' workers on BFCL
-                settings.append((f"dynamic, W={w}, memory.rerank=false memory.rewrite=false", w,
-                                 [*dynamic, f"eval.dynamic_workers={w}", "memory.rerank=false",
-                                  "memory.rewrite=false"]))
+            # The other setting of rerank + rewrite (two more calls on every unit's critical path).
+            on = not compose(["memory=reme"]).memory.rerank
+            w = 4  # the authors' scripts' workers on BFCL
+            flip = [f"memory.rerank={str(on).lower()}", f"memory.rewrite={str(on).lower()}"]
+            settings.append((f"dynamic, W={w}, {' '.join(flip)}", w, [*dynamic, f"eval.dynamic_workers={w}", *flip]))
             rows = []
             for i, (name, w, extra) in enumerate(settings):
                 r = run(common, extra, root / f"run{i}")

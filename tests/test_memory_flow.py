@@ -29,7 +29,10 @@ from reme_cli.testing.scripted_server import (
 )
 from tests.conftest import REPO, run_reme
 
-CORRUPT = "multi_turn_base_2"  # fails until a reflection lesson is in the prompt
+CORRUPT = "multi_turn_base_2"  # fails until the retry is guided by what its failure taught
+# The paper's text (reflection lessons, one task after another), with a de-duplication loose
+# enough that the scripted lesson is not a duplicate of the scripted success experience.
+PAPER_TEXT = ["experiment=paper_text", "memory.dedup_text=key_content", "memory.dedup_threshold=0.85"]
 
 
 def _trials(run: Path) -> list[dict]:
@@ -126,7 +129,7 @@ def test_dynamic_refines_deterministically_and_events_rebuild_the_pool(workdir, 
     """The paper's text (reflection lessons, one task after another): a cached rerun makes
     the same pool. (With several workers the commit order varies from run to run.)"""
     common = ["--mode", "dynamic", *_args(server, f"memory.pool={base_pool}", "benchmark.limit=4",
-              "eval.runs=2", "eval.seeds=1", "memory.deletion.alpha=2", "experiment=paper_text")]
+              "eval.runs=2", "eval.seeds=1", "memory.deletion.alpha=2", *PAPER_TEXT)]
     reme(workdir, "eval", *common, "out_dir=dyn_a")
     # Same command, other directory: every response now comes from the cache.
     reme(workdir, "eval", *common, "out_dir=dyn_b")
@@ -202,7 +205,7 @@ def slow_server():
 def test_dynamic_resume_after_kill_matches_an_uninterrupted_run(workdir, base_pool, slow_server):
     args = [sys.executable, "-m", "reme_cli.cli", "eval", "--mode", "dynamic",
             *_args(slow_server, f"memory.pool={base_pool}", "benchmark.limit=4", "eval.runs=2", "eval.seeds=1",
-                   "memory.deletion.alpha=2", "experiment=paper_text", "llm.cache=false", "out_dir=dyn_killed")]
+                   "memory.deletion.alpha=2", *PAPER_TEXT, "llm.cache=false", "out_dir=dyn_killed")]
     _kill_then_resume(workdir, args, "dyn_killed", at=3, total=8)
     trials = _trials(workdir / "dyn_killed")
     assert sorted(t["unit"] for t in trials) == sorted({t["unit"] for t in trials}) and len(trials) == 8
@@ -276,7 +279,7 @@ def test_authors_protocol_with_four_workers_survives_kill_and_resume(workdir, ba
 def test_experiment_scope_shares_one_pool_across_runs_and_resumes(workdir, base_pool, slow_server):
     """eval.scope=experiment: run 1 starts from the pool run 0 left."""
     common = [*_args(slow_server, f"memory.pool={base_pool}", "benchmark.limit=3", "eval.runs=2", "eval.seeds=1",
-                     "memory.deletion.alpha=2", "eval.scope=experiment", "experiment=paper_text")]
+                     "memory.deletion.alpha=2", "eval.scope=experiment", *PAPER_TEXT)]
     args = [sys.executable, "-m", "reme_cli.cli", "eval", "--mode", "dynamic", *common, "out_dir=exp_killed"]
     env = {**os.environ, "REME_CACHE_DIR": str(workdir / ".reme_cache")}
     reme(workdir, "eval", "--mode", "dynamic", *common, "out_dir=exp_whole")

@@ -191,8 +191,10 @@ def _failure_lines(stderr: str) -> list[str]:
 def test_dynamic_eval_counts_answers_per_role_and_exits_3_when_they_fail(workdir, pool, healthy):
     out = workdir / f"eval-{healthy}"
     with _server(ScriptedSummarizerPolicy() if healthy else OutOfBudget()) as srv:
+        # Rerank and rewrite on (the paper's text), so that every role the eval has is asked.
         proc = run_reme(["eval", "--mode", "dynamic", *_args(srv, f"memory.pool={pool}", "eval.runs=1",
-                                                             "eval.seeds=1", f"out_dir={out}")], workdir)
+                                                             "eval.seeds=1", "memory.rerank=true",
+                                                             "memory.rewrite=true", f"out_dir={out}")], workdir)
     metrics = json.loads((out / "metrics.json").read_text())  # written whatever the verdict
     answers = metrics["summarizer_answers"]
     assert metrics["units"] == TASKS and metrics["errors"] == 0
