@@ -130,8 +130,8 @@ def main() -> None:
                      f"| {wall / base:.1f}x |")
     lines += ["", "Critical path: the longest worker's (executor + memory-side calls) x delay, i.e. the wall "
               "time with zero harness cost (no memory: the units on llm.concurrency slots). Memory-side "
-              "calls: the summarizer's distillation, and rerank + rewrite of the retrieved experiences "
-              "when on."]
+              "calls: every summarizer answer a unit asked for (each trial's summary and its judging, "
+              "rerank + rewrite of the retrieved experiences when on)."]
     emit("\n".join(lines), args.out)
 
 
