@@ -2,7 +2,8 @@
 
 Both read one run directory: the numbers `reme eval` writes to metrics.json, and the row
 `reme report` computes from the frames it loads. Errored units, a (seed, task) whose every
-unit errored, a retried unit, several seeds and runs, and AppWorld scenarios all occur.
+unit errored, a retried unit, several seeds and runs, units scored on a later trial than their
+first, and AppWorld scenarios all occur.
 """
 
 from __future__ import annotations
@@ -26,9 +27,10 @@ def _records(appworld: bool) -> list[UnitRecord]:
             for i, task in enumerate(TASKS):
                 error = "Boom: x" if (seed * 7 + run * 3 + i) % 5 == 0 or (seed, task) == (1, "b_2") else None
                 checker = {"scenario": task.split("_")[0], "difficulty": 1 + i % 3} if appworld else {}
+                success, first = ((seed + 1) * (i + 1) + run) % 4 in (0, 1), (seed + run + i) % 2 == 0
                 out.append(UnitRecord(unit=f"s{seed}/r{run}/{task}", task_id=task, seed=seed, run=run,
-                                      position=i, success=((seed + 1) * (i + 1) + run) % 4 in (0, 1),
-                                      first_success=(seed + run + i) % 2 == 0, error=error,
+                                      position=i, success=success, first_success=first,
+                                      attempts=1 + (first != success) + (run == 2), error=error,
                                       stop_reason="error" if error else "answered", checker=checker))
     # A unit that errored and then ran again: its last record counts, on both sides.
     retried = out[1]
@@ -63,6 +65,12 @@ def test_final_table_and_report_agree_on_the_same_records(tmp_path, benchmark, a
     assert sorted(row["per_seed"]) == [int(s) for s in sorted(final["per_seed"])]
     for seed, (avg, pass_) in row["per_seed"].items():
         assert (avg, pass_) == same((final["per_seed"][str(seed)][f"avg@{K}"], final["per_seed"][str(seed)][f"pass@{K}"]))
+    # the first trials too (metrics.json's first_attempt block, the report's first_* columns)
+    first = final["first_attempt"]
+    assert row["first_avg_mean"] == same(first[f"avg@{K}"]["mean"]) and row["first_avg_std"] == same(first[f"avg@{K}"]["std"])
+    assert row["first_pass_mean"] == same(first[f"pass@{K}"]["mean"])
+    assert row["first_pass_std"] == same(first[f"pass@{K}"]["std"])
+    assert row["first_avg_mean"] != same(row["avg_mean"])  # the retries changed something to agree on
     # seed 1 lost task b_2 to errors: it has fewer scored tasks, not a failed one
     assert final["per_seed"]["1"]["tasks"] == len(TASKS) - 1
     assert row["n_errors"] == final["errors"] > 0 and row["n_units"] == final["units"] == SEEDS * K * len(TASKS)

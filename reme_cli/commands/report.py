@@ -24,7 +24,7 @@ from reme_cli.core.io import now
 from reme_cli.core.staging import replace_dir
 from reme_cli.core.staging import clean_stale
 from reme_cli.run.lock import DirLock
-from reme_cli.run.records import CONFIG_FILE, MANIFEST_FILE, TRIALS_FILE, RunDir
+from reme_cli.run.records import CONFIG_FILE, MANIFEST_FILE, TRIALS_FILE, RunDir, UnitRecord
 
 REPORT_MARK = "REME_REPORT"  # in every report folder: reme wrote it, a rerun may replace it
 # What reports written before the marker existed hold; such a folder is reme's too.
@@ -104,17 +104,27 @@ def load_frames(paths: list[Path], order: list[str] | None = None
         for t in trials:
             checker = t.checker or {}
             unit_rows.append({"run_id": run_id, "seed": t.seed, "run": t.run, "task_id": t.task_id,
-                              "success": t.success, "error": not t.ok, "stop_reason": t.stop_reason,
+                              "success": t.success, "first_success": first_trial_success(t),
+                              "attempts": t.attempts, "error": not t.ok, "stop_reason": t.stop_reason,
                               "checker_error_type": None if t.success else checker.get("error_type"),
                               # AppWorld's checker names both; SGC and the difficulty table need them.
                               "scenario": checker.get("scenario"), "difficulty": checker.get("difficulty")})
         if mode == "dynamic":
             fields = list(method_columns(memory).series)
             series_rows += [{"run_id": run_id, **row} for row in _series(trials, fields)]
-    units = pd.DataFrame(unit_rows, columns=["run_id", "seed", "run", "task_id", "success", "error",
-                                             "stop_reason", "checker_error_type", "scenario", "difficulty"])
+    units = pd.DataFrame(unit_rows, columns=["run_id", "seed", "run", "task_id", "success", "first_success",
+                                             "attempts", "error", "stop_reason", "checker_error_type",
+                                             "scenario", "difficulty"])
     series = pd.DataFrame(series_rows) if series_rows else None
     return units, pd.DataFrame(run_rows), series
+
+
+def first_trial_success(t: UnitRecord) -> bool:
+    """The verdict on a unit's first trial: its ``first_success``, except that a unit that ran
+    one trial (``attempts`` <= 1) was scored on it. The exception is how a line without
+    ``first_success`` reads: reme 0.1 wrote neither field for its single-trial units, and
+    the record's default (False) would count a solved unit as a first-trial failure."""
+    return bool(t.first_success if t.attempts > 1 else t.success)
 
 
 def _series(trials: list, fields: list[str]) -> list[dict[str, Any]]:

@@ -6,6 +6,12 @@ same functions as a run's own metrics.json; this module adapts the report's fram
 Errored units are not failures: they are dropped before any mean is taken, counted, and the
 run is flagged ``partial`` so that no table averages them in silently.
 
+Beside the scored success (a unit's last trial) every run also gets Avg@k / Pass@k over its
+units' first trials (``first_*``), with the same functions: the two differ where a method
+retried a failed task (the authors' dynamic protocol: up to 3 trials, the last one scored).
+``n_retried`` counts the scored units that ran more than one trial. A unit frame without
+``first_success`` (or with it missing for a unit) reads as scored on its first trial.
+
 Runs whose every scored unit names its scenario (AppWorld) also get SGC and the success rate
 per difficulty level.
 """
@@ -20,7 +26,8 @@ from reme_cli.run import metrics as scores
 
 METRIC_COLUMNS = ["run_id", "avg_mean", "avg_std", "pass_mean", "pass_std", "n_seeds", "n_tasks",
                   "n_units", "n_errors", "expected_units", "partial", "per_seed", "sgc_mean", "sgc_std",
-                  "by_difficulty"]
+                  "by_difficulty", "n_retried", "first_avg_mean", "first_avg_std", "first_pass_mean",
+                  "first_pass_std"]
 
 
 def as_flag(column: pd.Series) -> pd.Series:
@@ -31,6 +38,20 @@ def as_flag(column: pd.Series) -> pd.Series:
 def scored_units(units: pd.DataFrame) -> pd.DataFrame:
     """The units that count towards a score: those that did not error."""
     return units[~as_flag(units["error"])]
+
+
+def first_trial(units: pd.DataFrame) -> pd.Series:
+    """Each unit's verdict on its first trial; its scored verdict where the frame has none."""
+    if "first_success" not in units:
+        return as_flag(units["success"])
+    return as_flag(units["first_success"].where(units["first_success"].notna(), units["success"]))
+
+
+def retried(units: pd.DataFrame) -> pd.Series:
+    """Which units ran more than one trial (or were scored on another trial than their first)."""
+    attempts = pd.to_numeric(units["attempts"], errors="coerce") if "attempts" in units else None
+    more = attempts.gt(1) if attempts is not None else pd.Series(False, index=units.index)
+    return more | first_trial(units).ne(as_flag(units["success"]))
 
 
 def task_scores(units: pd.DataFrame) -> pd.DataFrame:
@@ -75,6 +96,9 @@ def _one_run(run: pd.Series, units: pd.DataFrame) -> dict:
     per_seed = seed_scores(units)
     avg_mean, avg_std = scores.mean_std(per_seed["avg"])
     pass_mean, pass_std = scores.mean_std(per_seed["pass"])
+    first = seed_scores(units.assign(success=first_trial(units)))
+    first_avg_mean, first_avg_std = scores.mean_std(first["avg"])
+    first_pass_mean, first_pass_std = scores.mean_std(first["pass"])
     n_errors = int(as_flag(units["error"]).sum())
     expected = int(run["seeds"]) * int(run["k"]) * int(run["tasks"])
     partial = len(units) < expected or n_errors > 0 or run["status"] != "complete"
@@ -85,6 +109,9 @@ def _one_run(run: pd.Series, units: pd.DataFrame) -> dict:
         "n_errors": n_errors, "expected_units": expected, "partial": bool(partial),
         "per_seed": {int(r.seed): (float(r.avg), float(r["pass"])) for _, r in per_seed.iterrows()},
         **scenario_columns(units),
+        "n_retried": int(retried(scored_units(units)).sum()),
+        "first_avg_mean": first_avg_mean, "first_avg_std": first_avg_std,
+        "first_pass_mean": first_pass_mean, "first_pass_std": first_pass_std,
     }
 
 

@@ -1,7 +1,7 @@
 """The paper's tables, rebuilt from our runs with the paper's numbers beside ours.
 
 Every table is a plain DataFrame of formatted strings (one row per setting, one column per
-(model, benchmark, metric) x (ours, n, paper, delta)), so the same object becomes Markdown
+(model, benchmark, metric) x (ours, n, paper, delta), and "first trial" when some run retried), so the same object becomes Markdown
 (``to_markdown``) and CSV (``DataFrame.to_csv``). Notes that must travel with a table (partial
 runs, smoke-level models, paper cells we refuse to compare) are in ``df.attrs["notes"]``.
 
@@ -29,6 +29,12 @@ SMOKE_NOTE = "smoke-level: embedded 135M model, not comparable to the paper"
 APPWORLD_NOTE = ("AppWorld: Avg@k and Pass@k are over task goal completion (TGC, every test of the task "
                  "passes); SGC Avg@k is scenario goal completion (every task of a scenario passes in a run), "
                  "averaged over the k runs. The paper reports no SGC.")
+FIRST = "first trial"
+FIRST_NOTE = ("first trial: Avg@k / Pass@k over each unit's first trial, for the runs where some unit "
+              "ran more than one (blank: every unit ran one trial, so it equals ours). Ours scores the "
+              "last trial that ran, as the authors' dynamic protocol does: up to 3 trials, a retry only "
+              "after a failure (results/authors_setup_evidence.md §1a).")
+SUB_COLUMNS = ("ours", "n", "paper", "Δ", FIRST)  # per (group, metric); the first trial after Δ
 SETTING_ORDER = ["No Memory", "A-Mem", "LangMem", "ReMe (fixed)", "ReMe (dynamic)"]
 MODEL_ORDER = ["qwen3-8b", "qwen3-14b", "qwen3-32b", "local"]
 BENCHMARK_ORDER = ["bfcl_v3", "appworld"]
@@ -257,6 +263,9 @@ def _fill_cells(cells: dict, run: pd.Series, spec: TableSpec, paper: pd.DataFram
         ours = fmt_mean_std(run[f"{metric}_mean"], run[f"{metric}_std"])
         cells[f"{prefix} ours"] = f"{ours} {DAGGER}" if run["partial"] else ours
         cells[f"{prefix} n"] = f"{int(run['n_seeds'])}/{int(run['n_tasks'])}"
+        if run["n_retried"] > 0:
+            first = fmt_mean_std(run[f"first_{metric}_mean"], run[f"first_{metric}_std"])
+            cells[f"{prefix} {FIRST}"] = f"{first} {DAGGER}" if run["partial"] else first
         if spec.paper_table is None:
             continue
         found = _paper_cell(paper, spec, run, name)
@@ -293,6 +302,8 @@ def _table_notes(joined: pd.DataFrame, spec: TableSpec, cell_notes: list[str]) -
         notes.append("the paper reports Avg@4/Pass@4; columns with another k show no paper value.")
     if (joined["benchmark"] == "appworld").any():
         notes.append(APPWORLD_NOTE)
+    if (joined["n_retried"] > 0).any():
+        notes.append(FIRST_NOTE)
     notes.extend(cell_notes)
     return list(dict.fromkeys(notes))
 
@@ -306,7 +317,7 @@ def _column_order(joined: pd.DataFrame, columns: set[str]) -> list[str]:
     for g in keys:
         group = f"{model_label(g.model)} {BENCHMARK_LABELS.get(g.benchmark, g.benchmark)}"
         for metric in ("avg", "pass"):
-            for sub in ("ours", "n", "paper", "Δ"):
+            for sub in SUB_COLUMNS:
                 name = f"{group} {_metric_name(metric, g.k)} {sub}"
                 if name in columns and name not in ordered:
                     ordered.append(name)

@@ -16,6 +16,7 @@ from reme_cli.report.appworld import appworld_table
 from reme_cli.report.metrics import run_metrics
 from reme_cli.report.order import SUITE_RANK, in_run_order
 from reme_cli.report.plots import plot_bars, plot_pool_series, plot_topk
+from reme_cli.report.retries import first_trial_table
 from reme_cli.report.tables import (ErrorAnalysis, build_table, comparisons, error_analysis,
                                     row_label, table_names, table_spec, to_markdown)
 
@@ -115,14 +116,15 @@ def _header_md(runs: pd.DataFrame, metrics: pd.DataFrame) -> list[str]:
             "Pass@k: per seed, the fraction of tasks solved in at least one of the k runs. "
             "Cells show mean ± sample std (ddof=1) over seeds in %, then n = seeds/tasks, the "
             "paper's value and Δ = ours − paper in points. Errored units are excluded from "
-            "every mean and make a run partial (†).", "",
+            "every mean and make a run partial (†). A unit that ran several trials is scored on its "
+            "last; runs with such units also show their first trial's numbers.", "",
             "## Runs", "", to_markdown(_runs_overview(metrics, runs)), ""]
 
 
 def write_report(out_dir: str | Path, units: pd.DataFrame, runs: pd.DataFrame,
                  pool_series: pd.DataFrame | None = None, suite: str | None = None) -> list[Path]:
     """Write report.md, CSVs (metrics, each table, AppWorld's SGC and difficulty breakdown,
-    comparisons, error analysis) and PNGs.
+    first trial vs scored where some run retried, comparisons, error analysis) and PNGs.
 
     Returns every written path, report.md last.
     """
@@ -141,6 +143,10 @@ def write_report(out_dir: str | Path, units: pd.DataFrame, runs: pd.DataFrame,
     if len(appworld):
         _write_csv(appworld, out / "table_appworld.csv", written)
         md += [f"## {appworld.attrs['title']}", "", to_markdown(appworld), *_notes_md(appworld), ""]
+    first = first_trial_table(metrics, runs)
+    if len(first):
+        _write_csv(first, out / "table_first_trial.csv", written)
+        md += [f"## {first.attrs['title']}", "", to_markdown(first), *_notes_md(first), ""]
     md += _figures(out, metrics, runs, pool_series, suite, written)
     md += _comparisons_section(out, units, metrics, runs, written)
     report = out / "report.md"
