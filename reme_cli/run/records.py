@@ -125,6 +125,8 @@ class UnitRecord:
                 stop = (data.get("trajectory") or {}).get("stop_reason")
                 data["stop_reason"] = "error" if data.get("error") else _V1_STOPS.get(stop, stop or "answered")
             data["schema_version"] = SCHEMA_VERSION
+        # Written before first-trial success was recorded: every unit then ran one trial.
+        data.setdefault("first_success", data.get("success", False))
         known = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in data.items() if k in known})
 
