@@ -170,8 +170,7 @@ class ReMe(Memory):
 
     def apply(self, events: list[dict[str, Any]], committed: int, worker: int = 0) -> Applied:
         """Counts, then additions (de-duplicated against the pool as it is now), then a
-        deletion pass when one is due: every ``deletion.every`` trials of this worker (the
-        authors' per-worker counter) or tasks of the stream (paper text)."""
+        deletion pass when one is due."""
         done: list[dict[str, Any]] = []
         added: list[str] = []
         due = False
@@ -184,14 +183,10 @@ class ReMe(Memory):
                     done.append({"op": "add", "source": exp.source, "experience": exp.to_dict()})
                     added.append(exp.id)
             elif event["op"] == "trials":
-                before, after = self._count_trials(worker, event["n"])
+                due = self._deletion_due(committed, worker, event["n"])
                 done.append({"op": "trials", "worker": worker, "n": event["n"]})
-                every = self.cfg.deletion.every or 1
-                due = after // every > before // every if self.cfg.deletion.counts == "trials" else due
             else:
                 done.append(event)
-        if self.cfg.deletion.counts == "tasks":
-            due = (committed + 1) % (self.cfg.deletion.every or 1) == 0
         doomed = [e for e in self.pool if deletable(e, self.cfg)] if due else []
         if doomed:
             self.pool.remove([e.id for e in doomed])
@@ -199,6 +194,15 @@ class ReMe(Memory):
         used = [e.u / e.f for e in self.pool if e.f > 0]
         return Applied(done, {"added": added, "deleted": [e.id for e in doomed], "pool_size": len(self.pool),
                               "mean_utility": sum(used) / len(used) if used else None})  # u/f over retrieved ones
+
+    def _deletion_due(self, committed: int, worker: int, trials: int) -> bool:
+        """Every ``deletion.every`` trials of this worker (the authors' per-worker counter),
+        or tasks of the stream (the paper's "after each task")."""
+        every = self.cfg.deletion.every or 1
+        before, after = self._count_trials(worker, trials)
+        if self.cfg.deletion.counts == "tasks":
+            return (committed + 1) % every == 0
+        return after // every > before // every
 
     def save(self, where: Path) -> None:
         self.pool.save()
