@@ -175,7 +175,7 @@ async def run_episode(
             # Code-action protocols record the step as code and its output (AppWorld).
             code = reply.calls[0].arguments["code"] if getattr(protocol, "code_actions", False) and reply.calls else None
             steps.append(Step(reply.text, calls, result.prompt_tokens, result.completion_tokens,
-                              result.latency_s, result.cached, code=code, code_output=outputs[0] if code else None))
+                              result.latency_s, result.cached, code=code, code_output=outputs[0] if code is not None else None))
             if done:  # the environment says the task is over: no further turn or step
                 await env.end_step()
                 await env.end_turn()
@@ -188,6 +188,9 @@ async def run_episode(
             traj.messages.extend(protocol.result_messages(reply.calls, outputs))
             if step_index == step_limit - 1 and max_steps_per_turn:
                 traj.stop_reason = "turn_step_limit"
+        else:
+            if not max_steps_per_turn:  # the turn had the whole budget (AppWorld) and used it up
+                traj.stop_reason = "interaction_limit"
         await env.end_turn()
         if traj.stop_reason != "answered":
             break
