@@ -183,6 +183,7 @@ class AppWorldBenchmark:
     # The authors' run_appworld.py: batches of 8 tasks at once against one shared pool.
     dynamic_workers = 8
     max_steps_per_turn = None
+    system_prompt: str | None = None  # the authors' agent: each task's own (Task.meta)
 
     def __init__(self, cfg: AppWorldConfig):
         self.cfg = cfg

@@ -13,7 +13,8 @@ Related Experience to help you to complete the task:\\n" + items``, each item la
 applied by ``reme_cli.agent.loop``). The loop
 side (first python block runs, only the code is kept, ``Output:`` answers) is
 ``reme_cli.agent.protocols.CodeProtocol``. ``benchmark.agent=compact`` is reme's earlier
-768-character system prompt and a first user message that carries the supervisor line.
+768-character system prompt and a first user message that carries the supervisor line;
+the loop is the same.
 
 AppWorld agent of the paper's tables (results/authors_setup_evidence.md has the sources).
 The September agent (C09, ``cookbook/appworld/`` at 1257c30e, 2025-09-15) differs from
