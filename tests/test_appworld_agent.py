@@ -73,14 +73,19 @@ def first_requests(srv: ScriptedServer, task_id: str) -> list[list[dict]]:
 
 
 def test_the_first_request_carries_the_authors_system_and_user_message_with_and_without_guidance(reme, toy_world):
+    """And benchmark.agent=compact sends reme's own words instead."""
     task_id = "toy0001_1"
     reme("pool", "import", "official:appworld/qwen3-8b", "--out", "pool", check=True)
     with ScriptedServer(AppWorldGoldPolicy(str(toy_world))) as srv:
         reme("eval", *common(toy_world, srv.base_url, task_id), "out_dir=plain", check=True)
         reme("eval", "--mode", "fixed", *common(toy_world, srv.base_url, task_id), "memory.pool=pool",
              "out_dir=fixed", check=True)
-        plain, fixed = first_requests(srv, task_id)
+        reme("eval", *common(toy_world, srv.base_url, task_id), "benchmark.agent=compact", "out_dir=compact",
+             check=True)
+        plain, fixed, compact = first_requests(srv, task_id)
     assert plain == authors_messages(toy_world, task_id)
+    assert compact[0] == {"role": "system", "content": appworld_agent.COMPACT_SYSTEM_PROMPT}
+    assert compact[1]["content"].startswith("My name is: ") and compact[1]["content"].endswith(plain[1]["content"])
     (rec,) = map(json.loads, (reme.cwd / "fixed" / "trials.jsonl").read_text().splitlines())
     pool = {e["id"]: e for e in map(json.loads, (reme.cwd / "pool" / "experiences.jsonl").read_text().splitlines())}
     retrieved = [pool[i] for i in rec["retrieved_ids"]]
@@ -92,18 +97,21 @@ def test_the_first_request_carries_the_authors_system_and_user_message_with_and_
 def test_a_later_trial_on_appworld_sees_the_earlier_trials_summary_as_experience_items(reme, toy_world):
     """Dynamic mode, a task that always fails (complete_task with a wrong answer): trials 2
     and 3 are guided by the previous trial's failure analysis, labelled as the authors'
-    AppWorld agent labels it; nothing failed enters the pool."""
+    AppWorld agent labels it."""
     task_id = "toy0002_1"
     policy = make_policy("appworld-gold+summarizer", corrupt=[task_id], appworld_root=str(toy_world))
+    reme("pool", "import", "official:appworld/qwen3-8b", "--out", "pool", check=True)
     with ScriptedServer(policy) as srv:
-        reme("eval", "--mode", "dynamic", *common(toy_world, srv.base_url, task_id), "out_dir=dyn", check=True)
+        reme("eval", "--mode", "dynamic", *common(toy_world, srv.base_url, task_id), "memory.pool=pool",
+             "out_dir=dyn", check=True)
         firsts = first_requests(srv, task_id)
     (rec,) = map(json.loads, (reme.cwd / "dyn" / "trials.jsonl").read_text().splitlines())
-    trials = rec["memory"]["trials"] if "memory" in rec else rec["trials"]
+    trials = rec["method"]["trials"]
+    assert not rec["method"]["added"]  # no trial scored 1: nothing enters the pool
     assert [t["success"] for t in trials] == [False, False, False]
     assert [t["guided_by"] for t in trials][1:] == ["previous_summary", "previous_summary"]
     assert len(firsts) == 3
-    assert HEADER not in firsts[0][1]["content"]  # the empty pool: the instruction alone
+    assert "Scripted FAILED lesson" not in firsts[0][1]["content"]  # trial 1: retrieved from the pool
     for later in firsts[1:]:
         text = later[1]["content"]
         assert text.startswith("Task:\n") and f"\n\n{HEADER}:\nExperience 1:\n When to use: " in text
