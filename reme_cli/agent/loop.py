@@ -11,6 +11,7 @@ usable call). ``error`` is set by the runner for a unit that failed.
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -99,6 +100,15 @@ def with_guidance(text: str, guidance: str | None) -> str:
     return f"Task:\n{text}\n\n{guidance}" if guidance else text
 
 
+_EXPERIENCE_LABEL = re.compile(r"\bExperience\s*(\d+)\s*:")
+
+
+def relabel(guidance: str, label: str) -> str:
+    """Each ``Experience i :`` of `guidance` written as `label` (``{n}``: the number), as the
+    authors' AppWorld agent relabels the memory service's items (``re.sub`` on its answer)."""
+    return _EXPERIENCE_LABEL.sub(lambda m: label.format(n=m.group(1)), guidance)
+
+
 async def run_episode(
     llm: LLM,
     protocol: ToolProtocol,
@@ -114,7 +124,10 @@ async def run_episode(
 ) -> Trajectory:
     tools = env.tools()
     traj = Trajectory()
-    system = protocol.system_prompt(system_prompt, tools)
+    # A task may bring its own system message (AppWorld's authors' agent: its supervisor's).
+    system = protocol.system_prompt(system_prompt or task.meta.get("system_prompt"), tools)
+    if guidance and task.meta.get("experience_label"):
+        guidance = relabel(guidance, task.meta["experience_label"])
     if system:
         traj.messages.append({"role": "system", "content": system})
     request_extra = protocol.request_kwargs(tools)
@@ -162,7 +175,7 @@ async def run_episode(
             # Code-action protocols record the step as code and its output (AppWorld).
             code = reply.calls[0].arguments["code"] if getattr(protocol, "code_actions", False) and reply.calls else None
             steps.append(Step(reply.text, calls, result.prompt_tokens, result.completion_tokens,
-                              result.latency_s, result.cached, code=code, code_output=outputs[0] if code else None))
+                              result.latency_s, result.cached, code=code, code_output=outputs[0] if code is not None else None))
             if done:  # the environment says the task is over: no further turn or step
                 await env.end_step()
                 await env.end_turn()
@@ -175,6 +188,9 @@ async def run_episode(
             traj.messages.extend(protocol.result_messages(reply.calls, outputs))
             if step_index == step_limit - 1 and max_steps_per_turn:
                 traj.stop_reason = "turn_step_limit"
+        else:
+            if not max_steps_per_turn:  # the turn had the whole budget (AppWorld) and used it up
+                traj.stop_reason = "interaction_limit"
         await env.end_turn()
         if traj.stop_reason != "answered":
             break

@@ -127,15 +127,35 @@ class JSONProtocol:
         return [{"role": "user", "content": TOOL_RESULTS_PREFIX + "\n" + "\n".join(lines)}]
 
 
-_CODE_BLOCK = re.compile(r"```(?:python|py)?[ \t]*\n(.*?)```", re.DOTALL)
+_FULL_BLOCK = re.compile(r"```python\n(.*?)```", re.DOTALL)
+_OPEN_BLOCK = re.compile(r".*```python\n(.*)", re.DOTALL)
+
+
+def extract_code(text: str) -> str:
+    """The code a reply runs, as the authors' AppWorld agent reads it
+    (agentscope-ai/ReMe 65971baf, appworld_react_agent.py ``extract_code_and_fix_content``
+    with ``ignore_multiple_calls=True``): the first complete ```python block; else a block
+    left open at the end (the reply was cut off); else the whole reply, run as it is."""
+    full = _FULL_BLOCK.search(text)
+    if full:
+        return full.group(1).strip()
+    partial = _OPEN_BLOCK.match(text)
+    if not partial:
+        return text
+    if partial.group(1).strip():
+        return partial.group(1).strip()
+    return (text if text.endswith("\n") else text + "\n") + "```"  # theirs: the closed reply runs
+
 
 class CodeProtocol:
-    """Code actions (AppWorld): the model writes Python; the environment runs it.
+    """Code actions (AppWorld), as the authors' AppWorld agent runs them.
 
-    The reply's last ```python block is one call of the environment's ``execute`` action;
-    its output comes back as the next user message. A reply without code ends the turn.
-    What the code may call is the benchmark's to say, in its system prompt (AppWorld's:
-    ``reme_cli.bench.appworld.SYSTEM_PROMPT``)."""
+    Every reply is one call of the environment's ``execute`` action with ``extract_code``'s
+    code, so a reply without a block runs too (and usually prints a SyntaxError for the
+    model to read); only that code stays in the history as the assistant message, and the
+    output comes back as ``"Output:\n```\n" + output + "```\n\n"``. The episode ends when
+    the environment says the task is complete or the interactions run out. What the code
+    may call is the benchmark's to say, in its system prompt."""
 
     name = "code"
     code_actions = True
@@ -147,13 +167,14 @@ class CodeProtocol:
         return {}
 
     def read(self, result: ChatResult) -> Reply:
-        text = _THINK.sub("", result.content).strip()
-        blocks = _CODE_BLOCK.findall(text)
-        calls = [ToolCallRequest(id="code_0", name="execute", arguments={"code": blocks[-1].strip()})] if blocks else []
-        return Reply(text=text, calls=calls, message={"role": "assistant", "content": text})
+        # vLLM's reasoning parser keeps <think> out of the content the authors read.
+        text = _THINK.sub("", result.content)
+        code = extract_code(text)
+        return Reply(text=text, calls=[ToolCallRequest(id="code_0", name="execute", arguments={"code": code})],
+                     message={"role": "assistant", "content": code})
 
     def result_messages(self, calls: list[ToolCallRequest], outputs: list[str]) -> list[dict[str, Any]]:
-        return [{"role": "user", "content": "Output:\n```\n" + "\n".join(outputs) + "\n```"}]
+        return [{"role": "user", "content": "Output:\n```\n" + "".join(outputs) + "```\n\n"}]
 
 
 def make_protocol(name: str, dialect: ToolDialect = PLAIN_TOOLS) -> ToolProtocol:

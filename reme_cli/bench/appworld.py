@@ -38,8 +38,8 @@ from typing import Any, Optional
 
 import httpx
 
-from reme_cli.bench import sandbox
-from reme_cli.bench.base import BenchmarkConfig, Outcome, Task, ToolResult
+from reme_cli.bench import appworld_agent, sandbox
+from reme_cli.bench.base import DEFAULT_PROMPT_FAMILY, BenchmarkConfig, Outcome, Task, ToolResult
 from reme_cli.bench.worker import WorkerCrashed
 from reme_cli.core.config import check_choices
 from reme_cli.core.errors import UserError
@@ -68,9 +68,16 @@ class AppWorldConfig(BenchmarkConfig):
     timeout: float = 100.0  # seconds per environment call (AppWorld's own execute default)
     workers: Optional[int] = None  # worker processes at most (~270 MB each; default: one per open episode)
     sandbox: str = "auto"  # auto | bwrap | none: the OS sandbox around the model's code (none: on the host)
+    # authors: the ReMe authors' agent (65971baf benchmark/appworld/); compact: reme's own prompt words
+    agent: str = "authors"
+    # The summarizer's words: function_calls, the prompts BFCL uses (the authors use one set for
+    # both benchmarks); appworld, reme's wording for code and API calls (prompts/families.toml).
+    prompt_family: str = DEFAULT_PROMPT_FAMILY
 
     def check(self) -> None:
-        check_choices("benchmark", self, {"split": set(SPLITS), "sandbox": set(sandbox.CHOICES)},
+        check_choices("benchmark", self, {"split": set(SPLITS), "sandbox": set(sandbox.CHOICES),
+                                          "agent": set(appworld_agent.AGENTS),
+                                          "prompt_family": {DEFAULT_PROMPT_FAMILY, "appworld"}},
                       {"limit": 1, "max_interactions": 1, "timeout": 1, "workers": 1})
 
 
@@ -170,31 +177,20 @@ class Workers:
             shutil.rmtree(self.dir, ignore_errors=True)
 
 
-# The agent's system prompt when benchmark.system_prompt is unset. It follows the official
-# ReMe AppWorld agent's ReAct loop in spirit; the text is reme's own.
-SYSTEM_PROMPT = """\
-You are an AI assistant who completes a user's day-to-day task by writing Python code that \
-calls app APIs. Work step by step, in a loop: think briefly, then write ONE ```python code block; \
-it runs in a persistent Python session where `apis` is defined, and its printed output comes \
-back to you. Look up what you need first: apis.api_docs.show_app_descriptions(), \
-apis.api_docs.show_api_descriptions(app_name=...), apis.api_docs.show_api_doc(app_name=..., \
-api_name=...). Log in to an app with the supervisor's credentials from \
-apis.supervisor.show_account_passwords() before using it. When the task is done, call \
-apis.supervisor.complete_task(answer=...) (answer only when the task asks a question; use \
-status="fail" if it cannot be done). Do not ask for clarification."""
-
-
 class AppWorldBenchmark:
     name = "appworld"
     config_class = AppWorldConfig
     # The authors' run_appworld.py: batches of 8 tasks at once against one shared pool.
     dynamic_workers = 8
     max_steps_per_turn = None
-    prompt_family = "appworld"  # summarizer prompts that speak of code and API calls
-    system_prompt = SYSTEM_PROMPT
+    system_prompt: str | None = None  # the authors' agent: each task's own (Task.meta)
 
     def __init__(self, cfg: AppWorldConfig):
         self.cfg = cfg
+        self.prompt_family = cfg.prompt_family
+        # The authors' system message is the task's own (its supervisor): Task.meta carries it.
+        self.system_prompt = appworld_agent.COMPACT_SYSTEM_PROMPT if cfg.agent == "compact" else None
+        self._apps: dict[str, str] | None = None
         self.root = Path(cfg.data_dir) if cfg.data_dir else default_data_dir()
         self.venv = Path(cfg.venv) if cfg.venv else default_venv()
         self.data = self.root / "data"
@@ -237,12 +233,18 @@ class AppWorldBenchmark:
 
     def load(self, task_id: str) -> Task:
         specs = json.loads((self.data / "tasks" / task_id / "specs.json").read_text())
-        sup = specs["supervisor"]
-        # The user message the official AppWorld agents send: who the supervisor is, then the task.
-        text = (f"My name is: {sup['first_name']} {sup['last_name']}. My personal email is {sup['email']} and "
-                f"phone number is {sup['phone_number']}.\nTask:\n\n{specs['instruction']}")
-        return Task(id=task_id, turns=[[{"role": "user", "content": text}]], query=specs["instruction"],
-                    meta={"scenario": task_id.split("_")[0], "supervisor": sup}, prompt_family=self.prompt_family)
+        sup, instruction = specs["supervisor"], specs["instruction"]
+        meta: dict[str, Any] = {"scenario": task_id.split("_")[0], "supervisor": sup}
+        if self.cfg.agent == "compact":
+            text = appworld_agent.compact_user_message(sup, instruction)
+        else:
+            if self._apps is None:
+                self._apps = appworld_agent.app_descriptions(self.venv / "bin" / "python")
+            text = instruction
+            meta["system_prompt"] = appworld_agent.authors_system_prompt(sup, self._apps)
+            meta["experience_label"] = appworld_agent.EXPERIENCE_LABEL
+        return Task(id=task_id, turns=[[{"role": "user", "content": text}]], query=instruction,
+                    meta=meta, prompt_family=self.prompt_family)
 
     async def open(self, task: Task, episode_key: str) -> AppWorldEnv:
         if self._workers is None:

@@ -17,7 +17,10 @@ joined by ``"\\n"``; benchmark/bfcl/bfcl_agent.py renames "Memory" to "Experienc
      ...
 
 ``format_guidance`` builds everything from the header on; ``agent.loop.with_guidance`` adds
-``Task:`` and the query. Response caches key on this text: change it only on purpose.
+``Task:`` and the query. Response caches key on this text: change it only on purpose. The
+authors' AppWorld agent labels items ``Experience i:`` (no space): that label is the agent's,
+not the memory's, so the AppWorld task names it (``Task.meta["experience_label"]``) and
+``agent.loop.run_episode`` relabels this text, whatever method wrote it.
 
 Rerank (over the top K retrieved) and rewrite are part of the paper's reuse stage and ran by
 default in the service of the paper's period (v0.1.9, v0.2.0.4); the FAQ's scripts switch
