@@ -15,6 +15,7 @@ from typing import Any
 
 import jinja2
 import pytest
+import yaml
 
 from reme_cli.agent.loop import Sampling, run_episode
 from reme_cli.agent.protocols import CodeProtocol
@@ -103,13 +104,19 @@ def test_a_later_trial_on_appworld_sees_the_earlier_trials_summary_as_experience
     reme("pool", "import", "official:appworld/qwen3-8b", "--out", "pool", check=True)
     with ScriptedServer(policy) as srv:
         reme("eval", "--mode", "dynamic", *common(toy_world, srv.base_url, task_id), "memory.pool=pool",
-             "out_dir=dyn", check=True)
+             "memory.deletion.alpha=1", "out_dir=dyn", check=True)
         firsts = first_requests(srv, task_id)
     (rec,) = map(json.loads, (reme.cwd / "dyn" / "trials.jsonl").read_text().splitlines())
     trials = rec["method"]["trials"]
     assert not rec["method"]["added"]  # no trial scored 1: nothing enters the pool
     assert [t["success"] for t in trials] == [False, False, False]
     assert [t["guided_by"] for t in trials][1:] == ["previous_summary", "previous_summary"]
+    # A deletion pass after every AppWorld trial (appworld_react_agent.py:234-236), 8 workers
+    # per run: with alpha=1 the 5 experiences trial 1 retrieved (f=1, u=0) leave the pool.
+    cfg = yaml.safe_load((reme.cwd / "dyn" / "config.yaml").read_text())
+    assert (cfg["memory"]["deletion"]["every"], cfg["eval"]["dynamic_workers"]) == (1, 8)
+    assert len(trials[0]["retrieved_ids"]) == 5
+    assert sorted(rec["method"]["deleted"]) == sorted(trials[0]["retrieved_ids"])
     assert len(firsts) == 3
     assert "Scripted FAILED lesson" not in firsts[0][1]["content"]  # trial 1: retrieved from the pool
     for later in firsts[1:]:
