@@ -19,7 +19,9 @@ from reme_cli.methods.amem.notes import Note, NoteStore
 from tests.conftest import REPO, run_reme
 from tests.test_memory_flow import _kill_when, _trials
 
-SCRIPTED = ["model=qwen3-8b", "embedding=minilm", "llm.model=replay", "benchmark.release=current"]
+# One worker per stream: the tests below follow a stream task by task (BFCL's default is 4).
+SCRIPTED = ["model=qwen3-8b", "embedding=minilm", "llm.model=replay", "benchmark.release=current",
+            "eval.dynamic_workers=1"]
 
 
 def _notes(store: Path) -> dict[str, dict]:
