@@ -22,9 +22,9 @@ import pytest
 from reme_cli.agent.loop import GUIDANCE_HEADER
 from reme_cli.core.errors import UserError
 from reme_cli.llm.client import ChatResult, ContextOverflow
-from reme_cli.methods.langmem_prompt.config import LangMemPromptConfig
-from reme_cli.methods.langmem_prompt.method import format_guidance
-from reme_cli.methods.langmem_prompt.optimizer import INSTALL_HINT, optimize, prompt_version
+from reme_cli.methods.langmem.prompt.config import LangMemPromptConfig
+from reme_cli.methods.langmem.prompt.method import format_guidance
+from reme_cli.methods.langmem.prompt.optimizer import INSTALL_HINT, optimize, prompt_version
 from reme_cli.testing.scripted_server import (AgentAndSummarizerPolicy, BFCLReplayPolicy, ScriptedServer,
                                               ScriptedSummarizerPolicy)
 from tests.conftest import REPO, run_reme
@@ -298,7 +298,7 @@ def test_transport_errors_are_never_swallowed(kind):
 
 def test_without_the_extra_memory_langmem_says_how_to_install_in_one_line(tmp_path):
     code = ("import sys, runpy; sys.modules['langmem'] = None; "
-            "import reme_cli.methods.langmem_prompt.method as m; "  # the module imports without LangMem
+            "import reme_cli.methods.langmem.prompt.method as m; "  # the module imports without LangMem
             "sys.argv = ['reme'] + sys.argv[1:]; runpy.run_module('reme_cli.cli', run_name='__main__')")
     for cmd in (["eval", "--mode", "fixed", "memory=langmem_prompt", "memory.pool=nowhere"],
                 ["build-pool", "memory=langmem_prompt", "benchmark.limit=1"]):
@@ -309,7 +309,7 @@ def test_without_the_extra_memory_langmem_says_how_to_install_in_one_line(tmp_pa
         assert lines[0].startswith("error: ") and INSTALL in lines[0] and "baselines" in lines[0]
         assert not (tmp_path / "runs").exists()  # refused before anything was written
     probe = subprocess.run([sys.executable, "-c", "import sys; sys.modules['langmem'] = None\n"
-                            "from reme_cli.methods.langmem_prompt.optimizer import require_langmem\n"
+                            "from reme_cli.methods.langmem.prompt.optimizer import require_langmem\n"
                             "require_langmem()"], capture_output=True, text=True, timeout=60)
     assert probe.returncode == 1 and "UserError" in probe.stderr and INSTALL in probe.stderr
     assert INSTALL in INSTALL_HINT and issubclass(UserError, Exception)

@@ -213,7 +213,7 @@ def test_an_amem_pool_cut_short_is_refused(tmp_path):
 def test_a_langmem_pool_emptied_is_refused(tmp_path):
     from reme_cli.core.config import compose
     from reme_cli.methods.base import BuildContext
-    from reme_cli.methods.langmem_prompt.method import LangMemPrompt as LangMem, load_pool
+    from reme_cli.methods.langmem.prompt.method import LangMemPrompt as LangMem, load_pool
 
     cfg = compose(["memory=langmem_prompt"])
     (tmp_path / "work").mkdir()

@@ -40,8 +40,8 @@ from reme_cli.core.config import Config, config_hash
 from reme_cli.core.errors import UserError
 from reme_cli.core.io import append_lines, now, read_lines, write_json_atomic
 from reme_cli.methods.base import BuildContext, BuildResult, Learned, Memory, MethodContext, Retrieval, Tried
-from reme_cli.methods.langmem_prompt.config import LangMemPromptConfig
-from reme_cli.methods.langmem_prompt.optimizer import optimize, prompt_version, require_langmem
+from reme_cli.methods.langmem.prompt.config import LangMemPromptConfig
+from reme_cli.methods.langmem.prompt.optimizer import optimize, prompt_version, require_langmem
 
 POOL_FILE = "langmem_prompt.json"
 PROMPT_FILE = "prompt.txt"
