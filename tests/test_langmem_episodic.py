@@ -198,3 +198,23 @@ def test_a_pool_of_another_method_is_refused_in_one_line(workdir, server, built,
                  "eval.runs=1", "eval.seeds=1", f"out_dir={tmp_path / 'x'}", check=False)
     assert proc.returncode == 2 and "is not a LangMem episodic pool" in proc.stderr.strip().splitlines()[-1]
     assert not (tmp_path / "x").exists()
+
+
+def test_the_embedded_model_builds_a_langmem_pool_and_uses_it(tmp_path, embedded_server):
+    small = ["benchmark.max_interactions=3", "llm.concurrency=1", f"llm.base_url={embedded_server.base_url}",
+             "benchmark.task_ids=[multi_turn_base_1]"]
+    run_reme(["build-pool", "memory=langmem", "benchmark.split=test", "build.samples=1", *small, "out_dir=lm"],
+             tmp_path, check=True, timeout=900)
+    report = json.loads((tmp_path / "lm" / "build" / "report.json").read_text())
+    trials = _lines(tmp_path / "lm" / "build" / "trials.jsonl")
+    assert report["unit_errors"] == 0 and len(trials) == 1
+    # The manager is called only for a successful trajectory; what the small model extracts
+    # is its own business, but every episode stored is a whole Episode.
+    assert report["langmem"]["tasks"] == sum(t["success"] for t in trials)
+    pool = _lines(tmp_path / "lm" / "pool" / "episodes.jsonl")
+    assert all(set(p["value"]["content"]) == set(episodes.Episode.model_fields) for p in pool)
+    run_reme(["eval", "--mode", "fixed", "memory=langmem", "memory.pool=lm", "eval.runs=1", "eval.seeds=1", *small,
+              "out_dir=ev"], tmp_path, check=True, timeout=900)
+    (trial,) = _lines(tmp_path / "ev" / "trials.jsonl")
+    assert trial["error"] is None and len(trial["retrieved_ids"]) == len(pool)
+    assert trial["guidance"] == _rendered({p["key"]: p["value"] for p in pool}, trial["retrieved_ids"])

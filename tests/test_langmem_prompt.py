@@ -52,7 +52,9 @@ def server():
 
 
 def _args(url: str, *extra: str) -> list[str]:
+    # One worker per stream: the tests follow a stream task by task (BFCL's default is 4).
     return ["memory=langmem_prompt", "model=qwen3-8b", "embedding=minilm", "benchmark.release=current", "llm.model=replay",
+            "eval.dynamic_workers=1",
             f"llm.base_url={url}", *extra]
 
 
