@@ -218,3 +218,18 @@ def test_the_embedded_model_builds_a_langmem_pool_and_uses_it(tmp_path, embedded
     (trial,) = _lines(tmp_path / "ev" / "trials.jsonl")
     assert trial["error"] is None and len(trial["retrieved_ids"]) == len(pool)
     assert trial["guidance"] == _rendered({p["key"]: p["value"] for p in pool}, trial["retrieved_ids"])
+
+
+def test_the_manager_runs_on_the_embedded_model(tmp_path, embedded_server):
+    """The agent replays (so its trajectories succeed) and the manager's calls go to the
+    embedded model: LangMem's extraction request, served by a real llama.cpp server."""
+    with ScriptedServer(BFCLReplayPolicy()) as agent:
+        run_reme(["build-pool", *SCRIPTED, f"llm.base_url={agent.base_url}", "benchmark.limit=2", "build.samples=1",
+                  "summarizer.name=embedded", f"summarizer.base_url={embedded_server.base_url}",
+                  f"summarizer.model={embedded_server.model_name}", "out_dir=lm"], tmp_path, check=True, timeout=900)
+    report = json.loads((tmp_path / "lm" / "build" / "report.json").read_text())
+    assert report["unit_errors"] == 0 and report["langmem"]["tasks"] == 2  # both successes reached the manager
+    assert report["langmem"]["llm_calls"] >= 2
+    assert report["summarizer_answers"]["langmem_episodes"]["calls"] == 2
+    pool = _lines(tmp_path / "lm" / "pool" / "episodes.jsonl")
+    assert all(set(p["value"]["content"]) == set(episodes.Episode.model_fields) for p in pool)
