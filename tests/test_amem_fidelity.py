@@ -73,3 +73,40 @@ def test_a_failed_task_adds_no_note_and_calls_no_llm(embedder):
     learned = asyncio.run(memory.learn(task, tried, Retrieval(ids=["n0"]), "u"))
     assert [e["op"] for e in learned.events] == ["retrieve"]
     assert learned.record["added"] is False and learned.record["note"] is None
+
+
+# --------------------------------------------------------------------------- through the CLI
+
+FAILS, FAILS_TRAINING = "multi_turn_base_2", "multi_turn_base_5"  # replayed wrong (eval, training)
+
+
+def test_through_the_cli_only_successes_become_notes_and_at_most_k_are_injected(tmp_path):
+    import json
+
+    from reme_cli.testing.scripted_server import (AgentAndSummarizerPolicy, BFCLReplayPolicy, ScriptedServer,
+                                                  ScriptedSummarizerPolicy)
+    from tests.conftest import run_reme
+
+    def lines(path: Path) -> list[dict]:
+        return [json.loads(l) for l in path.read_text().splitlines() if l.strip()]
+
+    policy = AgentAndSummarizerPolicy(BFCLReplayPolicy(corrupt={FAILS, FAILS_TRAINING}), ScriptedSummarizerPolicy())
+    with ScriptedServer(policy) as srv:
+        common = ["memory=amem", "model=qwen3-8b", "embedding=minilm", "llm.model=replay", "benchmark.release=current",
+                  "eval.dynamic_workers=1", f"llm.base_url={srv.base_url}"]
+        run_reme(["build-pool", *common, "benchmark.limit=4", "build.samples=2", "out_dir=built"], tmp_path, check=True)
+        run_reme(["eval", "--mode", "dynamic", *common, "memory.pool=built", "memory.top_k=2", "benchmark.limit=3",
+                  "eval.runs=1", "eval.seeds=1", "out_dir=dyn"], tmp_path, check=True)
+    built = lines(tmp_path / "built" / "build" / "trials.jsonl")
+    assert {t["task_id"] for t in built if not t["success"]} == {FAILS_TRAINING}
+    pool = lines(tmp_path / "built" / "pool" / "notes.jsonl")
+    assert len(pool) == 3 and not any(n["source"].startswith(FAILS_TRAINING) for n in pool)
+    trials = sorted(lines(tmp_path / "dyn" / "trials.jsonl"), key=lambda t: t["position"])
+    store = lines(tmp_path / "dyn" / "streams" / "s0_r0" / "store" / "notes.jsonl")
+    for t in trials:
+        assert len(t["retrieved_ids"]) <= 2 and len(re.findall(r"^Experience \d+ :$", t["guidance"], re.M)) <= 2
+        if t["task_id"] == FAILS:
+            assert not t["success"] and t["method"]["added"] is False and t["method"]["note"] is None
+        else:
+            assert t["success"] and t["method"]["added"] is True and t["method"]["note"] in {n["id"] for n in store}
+    assert len(store) == 3 + 2
