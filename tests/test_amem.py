@@ -19,7 +19,9 @@ from reme_cli.methods.amem.notes import Note, NoteStore
 from tests.conftest import REPO, run_reme
 from tests.test_memory_flow import _kill_when, _trials
 
-SCRIPTED = ["model=qwen3-8b", "embedding=minilm", "llm.model=replay", "benchmark.release=current"]
+# One worker per stream: the tests below follow a stream task by task (BFCL's default is 4).
+SCRIPTED = ["model=qwen3-8b", "embedding=minilm", "llm.model=replay", "benchmark.release=current",
+            "eval.dynamic_workers=1"]
 
 
 def _notes(store: Path) -> dict[str, dict]:
@@ -165,15 +167,45 @@ def test_a_pool_of_another_method_is_refused_in_one_line(workdir, server, built,
 
 
 def test_the_embedded_model_builds_an_amem_pool_and_uses_it(reme, embedded_server):
+    """On the embedded model: a build (notes from its successful trajectories only), A-Mem's
+    two calls answered by it (the small model rarely solves a task, so they are also made
+    directly), and a fixed eval that retrieves and injects such a note."""
+    import asyncio
+
+    from reme_cli.llm.client import ChatClient
+    from reme_cli.methods.amem.agentic import AMemStats, construct, evolve
+    from reme_cli.methods.summarizer import SummarizerSettings
+
     small = ["benchmark.task_ids=[multi_turn_base_1]", "benchmark.max_interactions=3", "llm.concurrency=1",
              f"llm.base_url={embedded_server.base_url}"]
-    reme("build-pool", "memory=amem", *small, "benchmark.split=test", "build.samples=1", "out_dir=pool",
-         check=True)
-    pool = Path(reme.cwd) / "pool"
-    report = json.loads((pool / "build" / "report.json").read_text())
-    assert report["unit_errors"] == 0 and report["pool_size"] == 1 and report["amem"]["llm_calls"] == 1
+    reme("build-pool", "memory=amem", *small, "benchmark.split=test", "build.samples=1", "out_dir=built", check=True)
+    report = json.loads((Path(reme.cwd) / "built" / "build" / "report.json").read_text())
+    successes = sum(json.loads(l)["success"] for l in
+                    (Path(reme.cwd) / "built" / "build" / "trials.jsonl").read_text().splitlines())
+    assert report["unit_errors"] == 0 and report["pool_size"] == successes == report["amem"]["llm_calls"]
+
+    texts = ["Task: move report.txt into the archive folder. Steps: cd documents; mv report.txt archive. Success.",
+             "Task: copy notes.md into the backup folder. Steps: cd documents; cp notes.md backup. Success."]
+
+    async def notes() -> tuple[list, AMemStats]:
+        client = ChatClient(base_url=embedded_server.base_url, model=embedded_server.model_name, concurrency=1)
+        summ = SummarizerSettings(client, "embedded", 0.0, 256, constrained=True, llama_cpp=True)
+        stats, store = AMemStats(), NoteStore(make_embedder({"kind": "sentence_transformers",
+                                                            "model": "all-MiniLM-L6-v2"}))
+        events = []
+        for i, text in enumerate(texts):
+            note = await construct(summ, text, f"t{i}", f"t{i}", stats)
+            new = await evolve(summ, store, note, 5, f"t{i}", stats)
+            store.apply(new)
+            events += new
+        store.save(Path(reme.cwd) / "pool" / "pool")
+        return events, stats
+
+    events, stats = asyncio.run(notes())
+    assert stats.llm_calls == 3  # 2 analyses, 1 evolution (the first note has no neighbour)
+    assert [e["op"] for e in events if e["op"] == "add"] == ["add", "add"]
     reme("eval", "--mode", "fixed", "memory=amem", "memory.pool=pool", *small, "eval.runs=1", "eval.seeds=1",
-         "out_dir=run", check=True)
+         "memory.top_k=1", "out_dir=run", check=True)
     (trial,) = _trials(Path(reme.cwd) / "run")
     assert trial["error"] is None and len(trial["retrieved_ids"]) == 1
-    assert _notes(pool / "pool")[trial["retrieved_ids"][0]]["content"] in trial["guidance"]
+    assert _notes(Path(reme.cwd) / "pool" / "pool")[trial["retrieved_ids"][0]]["content"] in trial["guidance"]

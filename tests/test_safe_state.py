@@ -213,17 +213,17 @@ def test_an_amem_pool_cut_short_is_refused(tmp_path):
 def test_a_langmem_pool_emptied_is_refused(tmp_path):
     from reme_cli.core.config import compose
     from reme_cli.methods.base import BuildContext
-    from reme_cli.methods.langmem.method import LangMem, load_pool
+    from reme_cli.methods.langmem.prompt.method import LangMemPrompt as LangMem, load_pool
 
-    cfg = compose(["memory=langmem"])
+    cfg = compose(["memory=langmem_prompt"])
     (tmp_path / "work").mkdir()
     ctx = BuildContext(cfg=cfg, summarizer=None, embedder=None, bench=None, task_ids=[], attempts={},
                        work=tmp_path / "work")
     (tmp_path / "pool").mkdir()
     LangMem.assemble_pool(ctx, tmp_path / "pool")
     assert load_pool(tmp_path / "pool")["prompt"] == cfg.memory.initial_prompt
-    (tmp_path / "pool" / "langmem.json").write_text("")
-    with pytest.raises(UserError, match="damaged: langmem.json has 0 lines"):
+    (tmp_path / "pool" / "langmem_prompt.json").write_text("")
+    with pytest.raises(UserError, match="damaged: langmem_prompt.json has 0 lines"):
         load_pool(tmp_path / "pool")
 
 

@@ -323,10 +323,27 @@ class ScriptedSummarizerPolicy:
                 "suggested_connections": ["0"], "tags_to_update": ["scripted", "linked"],
                 "new_context_neighborhood": [f"Scripted context {i}, evolved." for i in range(n)],
                 "new_tags_neighborhood": [["scripted", "evolved"] for _ in range(n)]}), raw=True)
+        if system == "You are a memory subroutine for an AI.":  # LangMem's memory manager: one new memory
+            return self._memory_manager(body, user)  # (first: its tool_choice may be "auto")
         if structured_request(body):  # other memory methods' schemas (LangMem, A-Mem)
             content, calls = structured_answer(body)
             return Reply(content=content, tool_calls=calls, raw=True)
         raise PolicyError("the summarizer script does not know this prompt")
+
+
+    @staticmethod
+    def _memory_manager(body: dict[str, Any], user: str) -> Reply:
+        """An insert of the first schema offered that is not trustcall's patch/remove tool,
+        filled with words of the session (so each task's memory says what the task was)."""
+        names = [t["function"]["name"] for t in body.get("tools") or [] if t.get("type") == "function"]
+        insert = next((n for n in names if n not in ("PatchDoc", "RemoveDoc", "PatchFunctionErrors")), None)
+        if insert is None:
+            raise PolicyError("a memory-manager request offers no schema to insert")
+        forced = {**body, "tool_choice": {"type": "function", "function": {"name": insert}}}
+        texts = [_text_of(m.get("content")) for m in body.get("messages") or []]
+        session = next((t for t in texts if "<session_" in t), user).split("<session_", 1)[-1].split(">", 1)[-1]
+        content, calls = structured_answer(forced, topic_from=session)
+        return Reply(content=content, tool_calls=calls, raw=True)
 
 
 class AgentAndSummarizerPolicy:

@@ -90,7 +90,8 @@ async def evolve(summ: Any, store: NoteStore, note: Note, n_neighbors: int, unit
     """Link generation and memory evolution in one call; returns the events: the note's
     ``add`` (with its links and tags) and an ``update`` per rewritten neighbour. ``search``
     replaces ``store.search`` (a guarded read when workers share the store)."""
-    hits = await asyncio.to_thread(search or store.search, note.embed_text(), n_neighbors)
+    # The neighbours are searched by the note's content (find_related_memories(note.content)).
+    hits = await asyncio.to_thread(search or store.search, note.content, n_neighbors)
     neighbors = [n for n, _ in hits]
     if not neighbors:
         return [{"unit": unit, "op": "add", "note": asdict(note)}]

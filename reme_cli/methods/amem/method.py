@@ -29,9 +29,13 @@ class AMemConfig:
     name: str = "amem"
     pool: Optional[str] = None  # a `reme build-pool memory=amem` output dir (or its pool/)
     top_k: int = 5  # notes retrieved per task (A-Mem's default k)
-    linked: bool = True  # also inject the notes linked from the retrieved ones (at most top_k)
+    # Also consider the notes linked from the retrieved ones; as in search_agentic, one
+    # search returns at most top_k notes in total (hits first), so links only fill a short list.
+    linked: bool = True
     neighbors: int = 5  # nearest notes shown to the evolution call (the code's k=5)
-    build_notes: str = "best"  # best: one note per training task (a success if any) | all: every trajectory
+    # best: one note per training task (its first successful trajectory) | all: every successful
+    # trajectory. A task without a success gives no note (memory grows from successes only).
+    build_notes: str = "best"
     note_max_chars: int = 3000  # a trajectory note longer than this is cut in the middle
 
     def check(self) -> None:
@@ -63,10 +67,9 @@ def format_notes(notes: list[Note]) -> str | None:
 
 
 def _training_notes(cfg: AMemConfig, attempts: list[tuple[Trajectory, Outcome]]) -> list[tuple[int, Trajectory, Outcome]]:
-    if cfg.build_notes == "all":
-        return [(i, t, o) for i, (t, o) in enumerate(attempts)]
-    best = next((i for i, (_, o) in enumerate(attempts) if o.success), 0)
-    return [(best, *attempts[best])]
+    """The trajectories of a training task that become notes: successful ones only."""
+    good = [(i, t, o) for i, (t, o) in enumerate(attempts) if o.success]
+    return good if cfg.build_notes == "all" else good[:1]
 
 
 class AMem(Memory):
@@ -156,7 +159,7 @@ class AMem(Memory):
     async def retrieve(self, task: Task, unit: str) -> Retrieval:
         hits = await asyncio.to_thread(self._read, self.store.search, task.query, self.cfg.top_k)
         notes = [n for n, _ in hits]
-        shown = self.store.with_links(notes, self.cfg.top_k) if self.cfg.linked else notes
+        shown = (self.store.with_links(notes, self.cfg.top_k) if self.cfg.linked else notes)[:self.cfg.top_k]
         return Retrieval(format_notes(shown), [n.id for n in notes], [s for _, s in hits],
                          {"linked": [n.id for n in shown[len(notes):]]})
 
@@ -166,12 +169,16 @@ class AMem(Memory):
 
     async def learn(self, task: Task, tried: Tried, retrieval: Retrieval, unit: str) -> Learned:
         record: dict[str, Any] = dict(retrieval.details)
-        final = tried.attempts[-1]
+        retrieved = {"unit": unit, "op": "retrieve", "ids": retrieval.ids}
+        success = next((a for a in reversed(tried.attempts) if a.outcome.success), None)
+        if success is None:  # the paper adds memory only from a successful trajectory
+            record.update(note=None, added=False)
+            return Learned(record, [retrieved])
         stats = AMemStats()
-        note = await construct(self.summ, note_content(task, final.trajectory, final.outcome,
+        note = await construct(self.summ, note_content(task, success.trajectory, success.outcome,
                                                        self.cfg.note_max_chars), unit, unit, stats)
         events = await evolve(self.summ, self.store, note, self.cfg.neighbors, unit, stats,
                               search=lambda *a: self._read(self.store.search, *a))
-        record.update(note=note.id, links=note.links, keywords=note.keywords,
+        record.update(note=note.id, added=True, links=note.links, keywords=note.keywords,
                       updated_neighbors=[e["id"] for e in events if e["op"] == "update"], amem=asdict(stats))
-        return Learned(record, [{"unit": unit, "op": "retrieve", "ids": retrieval.ids}, *events])
+        return Learned(record, [retrieved, *events])

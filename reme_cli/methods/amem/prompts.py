@@ -1,7 +1,8 @@
 """A-Mem's two prompts and JSON schemas, as in the authors' code.
 
-Source: agiresearch/A-mem, agentic_memory/memory_system.py at commit ceffb86
-(``AgenticMemorySystem.analyze_content`` and ``_evolution_system_prompt``); the system
+Source: WujiangXu/A-mem-sys (the repository the ReMe authors used, their issue #67),
+agentic_memory/memory_system.py at commit aec6d34 (``AgenticMemorySystem.analyze_content``
+and ``_evolution_system_prompt``; identical in agiresearch/A-mem at ceffb86); the system
 message is the one its OpenAI controller sends (agentic_memory/llm_controller.py). The
 text is kept verbatim, indentation aside.
 """

@@ -1,207 +1,240 @@
-"""`memory=langmem`: the LangMem baseline of the paper's Table 1.
+"""`memory=langmem`: the LangMem row of the paper's Table 1, as the ReMe authors ran it.
 
-Mechanism: LangMem's procedural-memory **prompt optimizer**,
-``langmem.create_prompt_optimizer(model, kind=memory.kind)``. The ReMe authors say they
-followed LangMem's procedural-memory guide, and there procedural memory is exactly this:
-instructions that an optimizer rewrites from trajectories and their feedback. (LangMem's
-memory managers over a vector store are its semantic/episodic tools.) The learned
-"procedural memory" is therefore one instructions text, not a set of retrieved items.
-``kind``: ``prompt_memory`` (default; one LLM call with a JSON schema, which every server
-here serves, the embedded llama.cpp model included), ``metaprompt`` or ``gradient`` (tool
-calls with a forced / required tool_choice: vLLM).
+Evidence: "[we] follow this blog (LangMem's guide 'How to Extract Episodic Memories',
+section 'With storage') to reproduce LangMem" (agentscope-ai/ReMe issue #67, 2026-01-08).
+The guide (langchain-ai/langmem, docs/docs/guides/extract_episodic_memories.md at c4de781)
+does, and so does this method:
+- an ``Episode`` schema (observation, thoughts, action, result; the guide's docstring and
+  field descriptions, verbatim: ``episodes.py``);
+- ``create_memory_store_manager(model, namespace=("memories", "episodes"),
+  schemas=[Episode], instructions=<the guide's>, enable_inserts=True)`` over a LangGraph
+  ``InMemoryStore`` with an embedding index (``store.py``);
+- before answering, ``store.search(namespace, query=<the task's query>, limit=K)`` and the
+  hits written as "### EPISODIC MEMORY:" / "Episode i: When … Thought … Did … Result …";
+- after a task, the manager extracts episodes from the conversation and writes them.
 
-- build-pool: the sampled training trajectories, in split order, go to the optimizer in
-  batches of ``memory.batch_size``, each step starting from the previous step's prompt
-  (``memory.initial_prompt`` first). Every step is a line of ``build/langmem_steps.jsonl``,
-  so an interrupted build resumes at the next batch; assemble writes the last prompt to
-  ``pool/langmem.json`` (+ ``prompt.txt``, ``manifest.json`` with ``"method": "langmem"``).
-- eval, fixed: every task's guidance is the pool's prompt, after the header ReMe's guidance
-  uses (``format_guidance``'s family); the retrieved id is the prompt's version (a hash).
-- eval, dynamic: each (seed, run) stream starts from the pool's prompt; after each task the
-  optimizer runs on that task's trajectory and feedback, and the new prompt is the unit's
-  event (the seam commits it, or forgets it if the unit fails; a resumed stream starts
-  from the last committed prompt).
+Choices the guide leaves open for an agent benchmark (the authors' changes are not
+published), each with its reason:
+- where the episodes go: appended to the first user message, where ReMe's guidance goes
+  (the guide puts them in a system message of a chat app; here every method injects at
+  the same place, so the rows differ by memory only). The text is the guide's, without
+  the stray indentation of its f-string;
+- K = ``memory.top_k`` = 5, ReMe's K (the guide's example uses limit=1 for a toy store);
+- only successful trajectories reach the manager, in build-pool and in dynamic mode: the
+  ReMe paper adds memory only when a trajectory succeeds (the guide's comment, "Store this
+  interaction if successful", says the same);
+- the conversation the manager reads is the trajectory as chat messages (the task's user
+  turns, the agent's steps and tool calls, tool outputs clipped; never the injected
+  episodes), as LangMem reads a LangChain conversation;
+- build-pool: the training trajectories (the same cached samples as the other methods) go
+  to the manager one task at a time in split order (each call sees the episodes before it,
+  as the guide's loop does); ``memory.build_episodes=best`` gives one call per task (its
+  first success), like A-Mem's one note per task; ``all`` one per successful trajectory;
+- keys: the manager names new memories with uuid4; they are renamed after the unit and
+  content (sha256), so a rerun from cached answers rebuilds the same store, keys included.
 
-All LLM calls go through reme's summarizer client (``chat_model.RemeChatModel``).
+Modes. fixed: every task searches the pool's frozen store. dynamic: each (seed, run) stream
+starts from the pool's store; after each successful task the manager's writes are the
+unit's events (the manager writes to a proposing store that reads the stream's store and
+keeps the writes), applied when the unit commits; a resumed stream replays them. LLM calls
+go through reme's summarizer client (``chat_model.RemeChatModel``); the store embeds with
+reme's embedder. Answers are counted per role as ``langmem_episodes``.
 """
 
 from __future__ import annotations
 
+import asyncio
+import hashlib
 import json
-import os
+import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from reme_cli.agent.loop import GUIDANCE_HEADER
 from reme_cli.bench.base import Task
-from reme_cli.core import integrity
-from reme_cli.core.config import Config, config_hash
 from reme_cli.core.errors import UserError
-from reme_cli.core.io import append_lines, now, read_lines, write_json_atomic
+from reme_cli.core.io import append_lines, read_lines
+from reme_cli.core.staging import replace_dir
+from reme_cli.llm import answer_health
+from reme_cli.llm.embed import make_embedder_for
 from reme_cli.methods.base import BuildContext, BuildResult, Learned, Memory, MethodContext, Retrieval, Tried
+from reme_cli.methods.langmem import episodes
 from reme_cli.methods.langmem.config import LangMemConfig
-from reme_cli.methods.langmem.optimizer import optimize, prompt_version, require_langmem
+from reme_cli.methods.langmem.conversation import trajectory_messages
+from reme_cli.methods.langmem.install import require
+from reme_cli.methods.langmem.store import EpisodeStore, proposing_store
 
-POOL_FILE = "langmem.json"
-PROMPT_FILE = "prompt.txt"
-MANIFEST_FILE = "manifest.json"
-STEPS_FILE = "langmem_steps.jsonl"
-POOL_FORMAT = "reme-langmem-pool"
-
-
-def format_guidance(prompt: str) -> str | None:
-    """The injected text: ReMe's guidance header, then the learned instructions."""
-    prompt = prompt.strip()
-    return f"{GUIDANCE_HEADER}:\n{prompt}\n" if prompt else None
+BUILD_EVENTS = "langmem_episodes.jsonl"
+ROLE = "langmem_episodes"
+# What LangMem/trustcall raise when a reply does not fit (parse/validation); transport
+# errors are re-raised by the chat model (``raise_fault``).
+MANAGER_FAILURES = (ValueError, KeyError, IndexError, TypeError, AttributeError)
 
 
-def resolve_pool_path(path: str | Path) -> Path:
-    """``memory.pool`` may name a LangMem pool or the build-pool output dir holding one; any
-    other pool (ReMe's experiences) is refused in one line."""
+@dataclass
+class Extracted:
+    puts: list[dict[str, Any]]
+    llm_calls: int
+    error: str | None = None
+
+
+def episode_key(unit: str, value: dict[str, Any]) -> str:
+    return hashlib.sha256(f"{unit}|{json.dumps(value, sort_keys=True)}".encode()).hexdigest()[:32]
+
+
+async def extract(summ: Any, cfg: LangMemConfig, store: EpisodeStore, read: Any, task: Task,
+                  trajectory: Any, unit: str) -> Extracted:
+    """One ``manager.ainvoke({"messages": ...})`` against ``store`` (read through ``read``);
+    its writes, with new keys renamed, as put events. The store is not changed."""
+    create = require("langmem", "create_memory_store_manager")
+    from langchain_core.messages import convert_to_messages
+
+    from reme_cli.methods.langmem.chat_model import RemeChatModel
+
+    model = RemeChatModel(llm=summ.llm, schema_format=summ.schema_format, temperature=summ.temperature,
+                          max_tokens=summ.max_tokens)
+    proposing = proposing_store(store, read)
+    manager = create(model, namespace=episodes.NAMESPACE, schemas=[episodes.Episode], instructions=cfg.instructions,
+                     enable_inserts=True, query_limit=cfg.query_limit, store=proposing)
+    _stable_session(manager.memory_manager)
+    messages = convert_to_messages(trajectory_messages(task, trajectory))
+    try:
+        written = await manager.ainvoke({"messages": messages})
+    except MANAGER_FAILURES as exc:
+        model.raise_fault()
+        answer_health.note(ROLE, None, valid=False, truncated=model.truncated > 0)
+        first = (str(exc).strip().splitlines() or [""])[0][:300]
+        return Extracted([], model.calls, f"{type(exc).__name__}: {first}")
+    model.raise_fault()
+    answer_health.note(ROLE, None, valid=True, truncated=model.truncated > 0)
+    known = set(read(lambda: {p["key"] for p in store.puts}))
+    puts = [{"op": "put", "key": w["key"] if w["key"] in known else episode_key(unit, w["value"]),
+             "value": w["value"]} for w in written]
+    return Extracted(puts, model.calls)
+
+
+def _stable_session(memory_manager: Any) -> None:
+    """LangMem tags the conversation ``<session_{uuid4}>``: a prompt that changes on every
+    run defeats the response cache (reruns must replay exactly). The tag is renamed after
+    the conversation's own hash; nothing else of the request changes."""
+    prepare = memory_manager._prepare_messages
+
+    def prepared(messages: Any, max_steps: int = 1) -> list[dict]:
+        out = prepare(messages, max_steps)
+        text = out[-1]["content"]
+        tag = re.search(r"<session_([0-9a-f-]{36})>", text)
+        if tag:
+            digest = hashlib.sha256(text.replace(tag.group(1), "").encode()).hexdigest()[:32]
+            out[-1] = {**out[-1], "content": text.replace(tag.group(1), digest)}
+        return out
+
+    memory_manager._prepare_messages = prepared
+
+
+def successes(attempts: list[Any], which: str) -> list[Any]:
+    good = [a for a in attempts if a[1].success]
+    return good if which == "all" else good[:1]
+
+
+def resolve_store(path: str | Path) -> Path:
     p = Path(path)
     for candidate in (p / "pool", p):
-        if (candidate / POOL_FILE).is_file():
+        if EpisodeStore.is_store(candidate):
             return candidate
-    for candidate in (p / "pool", p):
-        if (candidate / "experiences.jsonl").exists() or (candidate / MANIFEST_FILE).exists():
-            raise UserError(f"memory.pool={path} is not a LangMem pool (it holds another method's pool, e.g. "
-                            "ReMe's experiences): build one with `reme build-pool memory=langmem`")
-    raise UserError(f"memory.pool={path} is not a LangMem pool: build one with "
-                    "`reme build-pool memory=langmem out_dir=DIR`, then give memory.pool=DIR")
+    raise UserError(f"memory.pool={path} is not a LangMem episodic pool: build one with "
+                    "`reme build-pool memory=langmem` and give its output directory")
 
 
-def load_pool(path: str | Path) -> dict[str, Any]:
-    pool = resolve_pool_path(path)
-    where = pool / POOL_FILE
-    try:
-        recorded = json.loads((pool / MANIFEST_FILE).read_text(encoding="utf-8")).get("files")
-    except (OSError, ValueError, AttributeError):
-        recorded = None
-    if recorded is not None:  # pools made before the manifest recorded its files have none
-        integrity.verify(pool, recorded, (POOL_FILE,),
-                         "rebuild it with `reme build-pool memory=langmem` or restore the file from a copy")
-    try:
-        data = json.loads(where.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise UserError(f"{where} is unreadable ({exc}); rebuild the pool") from None
-    if not isinstance(data, dict) or data.get("method") != "langmem" or not isinstance(data.get("prompt"), str):
-        raise UserError(f"{where} is not a LangMem pool file; rebuild it with `reme build-pool memory=langmem`")
-    return data
-
-
-def require_pool(cfg: Config) -> dict[str, Any]:
-    if not cfg.memory.pool:
-        raise UserError(f"--mode {cfg.eval.mode} memory=langmem needs memory.pool=DIR "
-                        "(build one with `reme build-pool memory=langmem out_dir=DIR`)")
-    return load_pool(cfg.memory.pool)
+def _direct(fn: Any, *args: Any) -> Any:
+    return fn(*args)
 
 
 class LangMem(Memory):
-    """The learned instructions as every task's guidance; refined per stream in dynamic mode."""
-
     config_class = LangMemConfig
     report_columns = {"setting": "LangMem"}
-    needs_summarizer = True
+    needs_summarizer = True  # the manager's calls go to the summarizer (the executor by default)
 
-    def __init__(self, prompt: str, cfg: LangMemConfig, summarizer: Any):
-        self.prompt = prompt
+    def __init__(self, store: EpisodeStore, cfg: LangMemConfig, summ: Any):
+        self.store = store
         self.cfg = cfg
-        self.summ = summarizer
+        self.summ = summ
 
     # ------------------------------------------------------------------ build-pool
     @classmethod
     async def learn_from_training(cls, ctx: BuildContext) -> None:
-        """Optimizer steps over the training trajectories in split order, ``batch_size`` at
-        a time; each finished step is a line of ``STEPS_FILE`` (resume: the next batch)."""
-        require_langmem()
+        """Tasks in split order, one after another (each call sees the episodes before it);
+        a task's puts are one durable line, so an interrupted build resumes after it."""
         cfg: LangMemConfig = ctx.cfg.memory
-        items = [(task_id, i) for task_id in ctx.task_ids for i in range(len(ctx.attempts.get(task_id, [])))]
-        batches = [items[k:k + cfg.batch_size] for k in range(0, len(items), cfg.batch_size)]
-        path = ctx.work / STEPS_FILE
+        path = ctx.work / BUILD_EVENTS
         done = read_lines(path)
-        prompt = done[-1]["prompt"] if done else cfg.initial_prompt
-        for index in range(len(done), len(batches)):
-            batch = batches[index]
-            triples = [(ctx.bench.load(t), *ctx.attempts[t][i]) for t, i in batch]
-            step = await optimize(prompt, triples, cfg, ctx.summarizer)
-            append_lines(path, [{
-                "step": index, "items": [f"{t}#{i}" for t, i in batch],
-                "successes": sum(o.success for _, _, o in triples),
-                "before": prompt_version(prompt), "after": prompt_version(step.prompt),
-                "changed": step.changed, "llm_calls": step.llm_calls, "error": step.error,
-                "prompt": step.prompt,
-            }])
-            prompt = step.prompt
+        store = EpisodeStore(ctx.embedder, [p for line in done for p in line["puts"]])
+        finished = {line["unit"] for line in done}
+        for task_id in ctx.task_ids:
+            picked = successes(ctx.attempts.get(task_id) or [], cfg.build_episodes)
+            if task_id in finished or not picked:
+                continue
+            task = ctx.bench.load(task_id)
+            puts, calls, errors = [], 0, []
+            for i, (trajectory, _) in enumerate(picked):
+                got = await extract(ctx.summarizer, cfg, store, _direct, task, trajectory, f"build/{task_id}#{i}")
+                await asyncio.to_thread(store.apply, got.puts)
+                puts += got.puts
+                calls += got.llm_calls
+                errors += [got.error] if got.error else []
+            append_lines(path, [{"unit": task_id, "puts": puts, "llm_calls": calls, "errors": errors}])
 
     @classmethod
     def assemble_pool(cls, ctx: BuildContext, staging: Path) -> BuildResult:
-        cfg: LangMemConfig = ctx.cfg.memory
-        steps = read_lines(ctx.work / STEPS_FILE)
-        prompt = steps[-1]["prompt"] if steps else cfg.initial_prompt
-        meta = {
-            "format": POOL_FORMAT, "format_version": 1, "method": "langmem", "kind": cfg.kind,
-            "version": prompt_version(prompt), "initial_version": prompt_version(cfg.initial_prompt),
-            "steps": len(steps), "batch_size": cfg.batch_size,
-            "trajectories": sum(len(s["items"]) for s in steps),
-            "built_by": {"kind": "build-pool", "run": str(ctx.work), "config_hash": config_hash(ctx.cfg),
-                         "model": ctx.cfg.model.name, "summarizer": ctx.cfg.summarizer.name,
-                         "samples": ctx.cfg.build.samples},
-            "created_at": now(),
-        }
-        write_json_atomic(staging / POOL_FILE, {**meta, "prompt": prompt})
-        (staging / PROMPT_FILE).write_text(prompt + "\n", encoding="utf-8")
-        # Written last: a complete pool, recording what it holds.
-        write_json_atomic(staging / MANIFEST_FILE, {**meta, "files": integrity.record(staging, (POOL_FILE,))})
-        report = {
-            "langmem_kind": cfg.kind,
-            "optimizer_steps": len(steps),
-            "prompt_changes": sum(bool(s["changed"]) for s in steps),
-            "optimizer_failures": sum(bool(s["error"]) for s in steps),
-            "summarizer_llm_calls": sum(s["llm_calls"] for s in steps),
-            "prompt_version": meta["version"],
-            "prompt_chars": len(prompt),
-        }
-        rows = [
-            ("optimizer (LangMem)", cfg.kind),
-            ("optimizer steps", f"{len(steps)} (batch {cfg.batch_size})"),
-            ("prompt changed / failed steps", f"{report['prompt_changes']} / {report['optimizer_failures']}"),
-            ("prompt version", f"{meta['version']} ({len(prompt)} chars)"),
-        ]
+        lines = read_lines(ctx.work / BUILD_EVENTS)
+        store = EpisodeStore(ctx.embedder, [p for line in lines for p in line["puts"]],
+                             built_by={"kind": "build-pool", "run": str(ctx.work), "model": ctx.cfg.model.name,
+                                       "samples": ctx.cfg.build.samples,
+                                       "build_episodes": ctx.cfg.memory.build_episodes})
+        store.save(staging)
+        calls = sum(line["llm_calls"] for line in lines)
+        failed = sum(len(line["errors"]) for line in lines)
+        report = {"pool_size": len(store), "langmem": {"tasks": len(lines), "llm_calls": calls,
+                                                      "invalid_extractions": failed, "puts": len(store.puts)}}
+        rows = [("episodes", str(len(store))), ("tasks given to the manager", str(len(lines))),
+                ("manager LLM calls / failed extractions", f"{calls} / {failed}")]
         return BuildResult(report, rows)
 
     # ------------------------------------------------------------------ eval
     @classmethod
-    def preflight(cls, cfg: Config) -> None:
-        require_langmem()  # a missing extra or pool is bad input: refused before anything is written
-        require_pool(cfg)
+    def preflight(cls, cfg: Any) -> None:
+        require("langmem", "create_memory_store_manager")
+        if not cfg.memory.pool:
+            raise UserError(f"--mode {cfg.eval.mode} memory=langmem needs memory.pool=DIR "
+                            "(build one with `reme build-pool memory=langmem`)")
+        resolve_store(cfg.memory.pool)
 
     @classmethod
     def load(cls, ctx: MethodContext) -> LangMem:
-        require_langmem()
-        return cls(require_pool(ctx.cfg)["prompt"], ctx.cfg.memory, ctx.summarizer)
+        return cls(EpisodeStore.load(resolve_store(ctx.cfg.memory.pool), make_embedder_for(ctx.cfg)),
+                   ctx.cfg.memory, ctx.summarizer)
 
     def fork(self, where: Path) -> LangMem:
-        return LangMem(self.prompt, self.cfg, self.summ)
+        return LangMem(self.store.copy(), self.cfg, self.summ)
 
     def replay(self, events: list[dict[str, Any]]) -> None:
-        for event in events:
-            self.prompt = event["prompt"]
+        self.store.apply([e for e in events if e.get("op") == "put"])
 
     def save(self, where: Path) -> None:
-        tmp = where / (PROMPT_FILE + ".tmp")
-        tmp.write_text(self.prompt + "\n", encoding="utf-8")
-        os.replace(tmp, where / PROMPT_FILE)
+        replace_dir(where / "store", self.store.save)  # whole or not at all
 
-    async def retrieve(self, task: Task, unit: str = "") -> Retrieval:
-        version = prompt_version(self.prompt)
-        return Retrieval(format_guidance(self.prompt), [version], details={"kind": self.cfg.kind,
-                                                                             "prompt_version": version})
+    def _read(self, fn: Any, *args: Any) -> Any:
+        with self.guard:
+            return fn(*args)
 
-    async def learn(self, task: Task, tried: Tried, retrieval: Retrieval, unit: str = "") -> Learned:
-        prompt = self.prompt  # the optimizer starts from the state this unit retrieved
-        step = await optimize(prompt, [(task, a.trajectory, a.outcome) for a in tried.attempts], self.cfg,
-                              self.summ)
-        info = {"kind": self.cfg.kind, "prompt_before": prompt_version(prompt),
-                "prompt_after": prompt_version(step.prompt), "changed": step.changed,
-                "llm_calls": step.llm_calls, "optimizer_error": step.error}
-        return Learned(info, [{"task_id": task.id, **info, "prompt": step.prompt}])
+    async def retrieve(self, task: Task, unit: str) -> Retrieval:
+        hits = await asyncio.to_thread(self._read, self.store.search, task.query, self.cfg.top_k)
+        return Retrieval(episodes.render([h.value["content"] for h in hits]), [h.key for h in hits],
+                         [float(h.score) for h in hits], {"episodes": len(hits)})
+
+    async def learn(self, task: Task, tried: Tried, retrieval: Retrieval, unit: str) -> Learned:
+        success = next((a for a in reversed(tried.attempts) if a.outcome.success), None)
+        if success is None:  # the paper adds memory only from a successful trajectory
+            return Learned({"added": [], "llm_calls": 0})
+        got = await extract(self.summ, self.cfg, self.store, self._read, task, success.trajectory, unit)
+        return Learned({"added": [p["key"] for p in got.puts], "llm_calls": got.llm_calls,
+                        "extraction_error": got.error}, got.puts)

@@ -1,4 +1,4 @@
-"""The LangMem baseline (memory=langmem) through the real CLI: build-pool -> fixed ->
+"""The LangMem baseline (memory=langmem_prompt) through the real CLI: build-pool -> fixed ->
 dynamic, planted prompt, resume after kill, cached replay, the embedded model, and the
 one-line message without the extra.
 
@@ -22,9 +22,9 @@ import pytest
 from reme_cli.agent.loop import GUIDANCE_HEADER
 from reme_cli.core.errors import UserError
 from reme_cli.llm.client import ChatResult, ContextOverflow
-from reme_cli.methods.langmem.config import LangMemConfig
-from reme_cli.methods.langmem.method import format_guidance
-from reme_cli.methods.langmem.optimizer import INSTALL_HINT, optimize, prompt_version
+from reme_cli.methods.langmem.prompt.config import LangMemPromptConfig
+from reme_cli.methods.langmem.prompt.method import format_guidance
+from reme_cli.methods.langmem.prompt.optimizer import INSTALL_HINT, optimize, prompt_version
 from reme_cli.testing.scripted_server import (AgentAndSummarizerPolicy, BFCLReplayPolicy, ScriptedServer,
                                               ScriptedSummarizerPolicy)
 from tests.conftest import REPO, run_reme
@@ -52,7 +52,9 @@ def server():
 
 
 def _args(url: str, *extra: str) -> list[str]:
-    return ["memory=langmem", "model=qwen3-8b", "embedding=minilm", "benchmark.release=current", "llm.model=replay",
+    # One worker per stream: the tests follow a stream task by task (BFCL's default is 4).
+    return ["memory=langmem_prompt", "model=qwen3-8b", "embedding=minilm", "benchmark.release=current", "llm.model=replay",
+            "eval.dynamic_workers=1",
             f"llm.base_url={url}", *extra]
 
 
@@ -87,16 +89,16 @@ def test_build_pool_then_fixed_then_dynamic(workdir, server):
     # 3 tasks x 2 samples in batches of 2: three sequential steps, one LLM call each.
     assert [s["step"] for s in steps] == [0, 1, 2] and all(s["llm_calls"] == 1 and not s["error"] for s in steps)
     assert all(a["after"] == b["before"] for a, b in zip(steps, steps[1:]))
-    assert steps[0]["before"] == prompt_version(LangMemConfig().initial_prompt)
+    assert steps[0]["before"] == prompt_version(LangMemPromptConfig().initial_prompt)
     summ = _summarizer_requests(server, before)
     assert len(summ) == 3  # every optimizer call went through reme's client to the server
     assert all(r["body"]["response_format"]["type"] == "json_schema" for r in summ)
     assert all("<trajectory 0>" in r["body"]["messages"][-1]["content"] for r in summ)
 
-    pool = json.loads((workdir / "built" / "pool" / "langmem.json").read_text())
-    assert pool["method"] == "langmem" and pool["kind"] == "prompt_memory" and pool["steps"] == 3
+    pool = json.loads((workdir / "built" / "pool" / "langmem_prompt.json").read_text())
+    assert pool["method"] == "langmem_prompt" and pool["kind"] == "prompt_memory" and pool["steps"] == 3
     assert pool["prompt"] == steps[-1]["prompt"] and pool["version"] == prompt_version(pool["prompt"])
-    assert json.loads((workdir / "built" / "pool" / "manifest.json").read_text())["method"] == "langmem"
+    assert json.loads((workdir / "built" / "pool" / "manifest.json").read_text())["method"] == "langmem_prompt"
     # The optimizer's prompt quotes the last batch's training task: its trajectories reached it.
     last_task = steps[-1]["items"][0].split("#")[0]
     question = _questions(server)[last_task]
@@ -152,14 +154,14 @@ def test_pools_of_other_methods_are_refused_in_one_line(workdir, server):
         proc = run_reme(["eval", "--mode", "fixed", *args], workdir)
         errors = [l for l in proc.stderr.splitlines() if l.startswith("error:")]
         assert proc.returncode == 2 and len(errors) == 1 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
-        assert ("not a LangMem pool" in errors[0]) if memory == "langmem" else ("pool" in errors[0])
+        assert ("not a LangMem pool" in errors[0]) if memory == "langmem_prompt" else ("pool" in errors[0])
 
 
 def test_a_planted_prompt_is_exactly_what_is_injected(workdir, server):
     planted = "PLANTED rule: cd into the folder first, then call mv {source, destination} — never guess names."
     pool = workdir / "planted" / "pool"
     pool.mkdir(parents=True)
-    (pool / "langmem.json").write_text(json.dumps({"method": "langmem", "prompt": planted}))
+    (pool / "langmem_prompt.json").write_text(json.dumps({"method": "langmem_prompt", "prompt": planted}))
     before = len(server.requests)
     reme(workdir, "eval", "--mode", "fixed", *_args(server.base_url, "memory.pool=planted", "benchmark.limit=1",
                                                     "eval.runs=1", "eval.seeds=1", "out_dir=planted_run"))
@@ -279,7 +281,7 @@ def test_an_unparsable_answer_keeps_the_prompt_and_is_recorded():
     import asyncio
 
     llm = _FakeLLM(reply="I think the prompt is fine.")
-    step = asyncio.run(optimize("P0", _batch(), LangMemConfig(), _Summarizer(llm)))
+    step = asyncio.run(optimize("P0", _batch(), LangMemPromptConfig(), _Summarizer(llm)))
     assert step.prompt == "P0" and not step.changed and llm.calls == 1
     assert step.error.startswith("OutputParserException")
 
@@ -289,7 +291,7 @@ def test_transport_errors_are_never_swallowed(kind):
     """trustcall turns any model exception into a repair turn: the error must still surface."""
     import asyncio
 
-    cfg = LangMemConfig(kind=kind)
+    cfg = LangMemPromptConfig(kind=kind)
     llm = _FakeLLM(error=ContextOverflow("maximum context length is 8192 tokens"))
     with pytest.raises(ContextOverflow):
         asyncio.run(optimize("P0", _batch(), cfg, _Summarizer(llm)))
@@ -298,10 +300,10 @@ def test_transport_errors_are_never_swallowed(kind):
 
 def test_without_the_extra_memory_langmem_says_how_to_install_in_one_line(tmp_path):
     code = ("import sys, runpy; sys.modules['langmem'] = None; "
-            "import reme_cli.methods.langmem.method as m; "  # the module imports without LangMem
+            "import reme_cli.methods.langmem.prompt.method as m; "  # the module imports without LangMem
             "sys.argv = ['reme'] + sys.argv[1:]; runpy.run_module('reme_cli.cli', run_name='__main__')")
-    for cmd in (["eval", "--mode", "fixed", "memory=langmem", "memory.pool=nowhere"],
-                ["build-pool", "memory=langmem", "benchmark.limit=1"]):
+    for cmd in (["eval", "--mode", "fixed", "memory=langmem_prompt", "memory.pool=nowhere"],
+                ["build-pool", "memory=langmem_prompt", "benchmark.limit=1"]):
         proc = subprocess.run([sys.executable, "-c", code, *cmd], cwd=tmp_path, capture_output=True, text=True,
                               timeout=120, env={**os.environ, "REME_CACHE_DIR": str(tmp_path / "cache")})
         lines = [l for l in proc.stderr.splitlines() if l.strip()]
@@ -309,7 +311,7 @@ def test_without_the_extra_memory_langmem_says_how_to_install_in_one_line(tmp_pa
         assert lines[0].startswith("error: ") and INSTALL in lines[0] and "baselines" in lines[0]
         assert not (tmp_path / "runs").exists()  # refused before anything was written
     probe = subprocess.run([sys.executable, "-c", "import sys; sys.modules['langmem'] = None\n"
-                            "from reme_cli.methods.langmem.optimizer import require_langmem\n"
+                            "from reme_cli.methods.langmem.prompt.optimizer import require_langmem\n"
                             "require_langmem()"], capture_output=True, text=True, timeout=60)
     assert probe.returncode == 1 and "UserError" in probe.stderr and INSTALL in probe.stderr
     assert INSTALL in INSTALL_HINT and issubclass(UserError, Exception)
@@ -320,13 +322,13 @@ def test_without_the_extra_memory_langmem_says_how_to_install_in_one_line(tmp_pa
 
 def test_embedded_model_builds_a_langmem_pool_and_evaluates_with_it(tmp_path, embedded_server):
     small = ["benchmark.max_interactions=3", "llm.concurrency=1", f"llm.base_url={embedded_server.base_url}"]
-    run_reme(["build-pool", "memory=langmem", "benchmark.limit=1", "build.samples=1", *small, "out_dir=lm"],
+    run_reme(["build-pool", "memory=langmem_prompt", "benchmark.limit=1", "build.samples=1", *small, "out_dir=lm"],
              tmp_path, check=True, timeout=900)
     steps = _lines(tmp_path / "lm" / "build" / "langmem_steps.jsonl")
     assert len(steps) == 1 and steps[0]["llm_calls"] == 1  # prompt_memory: one grammar-constrained call
-    pool = json.loads((tmp_path / "lm" / "pool" / "langmem.json").read_text())
-    assert pool["method"] == "langmem" and pool["prompt"].strip()
-    run_reme(["eval", "--mode", "fixed", "memory=langmem", "memory.pool=lm", "benchmark.task_ids=[multi_turn_base_1]",
+    pool = json.loads((tmp_path / "lm" / "pool" / "langmem_prompt.json").read_text())
+    assert pool["method"] == "langmem_prompt" and pool["prompt"].strip()
+    run_reme(["eval", "--mode", "fixed", "memory=langmem_prompt", "memory.pool=lm", "benchmark.task_ids=[multi_turn_base_1]",
               "eval.runs=1", "eval.seeds=1", *small, "out_dir=ev"], tmp_path, check=True, timeout=900)
     (trial,) = _trials(tmp_path / "ev")
     assert trial["error"] is None and trial["guidance"] == format_guidance(pool["prompt"])

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,73 +31,26 @@ from reme_cli.bench.base import Outcome, Task
 from reme_cli.core.errors import UserError
 from reme_cli.core.text import clip, middle_cut
 from reme_cli.llm import answer_health
+from reme_cli.methods.langmem.conversation import MAX_OUTPUT_CHARS as _MAX_OUTPUT_CHARS, trajectory_messages  # noqa: F401
+from reme_cli.methods.langmem.install import INSTALL_HINT, require  # noqa: F401 (INSTALL_HINT: re-exported)
 
-INSTALL_HINT = ("memory=langmem needs LangMem, an optional extra: bash scripts/install.sh --baselines "
-                "(or pip install -e '.[baselines]' from the reme checkout)")
 
 # What LangMem/trustcall raise when a reply does not fit: json/pydantic/LangChain parse
 # errors are ValueErrors; trustcall's empty ``responses[0]`` is an IndexError; a reply of the
 # wrong shape gives KeyError/TypeError/AttributeError.
 OPTIMIZER_FAILURES = (ValueError, KeyError, IndexError, TypeError, AttributeError)
 
-_MAX_OUTPUT_CHARS = 1500
 _MAX_REASON_CHARS = 300
 
 
 def require_langmem() -> Any:
     """``langmem.create_prompt_optimizer``, or a one-line UserError saying how to install it."""
-    # No hosted tracing: LangMem traces through langsmith, which posts runs when enabled.
-    os.environ["LANGSMITH_TRACING"] = "false"
-    os.environ["LANGCHAIN_TRACING_V2"] = "false"
-    try:
-        from langmem import create_prompt_optimizer
-        import langchain_core  # noqa: F401
-    except ImportError as exc:
-        missing = f"; missing: {exc.name}" if getattr(exc, "name", None) else ""
-        raise UserError(f"{INSTALL_HINT}{missing}") from None
-    return create_prompt_optimizer
+    return require("langmem", "create_prompt_optimizer")
 
 
 def prompt_version(prompt: str) -> str:
     """A short, stable name of a prompt text (what trials record as the retrieved id)."""
     return hashlib.sha256(prompt.encode("utf-8")).hexdigest()[:12]
-
-
-def _args_object(call: dict[str, Any]) -> dict[str, Any]:
-    args = call.get("arguments")
-    if isinstance(args, str):
-        try:
-            args = json.loads(args)
-        except json.JSONDecodeError:
-            return {"arguments": args}
-    return args if isinstance(args, dict) else {"arguments": args}
-
-
-def trajectory_messages(task: Task, traj: Trajectory) -> list[dict[str, Any]]:
-    """The episode as OpenAI-format chat messages (user turns from the task itself)."""
-    msgs: list[dict[str, Any]] = []
-    for t, steps in enumerate(traj.turns):
-        for m in task.turns[t] if t < len(task.turns) else []:
-            msgs.append({"role": "user", "content": str(m.get("content", ""))})
-        for s, step in enumerate(steps):
-            text = step.text or ""
-            if step.code and step.code not in text:
-                text = f"{text}\n```python\n{step.code}\n```".strip()
-            ids = [f"call_{t}_{s}_{j}" for j in range(len(step.calls))]
-            msg: dict[str, Any] = {"role": "assistant", "content": text}
-            if step.calls:
-                msg["tool_calls"] = [
-                    {"id": i, "type": "function",
-                     "function": {"name": c.get("name") or "?", "arguments": json.dumps(_args_object(c))}}
-                    for i, c in zip(ids, step.calls)]
-            msgs.append(msg)
-            for i, c in zip(ids, step.calls):
-                out = str(c.get("output", ""))
-                msgs.append({"role": "tool", "tool_call_id": i,
-                             "content": clip(("Error: " if c.get("error") else "") + out, _MAX_OUTPUT_CHARS)})
-            if step.code_output is not None:
-                msgs.append({"role": "user", "content": clip(f"Output:\n{step.code_output}", _MAX_OUTPUT_CHARS)})
-    return msgs
 
 
 def feedback_text(outcome: Outcome, traj: Trajectory, with_reason: bool) -> str:
@@ -146,7 +98,7 @@ class Step:
 
 async def optimize(prompt: str, batch: list[tuple[Task, Trajectory, Outcome]], cfg: Any,
                    summarizer: Any) -> Step:
-    """One optimizer call over ``batch``, starting from ``prompt``. ``cfg``: LangMemConfig;
+    """One optimizer call over ``batch``, starting from ``prompt``. ``cfg``: LangMemPromptConfig;
     ``summarizer``: SummarizerSettings (its client, sampling and schema format)."""
     create = require_langmem()
     from reme_cli.methods.langmem.chat_model import RemeChatModel
