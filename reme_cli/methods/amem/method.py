@@ -16,8 +16,9 @@ from reme_cli.core.errors import UserError
 from reme_cli.core.io import append_lines, read_lines
 from reme_cli.core.staging import replace_dir
 from reme_cli.methods.amem.agentic import AMemStats, construct, evolve
-from reme_cli.methods.amem.notes import Note, NoteStore
+from reme_cli.methods.amem.notes import METHOD, Note, NoteStore
 from reme_cli.methods.base import BuildContext, BuildResult, Learned, Memory, MethodContext, Retrieval, Tried
+from reme_cli.methods.pool_dirs import find_pool
 from reme_cli.agent.render import render_trajectory
 from reme_cli.llm.embed import make_embedder_for
 
@@ -44,12 +45,7 @@ class AMemConfig:
 
 
 def resolve_store(path: str | Path) -> Path:
-    p = Path(path)
-    for candidate in (p / "pool", p):
-        if NoteStore.is_store(candidate):
-            return candidate
-    raise UserError(f"memory.pool={path} is not an A-Mem pool: build one with "
-                    f"`reme build-pool memory=amem` and give its output directory")
+    return find_pool(path, METHOD, "an A-Mem pool")
 
 
 def note_content(task: Task, trajectory: Trajectory, outcome: Outcome, max_chars: int) -> str:

@@ -65,13 +65,6 @@ class NoteStore:
 
     # ------------------------------------------------------------------ persistence
     @staticmethod
-    def is_store(path: Path) -> bool:
-        try:
-            return json.loads((path / MANIFEST).read_text()).get("method") == METHOD
-        except (OSError, ValueError):
-            return False
-
-    @staticmethod
     def check(path: Path) -> dict[str, Any]:
         """The manifest, if the files are what it records (else a one-line refusal)."""
         try:

@@ -62,7 +62,8 @@ from reme_cli.methods.langmem import episodes
 from reme_cli.methods.langmem.config import LangMemConfig
 from reme_cli.methods.langmem.conversation import trajectory_messages
 from reme_cli.methods.langmem.install import require
-from reme_cli.methods.langmem.store import EpisodeStore, proposing_store
+from reme_cli.methods.langmem.store import METHOD, EpisodeStore, proposing_store
+from reme_cli.methods.pool_dirs import find_pool
 
 BUILD_EVENTS = "langmem_episodes.jsonl"
 ROLE = "langmem_episodes"
@@ -137,12 +138,7 @@ def successes(attempts: list[Any], which: str) -> list[Any]:
 
 
 def resolve_store(path: str | Path) -> Path:
-    p = Path(path)
-    for candidate in (p / "pool", p):
-        if EpisodeStore.is_store(candidate):
-            return candidate
-    raise UserError(f"memory.pool={path} is not a LangMem episodic pool: build one with "
-                    "`reme build-pool memory=langmem` and give its output directory")
+    return find_pool(path, METHOD, "a LangMem episodic pool")
 
 
 def _direct(fn: Any, *args: Any) -> Any:

@@ -58,13 +58,6 @@ class EpisodeStore:
         return EpisodeStore(self.embedder, self.puts, dict(self.built_by))
 
     # ------------------------------------------------------------------ persistence
-    @staticmethod
-    def is_store(path: Path) -> bool:
-        try:
-            return json.loads((path / MANIFEST).read_text()).get("method") == METHOD
-        except (OSError, ValueError):
-            return False
-
     @classmethod
     def load(cls, path: Path, embedder: Any) -> EpisodeStore:
         fix = "rebuild it with `reme build-pool memory=langmem` or restore the file from a copy"

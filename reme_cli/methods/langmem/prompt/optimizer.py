@@ -22,13 +22,11 @@ prompt and says why. Anything reme's client raises propagates (see chat_model).
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import dataclass
 from typing import Any
 
 from reme_cli.agent.loop import Trajectory
 from reme_cli.bench.base import Outcome, Task
-from reme_cli.core.errors import UserError
 from reme_cli.core.text import clip, middle_cut
 from reme_cli.llm import answer_health
 from reme_cli.methods.langmem.conversation import MAX_OUTPUT_CHARS as _MAX_OUTPUT_CHARS, trajectory_messages  # noqa: F401
