@@ -45,6 +45,9 @@ def hostile(outside: Path, secret: Path, port: int) -> list[str]:
     ]
 
 
+FINISH = "apis.supervisor.complete_task()"
+
+
 def run_hostile(toy_world: Path, cwd: Path, *extra: str, env: dict | None = None):
     """``reme eval`` of one toy task whose model answers with ``hostile()``, one step each."""
     outside = cwd / "outside"
@@ -54,12 +57,15 @@ def run_hostile(toy_world: Path, cwd: Path, *extra: str, env: dict | None = None
     secret.write_text(secret_text)
     with socket.create_server(("127.0.0.1", 0)) as listener:
         steps = hostile(outside, secret, listener.getsockname()[1])
-        replies = [a for s in steps for a in ("--step", f"I will run it.\n```python\n{s}\n```")]
+        # The last step ends the task: the authors' agent runs a reply without code as code
+        # and goes on, so plain text would not stop the episode.
+        replies = [a for s in [*steps, FINISH] for a in ("--step", f"I will run it.\n```python\n{s}\n```")]
         with scripted_server_process("--policy", "steps", *replies) as url:
             proc = run_reme(["eval", *common(toy_world, url), ONE, *extra, "out_dir=run"], cwd, env=env)
     (rec,) = trials(cwd / "run").values()
     ran = [(step["code"], step["code_output"]) for step in rec["trajectory"]["turns"][0] if step.get("code")]
-    return proc, outside, secret_text, steps, ran
+    assert ran[-1][0] == FINISH
+    return proc, outside, secret_text, steps, ran[:-1]
 
 
 def text_under(path: Path) -> str:
