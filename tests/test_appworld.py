@@ -171,6 +171,8 @@ def test_the_baselines_run_on_appworld_and_table1_plans_there(reme, toy_world, g
     assert len(notes) == 1 and "[code]" in notes[0]["content"] and "apis." in notes[0]["content"]
     (fixed,) = trials(reme.cwd / "amem_fixed").values()
     assert fixed["success"] and fixed["retrieved_ids"] == [notes[0]["id"]] and notes[0]["content"] in fixed["guidance"]
+    # the record holds the guidance as the model saw it: relabelled as the authors' agent does
+    assert "Experience 1:" in fixed["guidance"] and "Experience 1 :" not in fixed["guidance"]
     text = " ".join(plan.stderr.split())
     # ReMe's pool is AppWorld's released one (imported, no units); A-Mem's and LangMem's are built:
     # 2 x 3 training + 5 x 3 test units

@@ -109,6 +109,14 @@ def relabel(guidance: str, label: str) -> str:
     return _EXPERIENCE_LABEL.sub(lambda m: label.format(n=m.group(1)), guidance)
 
 
+def guidance_as_sent(task: Task, guidance: str | None) -> str | None:
+    """The guidance text as the first user message carries it: relabelled where the task's
+    agent names experiences its own way (AppWorld's authors' agent)."""
+    if guidance and task.meta.get("experience_label"):
+        return relabel(guidance, task.meta["experience_label"])
+    return guidance
+
+
 async def run_episode(
     llm: LLM,
     protocol: ToolProtocol,
@@ -126,8 +134,7 @@ async def run_episode(
     traj = Trajectory()
     # A task may bring its own system message (AppWorld's authors' agent: its supervisor's).
     system = protocol.system_prompt(system_prompt or task.meta.get("system_prompt"), tools)
-    if guidance and task.meta.get("experience_label"):
-        guidance = relabel(guidance, task.meta["experience_label"])
+    guidance = guidance_as_sent(task, guidance)
     if system:
         traj.messages.append({"role": "system", "content": system})
     request_extra = protocol.request_kwargs(tools)

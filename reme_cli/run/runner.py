@@ -16,7 +16,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
-from reme_cli.agent.loop import Sampling, run_episode
+from reme_cli.agent.loop import Sampling, guidance_as_sent, run_episode
 from reme_cli.agent.protocols import ToolProtocol
 from reme_cli.bench.base import Benchmark, Task
 from reme_cli.core.errors import Interrupted, RunAborted, os_error_message
@@ -214,7 +214,7 @@ class Runner:
         record.summarizer_answers = answers.to_dict()
         record.retrieved_ids = solved.retrieval.ids
         record.retrieval_scores = solved.retrieval.scores
-        record.guidance = solved.retrieval.guidance
+        record.guidance = guidance_as_sent(task, solved.retrieval.guidance)  # the text the model saw
         if attempts:
             trajs = [a.trajectory for a in attempts]
             record.trajectory = trajs[-1].to_dict()
