@@ -20,6 +20,8 @@ Policies:
 * ``ScriptedSummarizerPolicy``: canned distillation / judge / reflection answers; requests
   for a JSON schema or a forced tool call (the baselines' structured output) get an answer
   that fills the schema (``schema_fill``).
+  Methods script their own summarizer answers in modules of their own, named in
+  ``SUMMARIZER_PLUGINS`` (end of this file).
 * ``AgentAndSummarizerPolicy``: replay for agent requests, the summarizer for the rest.
 * ``FaultPolicy(inner, overflow, truncate)``: vLLM's context-length 400 or a reply cut off
   by ``max_tokens`` for chosen tasks (``--overflow``, ``--truncate``).
@@ -296,6 +298,10 @@ class ScriptedSummarizerPolicy:
         user = _text_of(messages[-1].get("content")) if messages else ""
         if self.junk_every and next(self._count) % self.junk_every == 0:
             return Reply(content="I think the agent did fine.")
+        for answer in plugged_answers():  # first: their prompts may quote trajectories
+            reply = answer(system, user, body)
+            if reply is not None:
+                return reply
         if "strict reviewer of experiences" in system:
             return Reply(content=json.dumps({"score": self.judge_score, "reason": "scripted"}))
         if "FAILED. It will retry" in system:
@@ -678,6 +684,21 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         server._httpd.server_close()
     return 0
+
+
+# ------------------------------------------------------------------ plugged-in answers
+
+# Summarizer answers scripted beside their method ("module:function"; the function takes
+# (system, user, body) and returns a Reply, or None for a prompt it does not know).
+SUMMARIZER_PLUGINS = (
+    "reme_cli.testing.dc_policy:answer",
+)
+
+
+def plugged_answers() -> list[Any]:
+    from reme_cli.core.registry import load_object
+
+    return [load_object(target) for target in SUMMARIZER_PLUGINS]
 
 
 if __name__ == "__main__":
