@@ -67,3 +67,15 @@ def test_methods_table_only_for_the_methods_suite():
     _, runs = _frames()
     assert "methods" not in choose_tables(runs)
     assert choose_tables(runs, suite="methods") == ["methods"]
+
+
+def test_a_method_with_variants_gets_one_row_per_variant():
+    units = pd.concat([make_units(r, {(0, "t1"): [1, 0]}) for r in ("cu", "rs")])
+    runs = pd.DataFrame([make_run(r, benchmark="appworld", memory="dc", mode="dynamic", tasks=1,
+                                  params={"memory.variant": v})
+                         for r, v in (("cu", "cumulative"), ("rs", "retrieval_synthesis"))])
+    table = build_table("methods", run_metrics(units, runs), runs).set_index("setting")
+    assert list(table.index) == ["DC (cumulative, dynamic)", "DC (retrieval_synthesis, dynamic)"]
+    # DC-CU's AppWorld numbers from the ACE paper sit on the cumulative row only
+    assert table.loc["DC (cumulative, dynamic)", PUBLISHED].startswith("TGC 65.5 / SGC 58.9 (test_normal)")
+    assert table.loc["DC (retrieval_synthesis, dynamic)", PUBLISHED] == ""

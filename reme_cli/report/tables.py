@@ -37,8 +37,9 @@ FIRST_NOTE = ("first trial: Avg@k / Pass@k over each unit's first trial, for the
               "after a failure (results/authors_setup_evidence.md §1a).")
 SUB_COLUMNS = ("ours", "n", "paper", "Δ", FIRST)  # per (group, metric); the first trial after Δ
 SETTING_ORDER = ["No Memory", "A-Mem", "LangMem", "ReMe (fixed)", "ReMe (dynamic)"]
-METHODS_ORDER = [*SETTING_ORDER, "ACE (fixed)", "ACE (dynamic)", "DC-Cu (fixed)", "DC-Cu (dynamic)",
-                 "DC-RS (fixed)", "DC-RS (dynamic)", "ReasoningBank (fixed)", "ReasoningBank (dynamic)"]
+METHODS_ORDER = [*SETTING_ORDER, "ACE (fixed)", "ACE (dynamic)", "DC (cumulative, fixed)",
+                 "DC (cumulative, dynamic)", "DC (retrieval_synthesis, fixed)", "DC (retrieval_synthesis, dynamic)",
+                 "ReasoningBank (fixed)", "ReasoningBank (dynamic)"]
 TOKENS, MAX_PROMPT, PUBLISHED = "tokens/task", "max prompt", "published elsewhere (context, not a target)"
 COST_NOTE = (f"{TOKENS}: the executor's prompt + completion tokens per task over all its trials (summarizer "
              f"calls not included); {MAX_PROMPT}: the longest prompt any step sent. Methods that keep their "
@@ -124,7 +125,7 @@ def fmt_points(points: float) -> str:
 
 def setting_label(run: pd.Series) -> str | None:
     """Table 1's setting: the memory method's declared label, with the mode where it says so."""
-    return method_columns(str(run["memory"])).setting_label(run["mode"])
+    return method_columns(str(run["memory"])).setting_label(run["mode"], _params(run))
 
 
 def row_label(spec: TableSpec, run: pd.Series) -> str | None:

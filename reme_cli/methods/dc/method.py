@@ -44,7 +44,7 @@ def _training_pairs(ctx: BuildContext) -> list[tuple[str, Task, Trajectory, Outc
 
 class DynamicCheatsheet(Memory):
     config_class = DCConfig
-    report_columns = {"setting": "DC ({mode})", "params": ["memory.variant", "memory.top_k"],
+    report_columns = {"setting": "DC ({memory.variant}, {mode})", "params": ["memory.variant", "memory.top_k"],
                       "series": {"cheatsheet_chars": "cheatsheet characters"}}
     needs_summarizer = True  # the curator's calls go to the summarizer (the executor by default)
 
