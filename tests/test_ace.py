@@ -242,3 +242,33 @@ def test_a_playbook_too_large_for_its_share_is_cut_at_bullets_and_recorded(workd
     assert trial["retrieved_ids"] == [b.id for b in bullets[:kept]]  # the first bullets win
     assert bullets[kept - 1].content in trial["guidance"] and bullets[kept].content not in trial["guidance"]
     assert estimate_tokens(trial["guidance"]) == context["prompt_tokens"] <= 491
+
+
+def test_dedup_drops_an_add_too_similar_to_a_bullet_and_replays_without_embedding():
+    pb = Playbook(["## STRATEGIES AND HARD RULES", "## OTHERS"],
+                  [Bullet("shr-00001", "strategies_and_hard_rules", "alpha")], 2)
+    vectors = {"alpha": [1.0, 0.0], "alpha again": [0.96, 0.28], "beta": [0.0, 1.0]}
+    embed = lambda texts: [vectors[t] for t in texts]  # noqa: E731 - unit-norm rows, cosine = dot
+    proposed = [{"op": "add", "section": "others", "content": "alpha again", "source": "u"},
+                {"op": "add", "section": "others", "content": "beta", "source": "u"}]
+    applied = pb.apply(proposed, "u", embed, 0.90)
+    assert applied[0]["duplicate_of"] == "shr-00001" and "id" not in applied[0]
+    assert applied[1]["id"] == "misc-00002" and [b.id for b in pb.bullets] == ["shr-00001", "misc-00002"]
+    again = Playbook(["## STRATEGIES AND HARD RULES", "## OTHERS"],
+                     [Bullet("shr-00001", "strategies_and_hard_rules", "alpha")], 2)
+    again.replay(applied)  # the logged decision, no embedder
+    assert again.render(show_counts=True) == pb.render(show_counts=True) and again.next_id == pb.next_id == 3
+
+
+def test_function_calling_prompts_rewrite_only_the_code_action_lines():
+    from reme_cli.methods.ace import texts
+
+    for with_gt in (True, False):
+        code, tools = texts.reflector(with_gt, True), texts.reflector(with_gt, False)
+        assert "expert AppWorld coding agent" in code and "expert AppWorld coding agent" not in tools
+        assert "function-calling (tool-use) agent" in tools and "bullet_tags" in code
+        changed = [(a, b) for a, b in zip(code.splitlines(), tools.splitlines()) if a != b]
+        assert len(code.splitlines()) == len(tools.splitlines()) and 0 < len(changed) <= 6
+    assert texts.curator(False).count("For tool-calling tasks") == 1
+    assert Playbook.parse(texts.initial_playbook(False)).bullets == []
+    assert len(Playbook.parse(texts.initial_playbook(True)).bullets) == 8
