@@ -208,8 +208,11 @@ def test_resume_after_kill_equals_an_uninterrupted_run_and_a_cached_rerun_is_ide
     common = ["eval", "--mode", "dynamic", "memory.pool=planted", "benchmark.limit=2", "eval.runs=2", "eval.seeds=1",
               "llm.cache=false", *SCRIPTED, f"llm.base_url={server}"]
     env = {**os.environ, "REME_CACHE_DIR": str(workdir / ".reme_cache")}
-    start = lambda *args: subprocess.Popen([sys.executable, "-m", "reme_cli.cli", *args], cwd=workdir, env=env,  # noqa: E731
-                                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+    def start(*args: str) -> subprocess.Popen:
+        return subprocess.Popen([sys.executable, "-m", "reme_cli.cli", *args], cwd=workdir, env=env,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
     whole = start(*common, "out_dir=whole")
     again = start(*_eval_args(server, "dynamic", "planted_dyn_again", "memory.pool=planted", "benchmark.limit=1"))
     killed = start(*common, "out_dir=killed")

@@ -22,7 +22,8 @@ FUNCTION_CALLING: dict[str, list[tuple[str, str]]] = {
         ("- Test report (unit tests result for the task after the generated code was run):",
          "- Test report (the checker's result for the task after the generated tool calls were run):"),
         ("(playbook that's used by model for code generation)", "(playbook that's used by model for tool calling)"),
-        ("the output format/schema of APIs used when unclear", "the output format/schema of functions used when unclear"),
+        ("the output format/schema of APIs used when unclear",
+         "the output format/schema of functions used when unclear"),
     ],
     "curator": [
         ("- For coding tasks, explicitly curate", "- For tool-calling tasks, explicitly curate"),
