@@ -23,8 +23,9 @@ The algorithm:
    deleted (the authors' code supports ADD only);
 4. offline (``reme build-pool``): each training task in split order, its attempts one after
    another until one succeeds (the authors: up to 5 retries, stopping when the unit tests
-   pass), each reflected with ground truth and curated; one epoch (the adaptation config
-   runs the train split once); the pool is the resulting playbook. Fixed mode injects it
+   pass), each reflected with ground truth and curated; one epoch (the released adaptation
+   code runs the train split once; the paper's ablation credits several epochs: set
+   ``memory.epochs``); the pool is the resulting playbook. Fixed mode injects it
    read-only. Online (dynamic mode): after every task, success or not, a Reflector without
    ground truth and a Curator update the stream's playbook (ACE_online_no_GT).
 
@@ -62,6 +63,8 @@ Deviations, each on purpose:
   embedding is at least ``memory.dedup_threshold`` (0.90, theirs) similar to a bullet is
   dropped as its duplicate; the authors' analyzer can also merge a group with an LLM call,
   which is not done;
+- one Reflector call per trajectory, as ace-appworld makes it (ace-agent/ace's finance code
+  refines a reflection up to ``max_num_rounds=3`` times; not done);
 - parallel workers of a dynamic stream reflect on the playbook as it is when their task
   ends; ids are given when the unit commits, in commit order (one worker: the authors'
   sequential loop).
