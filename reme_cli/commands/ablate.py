@@ -18,6 +18,7 @@ A suite is data (``configs/ablation/SUITE.yaml``, or a path to such a file):
     variants:                          # runs, by name
       k0: {mode: fixed, pool: reme, overrides: [memory.top_k=0]}
       ab: {mode: dynamic, pool: reme, overrides: ["memory.deletion.alpha=3,5,10"]}   # swept like -m
+      online: {mode: dynamic, memory: ace}   # no pool: a dynamic run from the method's empty memory
 
 Every pool is built (or, for a released one, imported) once under ``SUITE_DIR/pools/NAME`` and shared by the variants that
 name it; every variant (each point of a swept one) is a normal resumable run directory
@@ -132,9 +133,17 @@ def load_suite(name: str) -> dict[str, Any]:
             raise UserError(f"{where}: variant {vname} needs mode: none | fixed | dynamic")
         if not isinstance(variant.get("overrides") or [], list):
             raise UserError(f"{where}: variant {vname}: overrides must be a list")
-        if variant["mode"] != "none" and variant.get("pool") not in pools:
-            raise UserError(f"{where}: variant {vname} (mode {variant['mode']}) needs a pool from {sorted(pools)}")
-        unknown = set(variant) - {"mode", "pool", "overrides"}
+        # A dynamic run may start from nothing (memory: NAME, no pool): ACE online, DC and
+        # ReasoningBank learn at test time from an empty memory, as their authors run them.
+        empty_start = variant["mode"] == "dynamic" and "pool" not in variant and isinstance(variant.get("memory"), str)
+        if variant["mode"] != "none" and variant.get("pool") not in pools and not empty_start:
+            raise UserError(f"{where}: variant {vname} (mode {variant['mode']}) needs a pool from {sorted(pools)}"
+                            + (" (or, in mode dynamic, memory: NAME to start from an empty memory)"
+                               if variant["mode"] == "dynamic" else ""))
+        if "memory" in variant and not empty_start:
+            raise UserError(f"{where}: variant {vname}: memory: names the method of a dynamic run with no pool; "
+                            "a run with a pool takes its pool's method")
+        unknown = set(variant) - {"mode", "pool", "memory", "overrides"}
         if unknown:
             raise UserError(f"{where}: variant {vname} has unknown keys {sorted(unknown)}")
     if not isinstance(data.setdefault("overrides", []), list):
@@ -217,7 +226,7 @@ def plan(name: str, overrides: list[str], only: list[str] | None = None) -> Suit
     # A two-form pool is, from here on, the form the suite starts from.
     forms = {p for p, spec in suite["pools"].items() if isinstance(spec, dict)}
     suite["pools"] = {p: spec[start] if p in forms else spec for p, spec in suite["pools"].items()}
-    used = {v.get("pool") for v in suite["variants"].values() if v["mode"] != "none"}
+    used = {v.get("pool") for v in suite["variants"].values() if v["mode"] != "none"} - {None}
     memory = {pname: pool_memory(suite["pools"][pname] or []) for pname in suite["pools"]}
     # The user's memory.* overrides are the suite method's keys: validated against its schema
     # wherever no memory is named (memory=none has none of them).
@@ -256,11 +265,15 @@ def plan(name: str, overrides: list[str], only: list[str] | None = None) -> Suit
         for job in expand(extra):
             label = job_label(vname, job, swept)
             head = [f"eval.mode={variant['mode']}"]
-            if variant["mode"] != "none":
-                head += [f"memory={memory[variant['pool']]}", f"memory.pool={root / 'pools' / variant['pool']}"]
+            if variant.get("memory"):  # a dynamic run from an empty memory
+                method = variant["memory"]
+                head += [f"memory={method}"]
+            elif variant["mode"] != "none":
+                method = memory[variant["pool"]]
+                head += [f"memory={method}", f"memory.pool={root / 'pools' / variant['pool']}"]
             else:
+                method = "reme"
                 head += memory_head
-            method = memory[variant["pool"]] if variant["mode"] != "none" else "reme"
             job_overrides = [*head, *_for_method(method, overrides), *job, f"out_dir={root / 'runs' / label}"]
             cfg = compose(job_overrides)
             units, calls = _units(cfg)
