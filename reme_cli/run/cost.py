@@ -85,6 +85,8 @@ def split_overrides(overrides: list[str]) -> tuple[Assumptions, list[str]]:
         raise UserError(f"bad {PREFIX}* value: {str(exc).splitlines()[0]}") from None
     if not 0.0 <= out.success_rate <= 1.0 or not 0.0 <= out.prefix_cached_share <= 1.0:
         raise UserError(f"{PREFIX}success_rate and {PREFIX}prefix_cached_share must be between 0 and 1")
+    if out.calibration:
+        read_calibration(out.calibration)  # a bad file fails before the plan is printed
     return out, rest
 
 
