@@ -89,6 +89,8 @@ class Sampling:
     max_tokens: int
     seed: int | None
     extra_body: dict[str, Any] | None = None
+    top_k: int | None = None  # None: not sent (the server's default applies)
+    min_p: float | None = None
 
 
 def with_guidance(text: str, guidance: str | None) -> str:
@@ -158,6 +160,8 @@ async def run_episode(
                     traj.messages,
                     temperature=sampling.temperature,
                     top_p=sampling.top_p,
+                    top_k=sampling.top_k,
+                    min_p=sampling.min_p,
                     max_tokens=sampling.max_tokens,
                     seed=sampling.seed,
                     extra_body=sampling.extra_body,

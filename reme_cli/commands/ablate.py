@@ -288,23 +288,76 @@ def plan(name: str, overrides: list[str], only: list[str] | None = None) -> Suit
     return out
 
 
+def _max_calls(p: SuitePlan) -> dict[int, int]:
+    """Executor calls at most per job (by id): every trial, retries included, runs to
+    benchmark.max_interactions."""
+    from reme_cli.run.cost import max_executor_calls
+
+    out = {id(j): 0 if j.source else max_executor_calls(j.cfg, j.units, build=True) for j in p.pools}
+    out.update({id(j): max_executor_calls(j.cfg, j.units) for j in p.runs})
+    return out
+
+
 def plan_table(p: SuitePlan) -> Table:
     table = Table(title=f"reme ablate {p.name}: {p.description}  ({p.path})")
     for col in ("step", "name", "mode", "pool", "start", "units", "LLM calls (at most)"):
         table.add_column(col, justify="right" if col in ("units", "LLM calls (at most)") else "left",
                          overflow="fold")  # a released pool's name whole, never cut with an ellipsis
     starts = {j.name: j.start for j in p.pools}
+    most = _max_calls(p)
     for j in p.pools:
         step, pool = ("import pool", j.source) if j.source else ("build pool", "-")
-        table.add_row(step, j.name, "-", pool, j.start, str(j.units), str(j.max_calls))
+        table.add_row(step, j.name, "-", pool, j.start, str(j.units), str(most[id(j)]))
     for j in p.runs:
         table.add_row("eval", j.label, j.cfg.eval.mode, j.pool or "-", starts.get(j.pool, "-"), str(j.units),
-                      str(j.max_calls))
+                      str(most[id(j)]))
     other = next(s for s in STARTS if s != p.start) if p.start else None
     table.caption = (f"{len(p.pools)} pool(s) to build or import, {len(p.runs)} run(s), {p.units} units, "
-                     f"at most {p.max_calls} executor LLM calls (units x benchmark.max_interactions; "
-                     "summarizer calls come on top for pools and dynamic runs)"
+                     f"at most {sum(most.values())} executor LLM calls (units x trials x benchmark.max_interactions; "
+                     "the estimate below adds summarizer calls)"
                      + (f"; start: {p.start} (suite.start={other} for the other)" if p.start else ""))
+    return table
+
+
+def cost_table(p: SuitePlan, assumptions: Any) -> Table:
+    """Expected calls, tokens, wall time and GPU-hours per job and in all
+    (``reme_cli/run/cost.py``; ``assumptions``: its ``Assumptions``)."""
+    from reme_cli.run import cost
+
+    def fmt(x: float | None, digits: int = 0) -> str:
+        return "?" if x is None else f"{x:,.{digits}f}"
+
+    table = Table(title="estimate (expected counts; cost.KEY=VALUE overrides an assumption)")
+    for col in ("name", "executor calls", "summarizer calls", "tokens (M)", "wall (h)", "GPU-h"):
+        table.add_column(col, justify="left" if col == "name" else "right")
+    totals = {"executor": 0.0, "summarizer": 0.0, "tokens": 0.0, "wall_h": 0.0, "gpu_h": 0.0}
+    unknown, sources = False, set()
+    jobs = [(f"pool {j.name}", j.cfg, cost.build_calls(j.cfg, j.units, j.units // j.cfg.build.samples, assumptions))
+            for j in p.pools if not j.source]
+    jobs += [(j.label, j.cfg, cost.run_calls(j.cfg, j.units, assumptions)) for j in p.runs]
+    for name, cfg, calls in jobs:
+        rates = cost.rates_for(cfg, assumptions)
+        row = cost.as_row(cost.estimate(cfg, calls, assumptions, rates))
+        if rates is None:
+            unknown = True
+        else:
+            sources.add(f"{rates.source}, {cfg.llm.concurrency} in flight")
+        for key in totals:
+            totals[key] += row[key] or 0.0
+        table.add_row(name, fmt(row["executor"]), fmt(row["summarizer"]), fmt(row["tokens"] / 1e6, 1),
+                      fmt(row["wall_h"], 1), fmt(row["gpu_h"], 1))
+    a = assumptions
+    table.caption = (
+        f"in all: {totals['executor'] + totals['summarizer']:,.0f} LLM calls ({totals['executor']:,.0f} executor, "
+        f"{totals['summarizer']:,.0f} summarizer), {totals['tokens'] / 1e6:,.1f}M tokens, "
+        + ("wall time and GPU-hours unknown for a model without rates (cost.calibration=FILE from "
+           "scripts/bench_vllm.py, or cost.tokens_per_s and cost.prompt_tokens_per_s)" if unknown else
+           f"{totals['wall_h']:,.1f} h wall, {totals['gpu_h']:,.1f} GPU-hours, jobs one after another")
+        + f". Assumed: {a.calls_per_episode:g} calls per episode, success rate {a.success_rate:g}, "
+        f"{a.candidates_per_summary:g} candidates per summary, {a.prompt_tokens:g}+{a.completion_tokens:g} tokens "
+        f"per executor call ({a.prefix_cached_share:g} of the prompt prefix-cached), "
+        f"{a.summarizer_prompt_tokens:g}+{a.summarizer_completion_tokens:g} per summarizer call"
+        + (f"; rates: {'; '.join(sorted(sources))}" if sources else ""))
     return table
 
 
