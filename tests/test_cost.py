@@ -115,3 +115,20 @@ def test_table1_dry_run_prints_calls_tokens_time_and_gpu_hours(reme, tmp_path):
     bad = reme("ablate", "table1", *GPU, "cost.calibration=/nonexistent.json", "--dry-run")
     assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1
     assert "not a calibration file written by scripts/bench_vllm.py" in bad.stderr
+
+
+def test_methods_on_the_seam_declare_their_summarizer_calls():
+    """ACE, DC: the estimate counts what each method declares (Memory.expected_summarizer_calls)."""
+    a, _ = cost.split_overrides(ASSUMED)  # success rate 0.5
+    ace = compose([*GPU, "memory=ace", "eval.mode=dynamic"])
+    assert cost.run_calls(ace, 6, a).summarizer == pytest.approx(6 * 2)  # Reflector + Curator per unit
+    assert cost.run_calls(compose([*GPU, "memory=ace", "eval.mode=fixed"]), 6, a).summarizer == 0
+    build = compose([*GPU, "memory=ace", "build.samples=3"])
+    # until a success, at most 3 samples: 1 + 0.5 + 0.25 attempts, 2 calls each, one task after another
+    calls = cost.build_calls(build, 3 * 3, 3, a)
+    assert calls.summarizer == pytest.approx(3 * 2 * 1.75) and calls.chains == 1
+    assert calls.chain_summarizer == pytest.approx(calls.summarizer)
+    rs = [*GPU, "memory=dc", "memory.variant=retrieval_synthesis"]
+    assert cost.run_calls(compose([*rs, "eval.mode=fixed"]), 6, a).summarizer == 6  # a synthesis per unit
+    assert cost.build_calls(compose(rs), 9, 3, a).summarizer == 0  # pairs only
+    assert cost.build_calls(compose([*GPU, "memory=dc"]), 9, 3, a).summarizer == 3  # one fold per task

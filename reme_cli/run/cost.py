@@ -153,6 +153,8 @@ def run_calls(cfg: Config, units: int, a: Assumptions) -> Calls:
         summarizer_per_unit = a.success_rate * 2  # construct + evolve, from a successful unit only
     elif cfg.eval.mode == "dynamic" and method == "langmem":
         summarizer_per_unit = a.success_rate * a.langmem_calls_per_trajectory
+    elif method not in ("amem", "langmem"):
+        summarizer_per_unit = _declared(cfg, a, build=False)
     else:
         summarizer_per_unit = 0.0
     out = Calls(max_executor_calls(cfg, units), units * executor_per_unit, units * summarizer_per_unit)
@@ -185,7 +187,19 @@ def build_calls(cfg: Config, units: int, tasks: int, a: Assumptions) -> Calls:
         picked = n * p if cfg.memory.build_episodes == "all" else any_success
         out.summarizer = tasks * picked * a.langmem_calls_per_trajectory
         out.chains, out.chain_summarizer = 1, out.summarizer  # tasks one after another
+    else:
+        # Methods that fold training tasks into one memory (ACE's playbook, DC's cheatsheet)
+        # do so one task after another: a chain as long as their calls.
+        out.summarizer = tasks * _declared(cfg, a, build=True)
+        out.chains, out.chain_summarizer = 1, out.summarizer
     return out
+
+
+def _declared(cfg: Config, a: Assumptions, build: bool) -> float:
+    """What a method on the seam declares it calls (``Memory.expected_summarizer_calls``)."""
+    from reme_cli.core.registry import METHODS
+
+    return float(METHODS.get(cfg.memory.name).expected_summarizer_calls(cfg, a.success_rate, build))
 
 
 # ------------------------------------------------------------------------------ rates

@@ -151,6 +151,18 @@ class Ace(Memory):
                 append_lines(path, [{"unit": unit, "events": events, "attempts": used, "stats": asdict(stats)}])
 
     @classmethod
+    def expected_summarizer_calls(cls, cfg: Any, success_rate: float, build: bool = False) -> float:
+        """A Reflector and a Curator call per adapted trajectory: after every online unit, and
+        per offline attempt (until one succeeds, by default) of each epoch."""
+        if not build:
+            return 2.0 if cfg.eval.mode == "dynamic" else 0.0
+        m: AceConfig = cfg.memory
+        n = min(cfg.build.samples, m.offline_max_attempts)
+        q = 1.0 - success_rate
+        attempts = sum(q ** i for i in range(n)) if m.offline_attempts == "until_success" else n
+        return 2.0 * attempts * m.epochs
+
+    @classmethod
     def assemble_pool(cls, ctx: BuildContext, staging: Path) -> BuildResult:
         lines = read_lines(ctx.work / BUILD_LOG)
         playbook = initial(ctx.cfg)

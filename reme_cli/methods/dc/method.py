@@ -62,6 +62,14 @@ class DynamicCheatsheet(Memory):
     def cumulative(self) -> bool:
         return self.cfg.variant == "cumulative"
 
+    @classmethod
+    def expected_summarizer_calls(cls, cfg: Any, success_rate: float, build: bool = False) -> float:
+        """DC-Cu: one curator call per task learned from (each training task; each dynamic
+        unit). DC-RS: one synthesis call before every unit, fixed or dynamic; none to build."""
+        if cfg.memory.variant == "cumulative":
+            return 1.0 if build or cfg.eval.mode == "dynamic" else 0.0
+        return 0.0 if build else 1.0
+
     # ------------------------------------------------------------------ build-pool
     @classmethod
     async def learn_from_training(cls, ctx: BuildContext) -> None:
