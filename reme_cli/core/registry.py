@@ -90,6 +90,7 @@ METHODS.add("reme", "reme_cli.methods.reme.method:ReMe")
 METHODS.add("amem", "reme_cli.methods.amem.method:AMem")
 METHODS.add("langmem", "reme_cli.methods.langmem.method:LangMem")
 METHODS.add("langmem_prompt", "reme_cli.methods.langmem.prompt.method:LangMemPrompt")
+METHODS.add("reasoningbank", "reme_cli.methods.reasoningbank.method:ReasoningBank")
 
 PROTOCOLS: Registry[Any] = Registry("tool-call protocol", "reme.protocols")
 PROTOCOLS.add("openai", "reme_cli.agent.protocols:OpenAIProtocol")

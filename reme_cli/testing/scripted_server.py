@@ -328,6 +328,10 @@ class ScriptedSummarizerPolicy:
         if structured_request(body):  # other memory methods' schemas (LangMem, A-Mem)
             content, calls = structured_answer(body)
             return Reply(content=content, tool_calls=calls, raw=True)
+        for plugged in summarizer_plugins():
+            reply = plugged(system, user)
+            if reply is not None:
+                return reply
         raise PolicyError("the summarizer script does not know this prompt")
 
 
@@ -678,6 +682,17 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         server._httpd.server_close()
     return 0
+
+
+# The summarizer's answers to further methods' prompts, each in its own module:
+# ``answer(system, user) -> Reply | None`` (None: not this module's prompt).
+SUMMARIZER_PLUGINS = ("reme_cli.testing.reasoningbank_policy",)
+
+
+def summarizer_plugins() -> list[Any]:
+    import importlib
+
+    return [importlib.import_module(name).answer for name in SUMMARIZER_PLUGINS]
 
 
 if __name__ == "__main__":
