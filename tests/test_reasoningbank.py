@@ -19,7 +19,9 @@ import pytest
 
 from reme_cli.bench.bfcl import BFCLBenchmark
 from reme_cli.llm.embed import make_embedder
+from reme_cli.core.errors import UserError
 from reme_cli.methods.reasoningbank.items import ItemStore, Record
+from reme_cli.methods.reasoningbank.method import ReasoningBankConfig
 from tests.conftest import REPO, run_reme, run_reme_together
 from tests.test_memory_flow import _kill_when, _trials
 
@@ -137,6 +139,7 @@ def test_dynamic_mode_extracts_a_failure_item_after_a_failed_task(first_runs, bu
         assert m["extracted"]["count"] == 1 and m["retrieved_records"] == [i.split(".")[0] for i in t["retrieved_ids"]]
         (item_id,) = m["extracted"]["ids"]
         assert store[item_id.split(".")[0]]["items"][0]["title"] == m["extracted"]["titles"][0]
+    assert [t["method"]["bank_items"] for t in trials] == [4, 5, 6]  # after each commit
     (failed,) = [t for t in trials if t["task_id"] == FAILS]
     assert not failed["success"] and failed["method"]["judge"]["verdict"] == "failure"
     assert failed["method"]["extracted"]["titles"][0].startswith("Scripted failure item")
@@ -174,8 +177,6 @@ def test_resume_after_kill_and_a_cached_rerun_equal_the_uninterrupted_run(first_
             _records(workdir / "dyn" / "streams" / "s0_r0" / "store"), out
 
 
-def test_a_bad_judge_setting_is_refused_in_one_line(workdir, server, built, tmp_path):
-    proc = run_reme(_args(server, *DYNAMIC, "memory.judge=oracle", f"out_dir={tmp_path / 'x'}"), workdir)
-    assert proc.returncode == 2
-    assert proc.stderr.strip().splitlines()[-1].endswith("memory.judge='oracle' is not allowed; choose one of "
-                                                          "['checker', 'llm']")
+def test_a_bad_judge_setting_is_refused_in_one_line():
+    with pytest.raises(UserError, match=r"^memory.judge='oracle' is not allowed; choose one of \['checker', 'llm'\]$"):
+        ReasoningBankConfig(judge="oracle").check()

@@ -15,7 +15,7 @@ from reme_cli.core.io import append_lines, read_lines
 from reme_cli.core.staging import replace_dir
 from reme_cli.bench.base import Task
 from reme_cli.llm.embed import make_embedder_for
-from reme_cli.methods.base import BuildContext, BuildResult, Learned, Memory, MethodContext, Retrieval, Tried
+from reme_cli.methods.base import Applied, BuildContext, BuildResult, Learned, Memory, MethodContext, Retrieval, Tried
 from reme_cli.methods.pool_dirs import find_pool
 from reme_cli.methods.reasoningbank import prompting
 from reme_cli.methods.reasoningbank.induce import InduceStats, induce
@@ -49,7 +49,8 @@ def resolve_store(path: str | Path) -> Path:
 
 class ReasoningBank(Memory):
     config_class = ReasoningBankConfig
-    report_columns = {"setting": "ReasoningBank"}
+    report_columns = {"setting": "ReasoningBank ({mode})", "params": ["memory.top_k", "memory.judge"],
+                      "series": {"bank_items": "memory items in the bank"}}
     needs_summarizer = True  # judge and extraction go to the summarizer (the executor by default)
 
     def __init__(self, store: ItemStore, cfg: ReasoningBankConfig, summ: Any):
@@ -119,6 +120,10 @@ class ReasoningBank(Memory):
 
     def fork(self, where: Path) -> ReasoningBank:
         return ReasoningBank(self.store.copy(), self.cfg, self.summ)
+
+    def apply(self, events: list[dict[str, Any]], committed: int, worker: int = 0) -> Applied:
+        self.store.apply(events)
+        return Applied(events, {"bank_items": self.store.item_count})
 
     def replay(self, events: list[dict[str, Any]]) -> None:
         self.store.apply(events)
