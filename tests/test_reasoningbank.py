@@ -10,6 +10,7 @@ failure when it sees a corrupted argument). Embeddings (all-MiniLM-L6-v2) and fa
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from dataclasses import asdict
@@ -21,7 +22,7 @@ from reme_cli.bench.bfcl import BFCLBenchmark
 from reme_cli.llm.embed import make_embedder
 from reme_cli.core.errors import UserError
 from reme_cli.methods.reasoningbank.items import ItemStore, Record
-from reme_cli.methods.reasoningbank.method import ReasoningBankConfig
+from reme_cli.methods.reasoningbank.method import BUILD_LINES, ReasoningBankConfig
 from tests.conftest import REPO, run_reme, run_reme_together
 from tests.test_memory_flow import _kill_when, _trials
 
@@ -180,3 +181,22 @@ def test_resume_after_kill_and_a_cached_rerun_equal_the_uninterrupted_run(first_
 def test_a_bad_judge_setting_is_refused_in_one_line():
     with pytest.raises(UserError, match=r"^memory.judge='oracle' is not allowed; choose one of \['checker', 'llm'\]$"):
         ReasoningBankConfig(judge="oracle").check()
+
+
+def test_an_interrupted_build_resumes_after_its_last_finished_task(workdir, server, built):
+    """A build killed before its last task's line: the rerun mines that task only (a finished
+    task's line is kept as written, here marked by hand) and assembles the same pool."""
+    shutil.copytree(built, workdir / "built_cut")
+    lines = (workdir / "built_cut" / "build" / BUILD_LINES).read_text().splitlines()
+    first = json.loads(lines[0])
+    first["events"][0]["record"]["items"][0]["title"] = "Kept as written"
+    (workdir / "built_cut" / "build" / BUILD_LINES).write_text(json.dumps(first) + "\n" + lines[1] + "\n")
+    run_reme(_args(server, "build-pool", "benchmark.limit=3", "build.samples=1", "out_dir=built_cut"), workdir,
+             check=True)
+    resumed = {r["source"]: r for r in _records(workdir / "built_cut" / "pool")}
+    whole = {r["source"]: r for r in _records(built / "pool")}
+    assert resumed.keys() == whole.keys()
+    marked = first["events"][0]["record"]["source"]
+    assert resumed.pop(marked)["items"][0]["title"] == "Kept as written"
+    whole.pop(marked)
+    assert resumed == whole
