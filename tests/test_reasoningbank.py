@@ -200,3 +200,58 @@ def test_an_interrupted_build_resumes_after_its_last_finished_task(workdir, serv
     assert resumed.pop(marked)["items"][0]["title"] == "Kept as written"
     whole.pop(marked)
     assert resumed == whole
+
+
+def test_judge_checker_takes_the_benchmarks_verdict_and_an_unreadable_answer_is_counted():
+    """memory.judge=checker: no judge call, the checker's verdict picks the prompt. With the
+    LLM judge, an answer without a Status line reads as a failure (the authors' parser) and
+    is counted invalid, as is an extraction without an item."""
+    import asyncio
+    from types import SimpleNamespace
+
+    from reme_cli.agent.loop import Step, Trajectory
+    from reme_cli.bench.base import Outcome, Task
+    from reme_cli.llm.client import ChatResult
+    from reme_cli.methods.reasoningbank.induce import InduceStats, induce
+    from reme_cli.testing.reasoningbank_policy import answer
+
+    class Scripted:
+        def __init__(self, judge_text: str | None = None, extract_text: str | None = None):
+            self.systems: list[str] = []
+            self.judge_text, self.extract_text = judge_text, extract_text
+
+        async def chat(self, messages, **_):
+            system, user = messages[0]["content"], messages[-1]["content"]
+            self.systems.append(system)
+            text = answer(system, user).content
+            if self.judge_text is not None and "Status:" in text:
+                text = self.judge_text
+            elif self.extract_text is not None and "Memory Item" in text:
+                text = self.extract_text
+            return ChatResult(text, [], None, 1, 1, 0.0, False)
+
+    task = Task("t1", [[{"role": "user", "content": "Move the report into the archive folder."}]],
+                "Move the report into the archive folder.")
+    trajectory = Trajectory(turns=[[Step("Done.", [{"name": "mv", "arguments": "{}", "call": "mv(a='corrupted')",
+                                                   "output": "ok"}], 1, 1, 0.0, False)]])
+
+    def run(judge: str, llm: Scripted, success: bool) -> tuple[dict, InduceStats]:
+        stats = InduceStats()
+        summ = SimpleNamespace(llm=llm, temperature=0.0, max_tokens=256)
+        cfg = ReasoningBankConfig(judge=judge)
+        return asyncio.run(induce(summ, cfg, task, trajectory, Outcome(success, float(success)), "u", stats)).report, stats
+
+    llm = Scripted()
+    report, stats = run("checker", llm, success=True)  # the scripted judge would say failure (corrupted)
+    assert len(llm.systems) == 1 and "successfully accomplished" in llm.systems[0] and stats.judged == 0
+    assert report["judge"] == {"mode": "checker", "verdict": "success", "valid": True, "thoughts": None}
+    assert report["extracted"]["titles"][0].startswith("Scripted success item")
+
+    report, stats = run("llm", Scripted(judge_text="The agent did fine."), success=True)
+    assert report["judge"]["verdict"] == "failure" and not report["judge"]["valid"] and stats.judge_invalid == 1
+    assert report["checker"] == "success" and not report["judge_agrees"]
+    assert report["extracted"]["prompt"] == "failure"
+
+    report, stats = run("llm", Scripted(extract_text="## Title only, no item heading"), success=True)
+    assert report["extracted"] == {"prompt": "success", "count": 0, "titles": [], "ids": []}
+    assert stats.extract_invalid == 1 and stats.items == 0
