@@ -253,5 +253,5 @@ def test_judge_checker_takes_the_benchmarks_verdict_and_an_unreadable_answer_is_
     assert report["extracted"]["prompt"] == "failure"
 
     report, stats = run("llm", Scripted(extract_text="## Title only, no item heading"), success=True)
-    assert report["extracted"] == {"prompt": "success", "count": 0, "titles": [], "ids": []}
+    assert report["extracted"] == {"prompt": "failure", "count": 0, "titles": [], "ids": []}
     assert stats.extract_invalid == 1 and stats.items == 0
