@@ -92,6 +92,7 @@ METHODS.add("langmem", "reme_cli.methods.langmem.method:LangMem")
 METHODS.add("langmem_prompt", "reme_cli.methods.langmem.prompt.method:LangMemPrompt")
 METHODS.add("ace", "reme_cli.methods.ace.method:Ace")
 METHODS.add("dc", "reme_cli.methods.dc.method:DynamicCheatsheet")
+METHODS.add("reasoningbank", "reme_cli.methods.reasoningbank.method:ReasoningBank")
 
 PROTOCOLS: Registry[Any] = Registry("tool-call protocol", "reme.protocols")
 PROTOCOLS.add("openai", "reme_cli.agent.protocols:OpenAIProtocol")

@@ -729,6 +729,7 @@ def main(argv: list[str] | None = None) -> int:
 # (system, user, body) and returns a Reply, or None for a prompt it does not know).
 SUMMARIZER_PLUGINS = (
     "reme_cli.testing.dc_policy:answer",
+    "reme_cli.testing.reasoningbank_policy:answer",
 )
 
 
