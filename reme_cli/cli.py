@@ -172,7 +172,7 @@ def serve_cmd(
         try:
             raise typer.Exit(subprocess.call(cmd))
         except FileNotFoundError:
-            raise UserError(f"`{cmd[0]}` is not installed: pip install -e '.[gpu]' from the reme checkout on a GPU machine") from None
+            raise UserError(f"`{cmd[0]}` is not installed: bash scripts/install.sh --gpu from the reme checkout on a GPU machine") from None
 
     _run(body)
 

@@ -106,7 +106,7 @@ class SentenceTransformerEmbedder:
         except Exception as exc:  # any loader failure means the same fix for the user
             raise UserError(
                 f"cannot load embedding model {model!r} ({_first_line(exc)}); download it first "
-                f"(huggingface-cli download {model}) or set embedding.model to a local path "
+                f"(hf download {model}) or set embedding.model to a local path "
                 f"or to {BUNDLED_MINILM}"
             ) from exc
         get_dim = getattr(self._model, "get_embedding_dimension", None) or (
