@@ -132,3 +132,6 @@ def test_methods_on_the_seam_declare_their_summarizer_calls():
     assert cost.run_calls(compose([*rs, "eval.mode=fixed"]), 6, a).summarizer == 6  # a synthesis per unit
     assert cost.build_calls(compose(rs), 9, 3, a).summarizer == 0  # pairs only
     assert cost.build_calls(compose([*GPU, "memory=dc"]), 9, 3, a).summarizer == 3  # one fold per task
+    rb = [*GPU, "memory=reasoningbank", "eval.mode=dynamic"]
+    assert cost.run_calls(compose(rb), 6, a).summarizer == 12  # judge + extraction per unit
+    assert cost.run_calls(compose([*rb, "memory.judge=checker"]), 6, a).summarizer == 6  # extraction only

@@ -60,6 +60,15 @@ class ReasoningBank(Memory):
 
     # ------------------------------------------------------------------ build-pool
     @classmethod
+    def expected_summarizer_calls(cls, cfg: Any, success_rate: float, build: bool = False) -> float:
+        """Per judged trajectory: the judge (unless ``judge=checker``) and one extraction;
+        after every dynamic unit, and per training trajectory mined."""
+        per = (1.0 if cfg.memory.judge == "llm" else 0.0) + 1.0
+        if not build:
+            return per if cfg.eval.mode == "dynamic" else 0.0
+        return per * (cfg.build.samples if cfg.memory.build_trajectories == "all" else 1)
+
+    @classmethod
     async def learn_from_training(cls, ctx: BuildContext) -> None:
         """Every training task's trajectories judged and mined, concurrently (extraction does
         not read the bank); a task's result is one durable line, so an interrupted build
