@@ -18,14 +18,13 @@ from typing import Any
 
 from reme_cli.core.config import Config
 from reme_cli.core.environ import set_own
-from reme_cli.llm.endpoint import base_urls
 
 SHARED_ENV = "REME_SHARED_SERVERS"
 
 
 def is_managed(cfg: Config) -> bool:
     """A job that would start its own vLLM server."""
-    return cfg.model.kind != "local" and not base_urls(cfg)
+    return cfg.model.kind != "local" and not cfg.llm.base_url
 
 
 def server_key(cfg: Config) -> str:
