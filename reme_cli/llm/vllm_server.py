@@ -156,6 +156,8 @@ class ServerGroup:
 def managed(cfgs: list[Config], log_path: Callable[[int, int], Path]) -> Iterator[list[ServerGroup]]:
     """The managed servers of ``cfgs`` (one model each), started at once and stopped on exit,
     errors and Ctrl-C included; ``log_path(model, replica)`` names each server's log."""
+    if shutil.which("vllm") is None:  # the first thing to fix, before any GPU question
+        raise UserError(VLLM_HINT)
     plans = plan_servers(cfgs)
     groups = [ServerGroup(p, [VLLMServer(p.cfg, p.tp, devices, log_path=log_path(m, r),
                                          startup_timeout=p.cfg.llm.startup_timeout)
