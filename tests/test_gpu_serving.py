@@ -69,7 +69,9 @@ def test_cuda_visible_devices_narrows_the_gpus_a_managed_server_may_use(tmp_path
 
 @pytest.mark.parametrize(("gpus", "mib", "overrides", "message"), [
     (0, 81559, [], "no GPU visible for a managed vLLM server"),
-    (1, 81559, ["llm.replicas=2"], "2 managed vLLM server(s) x 1 GPU(s) each need 2 GPUs; 1 visible (0)"),
+    (1, 81559, ["llm.replicas=2"], "2 managed vLLM server(s) of qwen3-8b x 1 GPU(s) each need 2 GPUs; 1 visible (0)"),
+    (2, 81559, ["model=qwen3-32b", "llm.replicas=2"],
+     "2 managed vLLM server(s) of qwen3-32b x 2 GPU(s) each need 4 GPUs; 2 visible (0, 1)"),
     (2, 81559, ["model.tensor_parallel=4"], "model.tensor_parallel=4 needs 4 GPUs; 2 visible"),
     (1, 24564, ["model=qwen3-32b"], "model=qwen3-32b needs about 67 GiB of GPU memory"),
     (1, 81559, ["model.serve_args=[--tensor-parallel-size,2]"], "set model.tensor_parallel=N instead"),

@@ -100,12 +100,8 @@ def tensor_parallel(setting: object, params_b: float | None, gpus: list[Gpu], me
                     "use a bigger node or a smaller model")
 
 
-def slices(gpus: list[Gpu], servers: int, tp: int, what: str = "server") -> list[list[int]]:
-    """Each of ``servers`` servers its own ``tp`` GPUs, in order."""
-    if servers * tp > len(gpus):
-        raise UserError(f"{servers} managed vLLM {what}(s) x {tp} GPU(s) each need {servers * tp} GPUs; "
-                        f"{len(gpus)} visible ({', '.join(str(g.index) for g in gpus) or 'none'}): "
-                        "lower llm.replicas or model.tensor_parallel, or point llm.base_url at running servers")
+def slices(gpus: list[Gpu], servers: int, tp: int) -> list[list[int]]:
+    """Each of ``servers`` servers its own ``tp`` GPUs, in order (the caller checked there are enough)."""
     return [[g.index for g in gpus[i * tp:(i + 1) * tp]] for i in range(servers)]
 
 

@@ -119,13 +119,16 @@ def plan_servers(cfgs: list[Config]) -> list[ServerPlan]:
     # auto: the GPUs the fixed counts leave, shared evenly by the models that ask for auto.
     auto = max(1, (len(visible) - fixed) // auto_tp) if auto_tp else 0
     counts = [auto if c.llm.replicas == "auto" else c.llm.replicas for c in cfgs]
-    what = "server" if len(cfgs) == 1 else "server (all models)"
     needed = sum(n * tp for n, tp in zip(counts, tps))
     if needed > len(visible):
-        gpu.slices(visible, needed, 1, what)  # raises the one-line error
+        servers = " + ".join(f"{n} managed vLLM server(s) of {c.model.name} x {tp} GPU(s) each"
+                             for c, tp, n in zip(cfgs, tps, counts))
+        raise UserError(f"{servers} need {needed} GPUs; {len(visible)} visible "
+                        f"({', '.join(str(g.index) for g in visible) or 'none'}): lower llm.replicas or "
+                        "model.tensor_parallel, or point llm.base_url at running servers")
     plans, free = [], list(visible)
     for c, tp, n in zip(cfgs, tps, counts):
-        devices = gpu.slices(free, n, tp, what)
+        devices = gpu.slices(free, n, tp)
         free = free[n * tp:]
         plans.append(ServerPlan(c, tp, devices))
     return plans
