@@ -181,7 +181,7 @@ def serve_cmd(
         try:
             raise typer.Exit(subprocess.call(cmd, env=user_env(extra)))
         except FileNotFoundError:
-            raise UserError(f"`{cmd[0]}` is not installed: pip install -e '.[gpu]' from the reme checkout on a GPU machine") from None
+            raise UserError(f"`{cmd[0]}` is not installed: bash scripts/install.sh --gpu from the reme checkout on a GPU machine") from None
 
     _run(body)
 
@@ -235,14 +235,17 @@ def ablate_cmd(
 
     Example: reme ablate table3 model=qwen3-8b llm.base_url=http://127.0.0.1:8000/v1 --dry-run
     """
-    from reme_cli.commands.ablate import plan, plan_table, run_suite
+    from reme_cli.commands.ablate import cost_table, plan, plan_table, run_suite
     from reme_cli.commands.report import report, suite_order
+    from reme_cli.run.cost import split_overrides
 
     def body() -> None:
         if jobs < 1:
             raise UserError(f"--jobs {jobs}: give at least 1")
-        p = plan(suite, overrides or [], only=only)
+        assumptions, rest = split_overrides(overrides or [])
+        p = plan(suite, rest, only=only)
         console.print(plan_table(p))
+        console.print(cost_table(p, assumptions))
         if dry_run:
             print(p.path)
             return

@@ -3,20 +3,26 @@
 #   bash scripts/install.sh          # reme + the embedded CPU model + bfcl-eval, then a smoke check
 #   bash scripts/install.sh --baselines   # ... and the LangMem baseline (memory=langmem)
 #   bash scripts/install.sh --dev    # ... the baselines, and the test tools (what CI runs)
-# On a GPU box add vLLM yourself (`pip install vllm`), which brings its own CUDA torch.
+#   bash scripts/install.sh --gpu [--baselines|--dev]   # ... and the pinned vLLM (its CUDA torch)
 #
-# Every package comes from the tested set in constraints.txt (regenerate it with
-# scripts/freeze_constraints.sh after a green CI on new versions).
+# Every package comes from a tested set: constraints.txt (regenerate it with
+# scripts/freeze_constraints.sh after a green CI on new versions), or under --gpu
+# constraints-gpu.txt, the pinned vLLM resolved together with reme's own requirements so that
+# nothing under vLLM is downgraded (scripts/check_gpu_constraints.py checks and regenerates it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 extras="local"
-case "${1:-}" in
-  --dev) extras="local,baselines,dev" ;;
-  --baselines) extras="local,baselines" ;;
-  "") ;;
-  *) echo "error: unknown option ${1}; use --baselines or --dev (or nothing)" >&2; exit 2 ;;
-esac
+gpu=""
+for arg in "$@"; do
+  case "$arg" in
+    --dev) extras="local,baselines,dev" ;;
+    --baselines) [[ "$extras" == *dev* ]] || extras="local,baselines" ;;
+    --gpu) gpu=1 ;;
+    *) echo "error: unknown option ${arg}; use --baselines, --dev and/or --gpu (or nothing)" >&2; exit 2 ;;
+  esac
+done
 constraints="$PWD/constraints.txt"
+[[ -z "$gpu" ]] || { constraints="$PWD/constraints-gpu.txt"; extras="$extras,gpu"; }
 # bfcl-eval is installed without its declared dependencies on purpose (below), so pip's
 # conflict check after any install in this venv names each of them, in red, as an ERROR.
 # Those lines are expected: they are replaced by one note. Any other line is shown as is.
@@ -41,9 +47,20 @@ python -c 'import sys; sys.exit(sys.version_info < (3, 11))' \
   || { echo "error: reme needs Python >= 3.11 (this is $(python -V 2>&1)); create the venv with python3.11" >&2; exit 2; }
 python -m pip install -q --upgrade "pip>=24"
 
-# sentence-transformers needs torch; pin the CPU build first, or pip resolves a multi-GB
-# CUDA wheel. Skipped when a torch is already installed (e.g. a GPU box).
-python -c "import torch" 2>/dev/null || pip_install "torch==2.13.0"
+# sentence-transformers needs torch. Under --gpu it is vLLM's (CUDA) torch, installed with
+# vLLM below. Otherwise the pinned torch goes first, unless one is installed already (e.g. the
+# CPU build the user installed from PyTorch's own index; PyPI has none for Linux: its Linux
+# torch asks for the nvidia-* CUDA packages, several GB, and runs on a CPU all the same). The
+# note comes before that download, from pip's metadata-only dry run.
+if [[ -z "$gpu" ]] && ! python -c "import torch" 2>/dev/null; then
+  torch_pin=$(sed -nE 's/^(torch==[^ #]+).*/\1/p' "$constraints")
+  cuda_deps=$(python -m pip install -q --dry-run --ignore-installed --report - -c "$constraints" "$torch_pin" 2>/dev/null \
+    | python -c 'import json, sys; print(sum(i["metadata"]["name"].lower().startswith(("nvidia-", "cuda-")) for i in json.load(sys.stdin)["install"]))' \
+    2>/dev/null || echo "?")
+  [[ "$cuda_deps" == "0" ]] \
+    || echo "note: $torch_pin from your package index is the CUDA build ($cuda_deps nvidia-*/cuda-* packages, several GB); it runs on a CPU. PyPI has no CPU build for Linux: to avoid the download, install the CPU build first (README, Quick start) and rerun" >&2
+  pip_install "$torch_pin"
+fi
 
 # The embedded model's llama.cpp, built portable. Its default build compiles for the build
 # host's CPU (-march=native); on a Xeon with AVX-512/AMX that build segfaults on every
@@ -91,6 +108,19 @@ python -c "import reme_cli, bfcl_eval, llama_cpp, faiss, sentence_transformers"
 # installing a system package is the user's call.
 command -v bwrap >/dev/null \
   || echo "note: AppWorld sandboxes the model's code with bubblewrap: apt-get install bubblewrap"
+
+# Nothing installed may contradict another package's requirements (bfcl-eval's missing ones
+# aside, see above): a vLLM whose torch was replaced would otherwise fail only on first use.
+conflicts=$(python -m pip check 2>&1 | grep -vE "$bfcl_conflict" | grep -v "^No broken requirements" || true)
+[[ -z "$conflicts" ]] || {
+  printf '%s\n' "$conflicts" >&2
+  echo "error: pip check found $(wc -l <<<"$conflicts") conflict(s) among the installed packages (above); use a fresh venv" >&2
+  exit 1
+}
+if [[ -n "$gpu" ]] && ! err=$(python -c "import vllm" 2>&1); then
+  echo "error: vLLM was installed but does not import: $(tail -n 1 <<<"$err")" >&2
+  exit 1
+fi
 
 # The smoke check: the embedded server must answer a short greedy chat correctly.
 python -m reme_cli.llm.smoke

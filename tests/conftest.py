@@ -67,6 +67,26 @@ def run_reme_together(*runs: tuple[list[str], Path], **kw) -> list[subprocess.Co
         return list(pool.map(lambda run: run_reme(run[0], run[1], **kw), runs))
 
 
+def processes(*needles: str) -> list[str]:
+    """Live processes (not zombies) whose command line or environment holds every needle, as
+    "PID COMMAND". A test names its own processes by a needle only it uses (its tmp_path, its
+    toy world), never by a program name alone: tests may run side by side (pytest-xdist), and
+    another test's server or worker is not this test's to count or kill."""
+    found = []
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            cmd = (d / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            env = (d / "environ").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            state = (d / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:  # gone meanwhile
+            continue
+        if state != "Z" and all(n in cmd or n in env for n in needles):
+            found.append(f"{d.name} {cmd}")
+    return found
+
+
 @contextlib.contextmanager
 def scripted_server_process(*args: str, env: dict | None = None):
     """The scripted server (a TEST DOUBLE) in its own process: yields its base URL. Its own

@@ -103,15 +103,17 @@ def test_table3_dry_run_prints_the_exact_plan(reme):
     released = re.sub(r"[\s│]+", " ", reme(*args, check=True, env={"COLUMNS": "200"}).stderr)
     built = re.sub(r"[\s│]+", " ", reme(*args, "suite.start=built", check=True, env={"COLUMNS": "200"}).stderr)
     # 4 variants x (3 test tasks x 2 runs x 2 seeds = 12) = 48; the released pool is imported
-    assert "1 pool(s) to build or import, 4 run(s), 48 units, at most 1440 executor LLM calls" in released  # 48 x 30
+    # 2 variants without reflection: 12 units x 30; 2 with it: 12 x 3 trials x 30
+    assert "1 pool(s) to build or import, 4 run(s), 48 units, at most 2880 executor LLM calls" in released
     assert "start: released (suite.start=built for the other)" in released
     assert "import pool reme - official:bfcl/qwen3-8b released 0 0" in released
-    # ... or built here from 3 train tasks x 2 samples = 6 more
-    assert "1 pool(s) to build or import, 4 run(s), 54 units, at most 1620 executor LLM calls" in built  # 54 x 30
+    # ... or built here from 3 train tasks x 2 samples = 6 more (one trial each)
+    assert "1 pool(s) to build or import, 4 run(s), 54 units, at most 3060 executor LLM calls" in built
     assert "build pool reme - - built 6 180" in built
-    for label in ("full_addition", "selective_addition", "plus_reflection", "plus_deletion"):
-        assert f"eval {label} dynamic reme released 12 360" in released
-        assert f"eval {label} dynamic reme built 12 360" in built
+    for label, most in (("full_addition", 360), ("selective_addition", 360), ("plus_reflection", 1080),
+                        ("plus_deletion", 1080)):
+        assert f"eval {label} dynamic reme released 12 {most}" in released
+        assert f"eval {label} dynamic reme built 12 {most}" in built
     assert not (reme.cwd / "runs").exists()
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import scripted_server_process
+from tests.conftest import processes, scripted_server_process
 
 TASKS = "benchmark.task_ids=[toy0001_1,toy0002_1,toy0003_1]"
 
@@ -39,10 +39,9 @@ def trials(run: Path) -> dict[str, dict]:
     return {r["task_id"]: r for r in map(json.loads, (run / "trials.jsonl").read_text().splitlines())}
 
 
-def workers_running() -> list[str]:
-    # -ww: without it ps cuts lines at 80 columns, before the module name.
-    out = subprocess.run(["ps", "-ww", "-eo", "pid,stat,args"], capture_output=True, text=True).stdout
-    return [l for l in out.splitlines() if "appworld.serve.environment" in l and l.split()[1][0] != "Z"]
+def workers_running(toy_world: Path) -> list[str]:
+    """This session's AppWorld workers ("PID COMMAND"): those serving its toy world."""
+    return processes("appworld.serve.environment", f"APPWORLD_ROOT={toy_world}")
 
 
 def test_gold_solutions_score_100_and_a_wrong_one_fails_exactly_its_task(reme, toy_world, gold):
@@ -60,7 +59,7 @@ def test_gold_solutions_score_100_and_a_wrong_one_fails_exactly_its_task(reme, t
     wrong = trials(reme.cwd / "wrong")
     assert {t: r["success"] for t, r in wrong.items()} == {"toy0001_1": True, "toy0002_1": False, "toy0003_1": True}
     assert "'42' == '3'" in json.dumps(wrong["toy0002_1"]["checker"]["failures"])
-    assert workers_running() == []  # every worker stopped at exit
+    assert workers_running(toy_world) == []  # every worker stopped at exit
 
 
 def test_missing_data_is_one_line_with_the_download_command(reme, tmp_path):
@@ -81,7 +80,7 @@ def test_a_worker_killed_mid_episode_is_recorded_and_the_rerun_completes(toy_wor
         killed, deadline = False, time.time() + 180
         while not killed and time.time() < deadline and proc.poll() is None:
             time.sleep(0.5)
-            for line in workers_running():  # the worker is up; its episode waits on the model
+            for line in workers_running(toy_world):  # the worker is up; its episode waits on the model
                 try:
                     os.kill(int(line.split()[0]), signal.SIGKILL)
                     killed = True
@@ -171,6 +170,8 @@ def test_the_baselines_run_on_appworld_and_table1_plans_there(reme, toy_world, g
     assert len(notes) == 1 and "[code]" in notes[0]["content"] and "apis." in notes[0]["content"]
     (fixed,) = trials(reme.cwd / "amem_fixed").values()
     assert fixed["success"] and fixed["retrieved_ids"] == [notes[0]["id"]] and notes[0]["content"] in fixed["guidance"]
+    # the record holds the guidance as the model saw it: relabelled as the authors' agent does
+    assert "Experience 1:" in fixed["guidance"] and "Experience 1 :" not in fixed["guidance"]
     text = " ".join(plan.stderr.split())
     # ReMe's pool is AppWorld's released one (imported, no units); A-Mem's and LangMem's are built:
     # 2 x 3 training + 5 x 3 test units

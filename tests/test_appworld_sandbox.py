@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from reme_cli.bench.appworld import AppWorldBenchmark, AppWorldConfig
-from tests.conftest import run_reme, scripted_server_process
+from tests.conftest import processes, run_reme, scripted_server_process
 from tests.test_appworld import common, trials
 
 ONE = "benchmark.task_ids=[toy0001_1]"  # after common()'s three: the last task_ids wins
@@ -102,23 +102,6 @@ def test_without_a_sandbox_the_run_stops_unless_none_is_asked_for(toy_world, tmp
     assert secret in ran[5][1] and "reached host" in ran[-1][1]
     assert json.loads((tmp_path / "run" / "manifest.json").read_text())["sandbox"] == "none"
     assert "sandbox: none (benchmark.sandbox=none" in " ".join(proc.stderr.split())  # the final table says it
-
-
-def processes(*needles: str) -> list[str]:
-    """Live processes (not zombies) whose command line or environment holds every needle."""
-    found = []
-    for d in Path("/proc").iterdir():
-        if not d.name.isdigit():
-            continue
-        try:
-            cmd = (d / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            env = (d / "environ").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            state = (d / "stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:  # gone meanwhile
-            continue
-        if state != "Z" and all(n in cmd or n in env for n in needles):
-            found.append(f"{d.name} {cmd}")
-    return found
 
 
 def wait_for(check, timeout: float):

@@ -10,13 +10,14 @@ import sys
 import time
 from pathlib import Path
 
+from tests.conftest import processes
+
 SMALL = ["eval.runs=1", "eval.seeds=1", "benchmark.max_interactions=3", "llm.concurrency=1"]
 
 
-def _llama_servers() -> list[str]:
-    out = subprocess.run(["ps", "-ww", "-eo", "stat,args"], capture_output=True, text=True).stdout
-    # The command lines only: a server alive throughout (conftest's) may change its state.
-    return [l.split(None, 1)[1] for l in out.splitlines() if "llama_cpp.server" in l and not l.startswith("Z")]
+def _llama_servers(tmp_path: Path) -> list[str]:
+    """The embedded servers of this test's runs (they inherit its REME_CACHE_DIR)."""
+    return processes("llama_cpp.server", f"REME_CACHE_DIR={tmp_path / 'cache'}")
 
 
 def test_embedded_model_builds_a_pool(reme):
@@ -42,7 +43,6 @@ def _server_child(parent: int) -> int | None:
 def test_embedded_server_crash_stops_the_run_in_one_line_and_the_rerun_records_the_episode(tmp_path):
     """One run, twice: its server killed on the first request, then the rerun (the whole
     episode, since no unit had finished) checked as any embedded-model run."""
-    before = set(_llama_servers())
     args = [sys.executable, "-m", "reme_cli.cli", "eval", "--mode", "none", "benchmark.task_ids=[multi_turn_base_1]",
             *SMALL, "out_dir=run"]
     env = {**os.environ, "REME_CACHE_DIR": str(tmp_path / "cache")}
@@ -54,6 +54,7 @@ def test_embedded_server_crash_stops_the_run_in_one_line_and_the_rerun_records_t
     time.sleep(1.0)  # the first request (a ~3k-token prompt: seconds on a CPU) is in flight
     server = _server_child(proc.pid)
     assert server is not None, "the embedded server must be running under reme"
+    assert [l.split()[0] for l in _llama_servers(tmp_path)] == [str(server)]  # the needle finds it
     os.kill(server, signal.SIGSEGV)
     t0 = time.monotonic()
     out, err = proc.communicate(timeout=60)
@@ -81,7 +82,7 @@ def test_embedded_server_crash_stops_the_run_in_one_line_and_the_rerun_records_t
     assert steps and all(c["name"] for s in steps for c in s["calls"])
     record = json.loads(manifest.read_text())
     assert record["server"]["kind"] == "embedded-llama.cpp" and record["status"] == "complete"
-    assert set(_llama_servers()) <= before  # the embedded servers were stopped
+    assert _llama_servers(tmp_path) == []  # the embedded servers were stopped
 
 
 def test_install_smoke_check_passes_on_the_bundled_model_and_fails_on_a_truncated_gguf(tmp_path):

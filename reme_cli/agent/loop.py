@@ -89,6 +89,8 @@ class Sampling:
     max_tokens: int
     seed: int | None
     extra_body: dict[str, Any] | None = None
+    top_k: int | None = None  # None: not sent (the server's default applies)
+    min_p: float | None = None
 
 
 def with_guidance(text: str, guidance: str | None) -> str:
@@ -109,6 +111,14 @@ def relabel(guidance: str, label: str) -> str:
     return _EXPERIENCE_LABEL.sub(lambda m: label.format(n=m.group(1)), guidance)
 
 
+def guidance_as_sent(task: Task, guidance: str | None) -> str | None:
+    """The guidance text as the first user message carries it: relabelled where the task's
+    agent names experiences its own way (AppWorld's authors' agent)."""
+    if guidance and task.meta.get("experience_label"):
+        return relabel(guidance, task.meta["experience_label"])
+    return guidance
+
+
 async def run_episode(
     llm: LLM,
     protocol: ToolProtocol,
@@ -126,8 +136,7 @@ async def run_episode(
     traj = Trajectory()
     # A task may bring its own system message (AppWorld's authors' agent: its supervisor's).
     system = protocol.system_prompt(system_prompt or task.meta.get("system_prompt"), tools)
-    if guidance and task.meta.get("experience_label"):
-        guidance = relabel(guidance, task.meta["experience_label"])
+    guidance = guidance_as_sent(task, guidance)
     if system:
         traj.messages.append({"role": "system", "content": system})
     request_extra = protocol.request_kwargs(tools)
@@ -151,6 +160,8 @@ async def run_episode(
                     traj.messages,
                     temperature=sampling.temperature,
                     top_p=sampling.top_p,
+                    top_k=sampling.top_k,
+                    min_p=sampling.min_p,
                     max_tokens=sampling.max_tokens,
                     seed=sampling.seed,
                     extra_body=sampling.extra_body,

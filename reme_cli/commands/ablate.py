@@ -18,6 +18,7 @@ A suite is data (``configs/ablation/SUITE.yaml``, or a path to such a file):
     variants:                          # runs, by name
       k0: {mode: fixed, pool: reme, overrides: [memory.top_k=0]}
       ab: {mode: dynamic, pool: reme, overrides: ["memory.deletion.alpha=3,5,10"]}   # swept like -m
+      online: {mode: dynamic, memory: ace}   # no pool: a dynamic run from the method's empty memory
 
 Every pool is built (or, for a released one, imported) once under ``SUITE_DIR/pools/NAME`` and shared by the variants that
 name it; every variant (each point of a swept one) is a normal resumable run directory
@@ -132,9 +133,17 @@ def load_suite(name: str) -> dict[str, Any]:
             raise UserError(f"{where}: variant {vname} needs mode: none | fixed | dynamic")
         if not isinstance(variant.get("overrides") or [], list):
             raise UserError(f"{where}: variant {vname}: overrides must be a list")
-        if variant["mode"] != "none" and variant.get("pool") not in pools:
-            raise UserError(f"{where}: variant {vname} (mode {variant['mode']}) needs a pool from {sorted(pools)}")
-        unknown = set(variant) - {"mode", "pool", "overrides"}
+        # A dynamic run may start from nothing (memory: NAME, no pool): ACE online, DC and
+        # ReasoningBank learn at test time from an empty memory, as their authors run them.
+        empty_start = variant["mode"] == "dynamic" and "pool" not in variant and isinstance(variant.get("memory"), str)
+        if variant["mode"] != "none" and variant.get("pool") not in pools and not empty_start:
+            raise UserError(f"{where}: variant {vname} (mode {variant['mode']}) needs a pool from {sorted(pools)}"
+                            + (" (or, in mode dynamic, memory: NAME to start from an empty memory)"
+                               if variant["mode"] == "dynamic" else ""))
+        if "memory" in variant and not empty_start:
+            raise UserError(f"{where}: variant {vname}: memory: names the method of a dynamic run with no pool; "
+                            "a run with a pool takes its pool's method")
+        unknown = set(variant) - {"mode", "pool", "memory", "overrides"}
         if unknown:
             raise UserError(f"{where}: variant {vname} has unknown keys {sorted(unknown)}")
     if not isinstance(data.setdefault("overrides", []), list):
@@ -217,7 +226,7 @@ def plan(name: str, overrides: list[str], only: list[str] | None = None) -> Suit
     # A two-form pool is, from here on, the form the suite starts from.
     forms = {p for p, spec in suite["pools"].items() if isinstance(spec, dict)}
     suite["pools"] = {p: spec[start] if p in forms else spec for p, spec in suite["pools"].items()}
-    used = {v.get("pool") for v in suite["variants"].values() if v["mode"] != "none"}
+    used = {v.get("pool") for v in suite["variants"].values() if v["mode"] != "none"} - {None}
     memory = {pname: pool_memory(suite["pools"][pname] or []) for pname in suite["pools"]}
     # The user's memory.* overrides are the suite method's keys: validated against its schema
     # wherever no memory is named (memory=none has none of them).
@@ -256,11 +265,15 @@ def plan(name: str, overrides: list[str], only: list[str] | None = None) -> Suit
         for job in expand(extra):
             label = job_label(vname, job, swept)
             head = [f"eval.mode={variant['mode']}"]
-            if variant["mode"] != "none":
-                head += [f"memory={memory[variant['pool']]}", f"memory.pool={root / 'pools' / variant['pool']}"]
+            if variant.get("memory"):  # a dynamic run from an empty memory
+                method = variant["memory"]
+                head += [f"memory={method}"]
+            elif variant["mode"] != "none":
+                method = memory[variant["pool"]]
+                head += [f"memory={method}", f"memory.pool={root / 'pools' / variant['pool']}"]
             else:
+                method = "reme"
                 head += memory_head
-            method = memory[variant["pool"]] if variant["mode"] != "none" else "reme"
             job_overrides = [*head, *_for_method(method, overrides), *job, f"out_dir={root / 'runs' / label}"]
             cfg = compose(job_overrides)
             units, calls = _units(cfg)
@@ -275,23 +288,76 @@ def plan(name: str, overrides: list[str], only: list[str] | None = None) -> Suit
     return out
 
 
+def _max_calls(p: SuitePlan) -> dict[int, int]:
+    """Executor calls at most per job (by id): every trial, retries included, runs to
+    benchmark.max_interactions."""
+    from reme_cli.run.cost import max_executor_calls
+
+    out = {id(j): 0 if j.source else max_executor_calls(j.cfg, j.units, build=True) for j in p.pools}
+    out.update({id(j): max_executor_calls(j.cfg, j.units) for j in p.runs})
+    return out
+
+
 def plan_table(p: SuitePlan) -> Table:
     table = Table(title=f"reme ablate {p.name}: {p.description}  ({p.path})")
     for col in ("step", "name", "mode", "pool", "start", "units", "LLM calls (at most)"):
         table.add_column(col, justify="right" if col in ("units", "LLM calls (at most)") else "left",
                          overflow="fold")  # a released pool's name whole, never cut with an ellipsis
     starts = {j.name: j.start for j in p.pools}
+    most = _max_calls(p)
     for j in p.pools:
         step, pool = ("import pool", j.source) if j.source else ("build pool", "-")
-        table.add_row(step, j.name, "-", pool, j.start, str(j.units), str(j.max_calls))
+        table.add_row(step, j.name, "-", pool, j.start, str(j.units), str(most[id(j)]))
     for j in p.runs:
         table.add_row("eval", j.label, j.cfg.eval.mode, j.pool or "-", starts.get(j.pool, "-"), str(j.units),
-                      str(j.max_calls))
+                      str(most[id(j)]))
     other = next(s for s in STARTS if s != p.start) if p.start else None
     table.caption = (f"{len(p.pools)} pool(s) to build or import, {len(p.runs)} run(s), {p.units} units, "
-                     f"at most {p.max_calls} executor LLM calls (units x benchmark.max_interactions; "
-                     "summarizer calls come on top for pools and dynamic runs)"
+                     f"at most {sum(most.values())} executor LLM calls (units x trials x benchmark.max_interactions; "
+                     "the estimate below adds summarizer calls)"
                      + (f"; start: {p.start} (suite.start={other} for the other)" if p.start else ""))
+    return table
+
+
+def cost_table(p: SuitePlan, assumptions: Any) -> Table:
+    """Expected calls, tokens, wall time and GPU-hours per job and in all
+    (``reme_cli/run/cost.py``; ``assumptions``: its ``Assumptions``)."""
+    from reme_cli.run import cost
+
+    def fmt(x: float | None, digits: int = 0) -> str:
+        return "?" if x is None else f"{x:,.{digits}f}"
+
+    table = Table(title="estimate (expected counts; cost.KEY=VALUE overrides an assumption)")
+    for col in ("name", "executor calls", "summarizer calls", "tokens (M)", "wall (h)", "GPU-h"):
+        table.add_column(col, justify="left" if col == "name" else "right")
+    totals = {"executor": 0.0, "summarizer": 0.0, "tokens": 0.0, "wall_h": 0.0, "gpu_h": 0.0}
+    unknown, sources = False, set()
+    jobs = [(f"pool {j.name}", j.cfg, cost.build_calls(j.cfg, j.units, j.units // j.cfg.build.samples, assumptions))
+            for j in p.pools if not j.source]
+    jobs += [(j.label, j.cfg, cost.run_calls(j.cfg, j.units, assumptions)) for j in p.runs]
+    for name, cfg, calls in jobs:
+        rates = cost.rates_for(cfg, assumptions)
+        row = cost.as_row(cost.estimate(cfg, calls, assumptions, rates))
+        if rates is None:
+            unknown = True
+        else:
+            sources.add(f"{rates.source}, {cfg.llm.concurrency} in flight")
+        for key in totals:
+            totals[key] += row[key] or 0.0
+        table.add_row(name, fmt(row["executor"]), fmt(row["summarizer"]), fmt(row["tokens"] / 1e6, 1),
+                      fmt(row["wall_h"], 1), fmt(row["gpu_h"], 1))
+    a = assumptions
+    table.caption = (
+        f"in all: {totals['executor'] + totals['summarizer']:,.0f} LLM calls ({totals['executor']:,.0f} executor, "
+        f"{totals['summarizer']:,.0f} summarizer), {totals['tokens'] / 1e6:,.1f}M tokens, "
+        + ("wall time and GPU-hours unknown for a model without rates (cost.calibration=FILE from "
+           "scripts/bench_vllm.py, or cost.tokens_per_s and cost.prompt_tokens_per_s)" if unknown else
+           f"{totals['wall_h']:,.1f} h wall, {totals['gpu_h']:,.1f} GPU-hours, jobs one after another")
+        + f". Assumed: {a.calls_per_episode:g} calls per episode, success rate {a.success_rate:g}, "
+        f"{a.candidates_per_summary:g} candidates per summary, {a.prompt_tokens:g}+{a.completion_tokens:g} tokens "
+        f"per executor call ({a.prefix_cached_share:g} of the prompt prefix-cached), "
+        f"{a.summarizer_prompt_tokens:g}+{a.summarizer_completion_tokens:g} per summarizer call"
+        + (f"; rates: {'; '.join(sorted(sources))}" if sources else ""))
     return table
 
 

@@ -108,13 +108,16 @@ def load_frames(paths: list[Path], order: list[str] | None = None
                               "attempts": t.attempts, "error": not t.ok, "stop_reason": t.stop_reason,
                               "checker_error_type": None if t.success else checker.get("error_type"),
                               # AppWorld's checker names both; SGC and the difficulty table need them.
-                              "scenario": checker.get("scenario"), "difficulty": checker.get("difficulty")})
+                              "scenario": checker.get("scenario"), "difficulty": checker.get("difficulty"),
+                              # The executor's tokens over the unit's trials (the methods table's cost).
+                              "tokens": (t.tokens.get("prompt", 0) + t.tokens.get("completion", 0)) if t.tokens else None,
+                              "max_prompt": t.tokens.get("max_prompt") if t.tokens else None})
         if mode == "dynamic":
             fields = list(method_columns(memory).series)
             series_rows += [{"run_id": run_id, **row} for row in _series(trials, fields)]
     units = pd.DataFrame(unit_rows, columns=["run_id", "seed", "run", "task_id", "success", "first_success",
                                              "attempts", "error", "stop_reason", "checker_error_type",
-                                             "scenario", "difficulty"])
+                                             "scenario", "difficulty", "tokens", "max_prompt"])
     series = pd.DataFrame(series_rows) if series_rows else None
     return units, pd.DataFrame(run_rows), series
 

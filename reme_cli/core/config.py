@@ -24,8 +24,15 @@ from reme_cli.core.registry import BENCHMARKS, EMBEDDERS, METHODS, PROTOCOLS, Re
 
 @dataclass
 class SamplingCfg:
+    """What the executor's requests send, every key of it (and the summarizer's, except
+    temperature and max_tokens): a server applies its own default to any parameter left
+    out (vLLM: the model's generation_config.json), which a run could not record. The
+    defaults here switch top_k and min_p off; the Qwen3 model configs set Qwen3's own."""
+
     temperature: float = 0.9
     top_p: float = 1.0
+    top_k: int = 0  # 0: off (vLLM, llama.cpp and llama-cpp-python all read 0 so)
+    min_p: float = 0.0
     max_tokens: int = 4096
 
 
@@ -100,6 +107,10 @@ class EmbeddingCfg:
     model: str = "all-MiniLM-L6-v2"
     base_url: Optional[str] = None
     dim: int = 384
+    # Where sentence-transformers runs: auto (a GPU when torch sees one, else the CPU) | cpu
+    # | cuda | cuda:N. Out of the run hash: the vectors agree across devices to float
+    # rounding, far below anything retrieval or dedup thresholds can tell apart.
+    device: str = "auto"
     cache_dir: str = f"{CACHE_ROOT}/embeddings"
 
 
@@ -175,18 +186,23 @@ _AT_LEAST = {
     "env.concurrency": 1,
     "build.samples": 1,
     "model.sampling.max_tokens": 1,
+    "model.sampling.top_k": 0,
+    "model.sampling.top_p": 0.0,
+    "model.sampling.min_p": 0.0,
     "model.max_steps_per_turn": 1,
     "summarizer.max_tokens": 1,
     "summarizer.temperature": 0.0,
     "summarizer.max_failed_share": 0.0,
 }
-_AT_MOST = {"summarizer.max_failed_share": 1.0, "summarizer.temperature": 2.0}
+_AT_MOST = {"summarizer.max_failed_share": 1.0, "summarizer.temperature": 2.0, "model.sampling.top_p": 1.0,
+            "model.sampling.min_p": 1.0}
 
 # Keys that change how fast a run goes (or how much of it is stored), not what it computes:
 # excluded from the run hash, so a resume with more concurrency continues the same run.
 _EXECUTION_KEYS = ("out_dir", "runs_root", "llm.concurrency", "llm.timeout", "llm.max_retries",
                    "eval.max_stored_chars", "llm.breaker_threshold", "llm.startup_timeout", "env.concurrency",
                    "llm.cache", "llm.cache_dir", "llm.api_key", "llm.base_url", "summarizer.max_failed_share",
+                   "embedding.device",
                    # Where a managed server runs, not what it computes.
                    "model.params_b", "model.tensor_parallel", "llm.replicas")
 
@@ -263,6 +279,8 @@ def validate(raw: DictConfig | dict) -> Config:
             raise UserError(f"{key}={_get(cfg, key)!r} is not allowed; choose one of {registry.names()}")
     if not 0.0 <= cfg.model.sampling.temperature <= 2.0:
         raise UserError("model.sampling.temperature must be between 0 and 2")
+    if not re.fullmatch(r"auto|cpu|cuda(:\d+)?", str(cfg.embedding.device)):
+        raise UserError(f"embedding.device={cfg.embedding.device!r} is not allowed; choose auto, cpu, cuda or cuda:N")
     urls = [cfg.llm.base_url] if isinstance(cfg.llm.base_url, str) else cfg.llm.base_url or []
     if not isinstance(urls, list) or not all(isinstance(u, str) and u.startswith(("http://", "https://"))
                                              for u in urls):

@@ -71,7 +71,8 @@ def is_truncated(result: ChatResult) -> bool:
 
 def note(role: str, result: ChatResult | None, *, valid: bool, truncated: bool | None = None) -> None:
     """Count one summarizer answer in ``role`` (distill, judge, rerank, rewrite, reflection,
-    amem_note, ...). ``truncated`` defaults to what ``result`` says."""
+    amem_note, ace_reflector, ace_curator, dc_curator, dc_synthesis, reasoningbank_judge,
+    reasoningbank_extract, ...). ``truncated`` defaults to what ``result`` says."""
     tally = _CURRENT.get()
     if tally is None:
         return

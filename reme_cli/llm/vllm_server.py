@@ -26,7 +26,7 @@ from reme_cli.core.errors import UserError
 from reme_cli.llm import gpus as gpu
 from reme_cli.llm.local_server import LocalServer, default_model_path
 
-VLLM_HINT = "`vllm` is not on PATH: pip install vllm on the GPU machine, or point llm.base_url at a running server"
+VLLM_HINT = "`vllm` is not on PATH: bash scripts/install.sh --gpu from the reme checkout on the GPU machine, or point llm.base_url at a running server"
 TP_FLAGS = ("--tensor-parallel-size", "-tp")
 VLLM_MEMORY_SHARE = 0.9  # vLLM's default --gpu-memory-utilization
 

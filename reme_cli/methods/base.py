@@ -170,6 +170,14 @@ class Memory:
     learning: bool = False
     guard: threading.RLock
 
+    # ------------------------------------------------------------------ cost
+    @classmethod
+    def expected_summarizer_calls(cls, cfg: Any, success_rate: float, build: bool = False) -> float:
+        """For ``reme ablate --dry-run``'s cost estimate: the summarizer calls the method is
+        expected to make per evaluation unit, or (``build``) per training task of
+        ``reme build-pool``, when a trajectory succeeds with probability ``success_rate``."""
+        return 0.0
+
     # ------------------------------------------------------------------ state
     @classmethod
     def preflight(cls, cfg: Any) -> None:

@@ -3,7 +3,10 @@
 
 Its requests follow the authors' memory service (results/authors_setup_evidence.md section 3):
 temperature 0.6, no max_tokens, no thinking switch unless ``summarizer.thinking`` sets one
-(the executor's ``model.thinking`` is the agent's, not the summarizer's). Reasoning stays out
+(the executor's ``model.thinking`` is the agent's, not the summarizer's). The authors' client
+sent no top_p/top_k/min_p, so the endpoint's defaults applied; here the model config's
+``model.sampling`` top_p/top_k/min_p are sent (for the Qwen3 configs, Qwen3's own defaults,
+which a vLLM endpoint would have applied), so the run records them. Reasoning stays out
 of what is parsed: the client keeps ``reasoning_content`` apart and ``llm.json_reply`` drops
 ``<think>`` blocks left in the content by a server without a reasoning parser."""
 
@@ -47,20 +50,28 @@ def thinking_switch(cfg: Config, llama_cpp: bool = False) -> dict[str, Any] | No
     return {"chat_template_kwargs": {"enable_thinking": thinking}}
 
 
+def sampling_filters(cfg: Config) -> dict[str, Any]:
+    """top_p, top_k, min_p of every summarizer call (``model.sampling``: see the docstring)."""
+    s = cfg.model.sampling
+    return {"top_p": s.top_p, "top_k": s.top_k, "min_p": s.min_p}
+
+
 class _WithExtraBody:
     """Adds the summarizer's request extras (its thinking switch) to every call, under any
-    extras the caller adds (a tool_choice, say)."""
+    extras the caller adds (a tool_choice, say), and its sampling filters where the caller
+    sets none."""
 
-    def __init__(self, llm: LLM, extra_body: dict[str, Any] | None):
+    def __init__(self, llm: LLM, extra_body: dict[str, Any] | None, filters: dict[str, Any] | None = None):
         self._llm = llm
         self._extra = extra_body
+        self._filters = filters or {}
         self.model = llm.model
         self.usage = llm.usage
 
     async def chat(self, messages: list[dict[str, Any]], **kwargs: Any) -> ChatResult:
         if self._extra:
             kwargs["extra_body"] = {**self._extra, **(kwargs.get("extra_body") or {})}
-        return await self._llm.chat(messages, **kwargs)
+        return await self._llm.chat(messages, **{**self._filters, **kwargs})
 
 
 def summarizer_settings(cfg: Config, executor: ChatClient) -> tuple[SummarizerSettings, ChatClient | None]:
@@ -71,7 +82,7 @@ def summarizer_settings(cfg: Config, executor: ChatClient) -> tuple[SummarizerSe
         author = cfg.model.name
         constrained = cfg.model.tool_protocol == "json"
         llama_cpp = cfg.model.kind == "local"
-        llm: LLM = _WithExtraBody(executor, thinking_switch(cfg, llama_cpp))
+        llm: LLM = _WithExtraBody(executor, thinking_switch(cfg, llama_cpp), sampling_filters(cfg))
     else:
         served = check_server(s.base_url, cfg.llm.api_key)
         model = s.model or (served[0] if served else s.name)
@@ -80,5 +91,6 @@ def summarizer_settings(cfg: Config, executor: ChatClient) -> tuple[SummarizerSe
         own = ChatClient(base_url=s.base_url, model=model, api_key=cfg.llm.api_key,
                          concurrency=cfg.llm.concurrency, timeout=cfg.llm.timeout,
                          max_retries=cfg.llm.max_retries, breaker_threshold=cfg.llm.breaker_threshold, cache=cache)
-        llm, author, constrained, llama_cpp = _WithExtraBody(own, thinking_switch(cfg)), s.name, False, False
+        llm, author, constrained, llama_cpp = (_WithExtraBody(own, thinking_switch(cfg), sampling_filters(cfg)),
+                                               s.name, False, False)
     return SummarizerSettings(llm, author, s.temperature, s.max_tokens, constrained, llama_cpp), own

@@ -15,7 +15,8 @@ Where a method's declaration comes from, first hit wins:
 
 1. the plug-in registered under its name in ``reme_cli.core.registry.METHODS`` (built-in,
    entry point or ``module:Class``), through a ``report_columns`` class attribute: a
-   ``MethodColumns``, or a plain mapping with the same keys (so ``methods/`` need not import
+   ``MethodColumns``, or a plain mapping with the same keys (``{memory.KEY}`` in the setting
+  stands for the run's value of that key) (so ``methods/`` need not import
    this layer), e.g. ``report_columns = {"setting": "ACE ({mode})", "params": ["memory.top_k"],
    "series": {"playbook_size": "playbook bullets"}}``;
 2. none: the method's name as its setting, no ablation rows, no series.
@@ -39,9 +40,15 @@ class MethodColumns:
     params: tuple[str, ...] = ()
     series: Mapping[str, str] = field(default_factory=dict)
 
-    def setting_label(self, mode: str) -> str:
+    def setting_label(self, mode: str, params: Mapping[str, object] | None = None) -> str:
+        """The row label; ``{memory.KEY}`` stands for the run's value of that key (a method
+        with variants, e.g. "DC ({memory.variant}, {mode})")."""
         # replace, not str.format: a label may hold other braces
-        return self.setting.replace(MODE, str(mode))
+        label = self.setting.replace(MODE, str(mode))
+        for key, value in (params or {}).items():
+            if key.startswith("memory.") and "{" + key + "}" in label:
+                label = label.replace("{" + key + "}", str(value))
+        return label
 
 
 def _declared(name: str) -> object | None:

@@ -27,7 +27,7 @@ from reme_cli.run import metrics as scores
 METRIC_COLUMNS = ["run_id", "avg_mean", "avg_std", "pass_mean", "pass_std", "n_seeds", "n_tasks",
                   "n_units", "n_errors", "expected_units", "partial", "per_seed", "sgc_mean", "sgc_std",
                   "by_difficulty", "n_retried", "first_avg_mean", "first_avg_std", "first_pass_mean",
-                  "first_pass_std"]
+                  "first_pass_std", "tokens_per_unit", "max_prompt"]
 
 
 def as_flag(column: pd.Series) -> pd.Series:
@@ -112,7 +112,19 @@ def _one_run(run: pd.Series, units: pd.DataFrame) -> dict:
         "n_retried": int(retried(scored_units(units)).sum()),
         "first_avg_mean": first_avg_mean, "first_avg_std": first_avg_std,
         "first_pass_mean": first_pass_mean, "first_pass_std": first_pass_std,
+        **token_columns(units),
     }
+
+
+def token_columns(units: pd.DataFrame) -> dict:
+    """tokens_per_unit (the executor's prompt + completion tokens of a scored unit, all its
+    trials, averaged) and max_prompt (the longest prompt any step sent): what a method's
+    memory costs per task, and how close it came to the context. NaN where no record kept them."""
+    scored = scored_units(units)
+    tokens = pd.to_numeric(scored["tokens"], errors="coerce") if "tokens" in scored else pd.Series(dtype=float)
+    longest = pd.to_numeric(scored["max_prompt"], errors="coerce") if "max_prompt" in scored else pd.Series(dtype=float)
+    return {"tokens_per_unit": float(tokens.mean()) if tokens.notna().any() else math.nan,
+            "max_prompt": float(longest.max()) if longest.notna().any() else math.nan}
 
 
 def run_metrics(units: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:

@@ -21,6 +21,7 @@ from reme_cli.report.columns import method_columns
 from reme_cli.report.metrics import as_flag, scored_units
 from reme_cli.report.order import in_run_order, natural_key, suite_ranks
 from reme_cli.report.paper import load_paper_tables, paper_model_label
+from reme_cli.report.published import load_published, published_text
 from reme_cli.report.stats import paired_bootstrap
 
 DASH = "—"
@@ -36,6 +37,15 @@ FIRST_NOTE = ("first trial: Avg@k / Pass@k over each unit's first trial, for the
               "after a failure (results/authors_setup_evidence.md §1a).")
 SUB_COLUMNS = ("ours", "n", "paper", "Δ", FIRST)  # per (group, metric); the first trial after Δ
 SETTING_ORDER = ["No Memory", "A-Mem", "LangMem", "ReMe (fixed)", "ReMe (dynamic)"]
+METHODS_ORDER = [*SETTING_ORDER, "ACE (fixed)", "ACE (dynamic)", "DC (cumulative, fixed)",
+                 "DC (cumulative, dynamic)", "DC (retrieval_synthesis, fixed)", "DC (retrieval_synthesis, dynamic)",
+                 "ReasoningBank (fixed)", "ReasoningBank (dynamic)"]
+TOKENS, MAX_PROMPT, PUBLISHED = "tokens/task", "max prompt", "published elsewhere (context, not a target)"
+COST_NOTE = (f"{TOKENS}: the executor's prompt + completion tokens per task over all its trials (summarizer "
+             f"calls not included); {MAX_PROMPT}: the longest prompt any step sent. Methods that keep their "
+             "whole memory in the prompt (a playbook, a cheatsheet) grow both as they learn.")
+PUBLISHED_NOTE = (f"{PUBLISHED}: numbers other papers report for the same method, with their model, split and "
+                  "source; measured with other models and harnesses (one run per task), so no Δ is taken.")
 MODEL_ORDER = ["qwen3-8b", "qwen3-14b", "qwen3-32b", "local"]
 BENCHMARK_ORDER = ["bfcl_v3", "appworld"]
 BENCHMARK_LABELS = {"bfcl_v3": "BFCL-v3", "appworld": "AppWorld"}
@@ -67,6 +77,10 @@ class TableSpec:
     paper_table: str | None = None  # table name in paper_tables.csv; None = no paper numbers
     sort_key: Callable[[str], tuple] | None = None  # overrides ``order`` (numeric rows)
     params: tuple[str, ...] = ()
+    # The methods table: each group also shows what a task cost (the executor's tokens, the
+    # longest prompt), and each row the numbers other papers published for its method.
+    cost: bool = False
+    published: bool = False
 
 
 # ---------------------------------------------------------------- labels and formatting
@@ -111,7 +125,7 @@ def fmt_points(points: float) -> str:
 
 def setting_label(run: pd.Series) -> str | None:
     """Table 1's setting: the memory method's declared label, with the mode where it says so."""
-    return method_columns(str(run["memory"])).setting_label(run["mode"])
+    return method_columns(str(run["memory"])).setting_label(run["mode"], _params(run))
 
 
 def row_label(spec: TableSpec, run: pd.Series) -> str | None:
@@ -283,6 +297,9 @@ def _fill_cells(cells: dict, run: pd.Series, spec: TableSpec, paper: pd.DataFram
     if pd.notna(run.get("sgc_mean")):
         sgc = fmt_mean_std(run["sgc_mean"], run["sgc_std"])
         cells[f"{group} {sgc_name(run['k'])} ours"] = f"{sgc} {DAGGER}" if run["partial"] else sgc
+    if spec.cost:
+        for column, value in ((TOKENS, run.get("tokens_per_unit")), (MAX_PROMPT, run.get("max_prompt"))):
+            cells[f"{group} {column}"] = DASH if value is None or pd.isna(value) else f"{value:,.0f}"
 
 
 def _partial_note(run: pd.Series) -> str:
@@ -292,7 +309,7 @@ def _partial_note(run: pd.Series) -> str:
             f"counted, so this cell is not comparable to a complete run.")
 
 
-def _table_notes(joined: pd.DataFrame, spec: TableSpec, cell_notes: list[str]) -> list[str]:
+def _table_notes(joined: pd.DataFrame, spec: TableSpec, cell_notes: list[str], published: bool = False) -> list[str]:
     """Footnotes, deduplicated, in a fixed order."""
     notes = [_partial_note(run) for _, run in joined.iterrows() if run["partial"]]
     if (joined["model"] == "local").any():
@@ -304,6 +321,10 @@ def _table_notes(joined: pd.DataFrame, spec: TableSpec, cell_notes: list[str]) -
         notes.append(APPWORLD_NOTE)
     if (joined["n_retried"] > 0).any():
         notes.append(FIRST_NOTE)
+    if spec.cost:
+        notes.append(COST_NOTE)
+    if published:
+        notes.append(PUBLISHED_NOTE)
     notes.extend(cell_notes)
     return list(dict.fromkeys(notes))
 
@@ -321,10 +342,10 @@ def _column_order(joined: pd.DataFrame, columns: set[str]) -> list[str]:
                 name = f"{group} {_metric_name(metric, g.k)} {sub}"
                 if name in columns and name not in ordered:
                     ordered.append(name)
-        sgc = f"{group} {sgc_name(g.k)} ours"
-        if sgc in columns and sgc not in ordered:
-            ordered.append(sgc)
-    return ordered
+        for name in (f"{group} {sgc_name(g.k)} ours", f"{group} {TOKENS}", f"{group} {MAX_PROMPT}"):
+            if name in columns and name not in ordered:
+                ordered.append(name)
+    return ordered + ([PUBLISHED] if PUBLISHED in columns else [])
 
 
 def layout(metrics: pd.DataFrame, runs: pd.DataFrame, spec: TableSpec) -> pd.DataFrame:
@@ -333,9 +354,12 @@ def layout(metrics: pd.DataFrame, runs: pd.DataFrame, spec: TableSpec) -> pd.Dat
     paper = load_paper_tables()
     rows: dict[str, dict] = {}
     cell_notes: list[str] = []
+    published = load_published() if spec.published else None
     for _, run in joined.iterrows():
         cells = rows.setdefault(run["row"], {spec.row_header: run["row"]})
         _fill_cells(cells, run, spec, paper, cell_notes)
+        if published is not None and (text := published_text(run["base"], run["benchmark"], published)):
+            cells[PUBLISHED] = text
     base_of = dict(zip(joined["row"], joined["base"]))
     rank_of: dict[str, float] = {}
     for row, rank in zip(joined["row"], suite_ranks(joined)):
@@ -345,7 +369,7 @@ def layout(metrics: pd.DataFrame, runs: pd.DataFrame, spec: TableSpec) -> pd.Dat
     df = pd.DataFrame([rows[r] for r in order],
                       columns=[spec.row_header, *_column_order(joined, columns)]).fillna("")
     df.attrs["title"] = spec.title
-    df.attrs["notes"] = _table_notes(joined, spec, cell_notes) if len(joined) else []
+    df.attrs["notes"] = _table_notes(joined, spec, cell_notes, PUBLISHED in columns) if len(joined) else []
     return df
 
 
@@ -373,6 +397,10 @@ def _specs() -> dict[str, TableSpec]:
         "alpha_beta": TableSpec("Deletion thresholds α × β", "α, β", alpha_beta_label,
                                 sort_key=_numbers_in,
                                 params=("memory.deletion.alpha", "memory.deletion.beta")),
+        # Every method on the same tasks, model, seeds and checker; the ReMe paper's Table 1
+        # numbers where it has the row, other papers' numbers as context.
+        "methods": TableSpec("Memory methods side by side", "setting", setting_label, METHODS_ORDER,
+                             "table1", cost=True, published=True),
     }
 
 

@@ -36,7 +36,7 @@ def choose_tables(runs: pd.DataFrame, suite: str | None = None) -> list[str]:
         return [suite]
     chosen = ["table1"]
     for name in table_names():
-        if name == "table1":
+        if name in ("table1", "methods"):  # the methods table is the methods suite's (reme ablate methods)
             continue
         labels = {row_label(table_spec(name), run) for _, run in runs.iterrows()} - {None}
         if len(labels) >= 2:

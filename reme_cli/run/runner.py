@@ -16,13 +16,13 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
-from reme_cli.agent.loop import Sampling, run_episode
+from reme_cli.agent.loop import Sampling, guidance_as_sent, run_episode
 from reme_cli.agent.protocols import ToolProtocol
 from reme_cli.bench.base import Benchmark, Task
 from reme_cli.core.errors import Interrupted, RunAborted, os_error_message
 from reme_cli.core.io import now
 from reme_cli.llm.answer_health import answer_tally
-from reme_cli.llm.client import LLM
+from reme_cli.llm.client import LLM, episode_affinity
 from reme_cli.methods.base import Attempt, Method, MethodFactory, Solved
 from reme_cli.run.plan import Unit
 from reme_cli.run.progress import RunProgress
@@ -77,6 +77,8 @@ class EpisodeSettings:
     max_interactions: int
     max_steps_per_turn: int | None
     max_stored_chars: int = 20_000  # per stored string of a unit record (eval.max_stored_chars)
+    top_k: int | None = None
+    min_p: float | None = None
 
 
 @dataclass
@@ -197,7 +199,8 @@ class Runner:
 
         solved = Solved()
         try:
-            with answer_tally() as answers:  # the method's summarizer calls, per role
+            # One replica for all of the unit's calls (its trials and summarizer calls too).
+            with answer_tally() as answers, episode_affinity(unit.key):  # answers: summarizer calls, per role
                 solved = await method.solve(task, episode, unit.key)
             if not attempts:
                 raise RuntimeError(f"{type(method).__name__}.solve returned without running an episode")
@@ -214,7 +217,7 @@ class Runner:
         record.summarizer_answers = answers.to_dict()
         record.retrieved_ids = solved.retrieval.ids
         record.retrieval_scores = solved.retrieval.scores
-        record.guidance = solved.retrieval.guidance
+        record.guidance = guidance_as_sent(task, solved.retrieval.guidance)  # the text the model saw
         if attempts:
             trajs = [a.trajectory for a in attempts]
             record.trajectory = trajs[-1].to_dict()
@@ -241,7 +244,7 @@ class Runner:
                 traj = await run_episode(
                     self.llm, s.protocol, env, task,
                     Sampling(s.temperature, s.top_p, s.max_tokens, unit.sampling_seed(s.seed_base) + attempt,
-                             s.extra_body),
+                             s.extra_body, top_k=s.top_k, min_p=s.min_p),
                     guidance=guidance,
                     system_prompt=s.system_prompt,
                     max_interactions=s.max_interactions,

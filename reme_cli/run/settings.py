@@ -22,6 +22,8 @@ def episode_settings(cfg: Config, bench: Benchmark, temperature: float | None = 
         max_interactions=cfg.benchmark.max_interactions,
         max_steps_per_turn=_step_limit(bench.max_steps_per_turn, cfg.model.max_steps_per_turn),
         max_stored_chars=cfg.eval.max_stored_chars,
+        top_k=cfg.model.sampling.top_k,
+        min_p=cfg.model.sampling.min_p,
     )
 
 

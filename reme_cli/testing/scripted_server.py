@@ -20,7 +20,11 @@ Policies:
 * ``ScriptedSummarizerPolicy``: canned distillation / judge / reflection answers; requests
   for a JSON schema or a forced tool call (the baselines' structured output) get an answer
   that fills the schema (``schema_fill``).
+  Methods script their own summarizer answers in modules of their own, named in
+  ``SUMMARIZER_PLUGINS`` (end of this file).
 * ``AgentAndSummarizerPolicy``: replay for agent requests, the summarizer for the rest.
+* ``AceRolesPolicy(fallback)``: ACE's Reflector (tags) and Curator (one ADD); the rest to
+  ``fallback`` (``--policy bfcl-replay+ace``).
 * ``FaultPolicy(inner, overflow, truncate)``: vLLM's context-length 400 or a reply cut off
   by ``max_tokens`` for chosen tasks (``--overflow``, ``--truncate``).
 
@@ -296,6 +300,10 @@ class ScriptedSummarizerPolicy:
         user = _text_of(messages[-1].get("content")) if messages else ""
         if self.junk_every and next(self._count) % self.junk_every == 0:
             return Reply(content="I think the agent did fine.")
+        for answer in plugged_answers():  # first: their prompts may quote trajectories
+            reply = answer(system, user, body)
+            if reply is not None:
+                return reply
         if "strict reviewer of experiences" in system:
             return Reply(content=json.dumps({"score": self.judge_score, "reason": "scripted"}))
         if "FAILED. It will retry" in system:
@@ -344,6 +352,38 @@ class ScriptedSummarizerPolicy:
         session = next((t for t in texts if "<session_" in t), user).split("<session_", 1)[-1].split(">", 1)[-1]
         content, calls = structured_answer(forced, topic_from=session)
         return Reply(content=content, tool_calls=calls, raw=True)
+
+
+class AceRolesPolicy:
+    """ACE's Reflector and Curator (memory=ace), scripted; other summarizer prompts go to
+    ``fallback``. The Reflector tags the first bullet of the playbook it is shown helpful
+    and the second harmful; the Curator ADDs one bullet naming the task to
+    common_mistakes_and_correct_strategies. So one task changes a playbook predictably."""
+
+    name = "ace-roles"
+    REFLECTOR = "<<<PLAYBOOK_GUIDE>>>"
+    CURATOR = "You are a master curator of knowledge."
+
+    def __init__(self, fallback: Policy):
+        self.fallback = fallback
+
+    def reply(self, body: dict[str, Any], headers: Mapping[str, str]) -> Reply:
+        messages = body.get("messages") or []
+        prompt = _text_of(messages[-1].get("content")) if messages else ""
+        if prompt.startswith(self.CURATOR):
+            task = re.search(r"Task Context \(the actual task instruction\):\*\*\s*`(.*?)`", prompt, re.DOTALL)
+            words = " ".join((task.group(1) if task else "").split()[:12])
+            return Reply(content=json.dumps({"reasoning": "scripted", "operations": [{
+                "type": "ADD", "section": "common_mistakes_and_correct_strategies",
+                "content": f"Scripted insight for: {words}"}]}), raw=True)
+        if self.REFLECTOR in prompt and "=== FULL CONVERSATION HISTORY ===" in prompt:
+            shown = prompt.split(self.REFLECTOR)[1]
+            ids = re.findall(r"^\[([^\]]+)\]", shown, re.MULTILINE)
+            tags = [{"id": i, "tag": tag} for i, tag in zip(ids, ("helpful", "harmful"))]
+            return Reply(content=json.dumps({
+                "reasoning": "scripted", "error_identification": "none", "root_cause_analysis": "none",
+                "correct_approach": "as done", "key_insight": "Scripted key insight.", "bullet_tags": tags}), raw=True)
+        return self.fallback.reply(body, headers)
 
 
 class AgentAndSummarizerPolicy:
@@ -611,7 +651,7 @@ class ScriptedServer:
 
 
 POLICIES = ("fixed", "steps", "bfcl-replay", "summarizer", "bfcl-replay+summarizer", "appworld-gold",
-            "appworld-gold+summarizer")
+            "appworld-gold+summarizer", "bfcl-replay+ace")
 
 
 def make_policy(name: str, corrupt: Iterable[str] = (), text: str = "ok", heal_on_retry: bool = False,
@@ -629,6 +669,9 @@ def make_policy(name: str, corrupt: Iterable[str] = (), text: str = "ok", heal_o
         return BFCLReplayPolicy(corrupt=corrupt, heal_on_retry=heal_on_retry)
     if name == "summarizer":
         return ScriptedSummarizerPolicy()
+    if name == "bfcl-replay+ace":
+        return AgentAndSummarizerPolicy(BFCLReplayPolicy(corrupt=corrupt, heal_on_retry=heal_on_retry),
+                                        AceRolesPolicy(ScriptedSummarizerPolicy()))
     if name == "bfcl-replay+summarizer":
         return AgentAndSummarizerPolicy(BFCLReplayPolicy(corrupt=corrupt, heal_on_retry=heal_on_retry),
                                         ScriptedSummarizerPolicy())
@@ -678,6 +721,22 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         server._httpd.server_close()
     return 0
+
+
+# ------------------------------------------------------------------ plugged-in answers
+
+# Summarizer answers scripted beside their method ("module:function"; the function takes
+# (system, user, body) and returns a Reply, or None for a prompt it does not know).
+SUMMARIZER_PLUGINS = (
+    "reme_cli.testing.dc_policy:answer",
+    "reme_cli.testing.reasoningbank_policy:answer",
+)
+
+
+def plugged_answers() -> list[Any]:
+    from reme_cli.core.registry import load_object
+
+    return [load_object(target) for target in SUMMARIZER_PLUGINS]
 
 
 if __name__ == "__main__":

@@ -1,0 +1,154 @@
+"""`memory=reasoningbank`: ReasoningBank in build-pool (training trajectories are judged and
+mined for items), fixed mode (retrieve from a read-only bank) and dynamic mode (judge and
+extract after each task, add the items to the stream's bank). See this package's docstring."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Optional
+
+from reme_cli.core.config import check_choices
+from reme_cli.core.errors import UserError
+from reme_cli.core.io import append_lines, read_lines
+from reme_cli.core.staging import replace_dir
+from reme_cli.bench.base import Task
+from reme_cli.llm.embed import make_embedder_for
+from reme_cli.methods.base import Applied, BuildContext, BuildResult, Learned, Memory, MethodContext, Retrieval, Tried
+from reme_cli.methods.pool_dirs import find_pool
+from reme_cli.methods.reasoningbank import prompting
+from reme_cli.methods.reasoningbank.induce import InduceStats, induce
+from reme_cli.methods.reasoningbank.items import METHOD, ItemStore
+
+BUILD_LINES = "reasoningbank_build.jsonl"
+
+
+@dataclass
+class ReasoningBankConfig:
+    name: str = "reasoningbank"
+    pool: Optional[str] = None  # a `reme build-pool memory=reasoningbank` output dir (or its pool/)
+    top_k: int = 1  # past tasks whose items are injected (the authors' run.py: select_memory(n=1))
+    # llm: the method's own LLM judge decides which prompt extracts (the paper's default);
+    # checker: the benchmark's verdict decides (the authors' `--criteria gt`). Both are recorded.
+    judge: str = "llm"
+    # first: one training trajectory per task (the authors' pipeline runs each task once) |
+    # all: every sampled trajectory is judged and mined.
+    build_trajectories: str = "first"
+    max_items: int = 3  # items kept per trajectory ("at most 3", as the prompts say)
+    trajectory_max_chars: int = 12000  # the rendered trajectory the judge and extractor read
+
+    def check(self) -> None:
+        check_choices("memory", self, {"judge": {"llm", "checker"}, "build_trajectories": {"first", "all"}},
+                      {"top_k": 0, "max_items": 1, "trajectory_max_chars": 500})
+
+
+def resolve_store(path: str | Path) -> Path:
+    return find_pool(path, METHOD, "a ReasoningBank pool")
+
+
+class ReasoningBank(Memory):
+    config_class = ReasoningBankConfig
+    report_columns = {"setting": "ReasoningBank ({mode})", "params": ["memory.top_k", "memory.judge"],
+                      "series": {"bank_items": "memory items in the bank"}}
+    needs_summarizer = True  # judge and extraction go to the summarizer (the executor by default)
+
+    def __init__(self, store: ItemStore, cfg: ReasoningBankConfig, summ: Any):
+        self.store = store
+        self.cfg = cfg
+        self.summ = summ
+
+    # ------------------------------------------------------------------ build-pool
+    @classmethod
+    async def learn_from_training(cls, ctx: BuildContext) -> None:
+        """Every training task's trajectories judged and mined, concurrently (extraction does
+        not read the bank); a task's result is one durable line, so an interrupted build
+        resumes after the tasks it finished. The pool takes them in split order."""
+        cfg: ReasoningBankConfig = ctx.cfg.memory
+        path = ctx.work / BUILD_LINES
+        done = {line["unit"] for line in read_lines(path)}
+        todo = [t for t in ctx.task_ids if t not in done and ctx.attempts.get(t)]
+        slots = asyncio.Semaphore(ctx.cfg.llm.concurrency)
+
+        async def mine(task_id: str) -> None:
+            async with slots:
+                task = ctx.bench.load(task_id)
+                picked = ctx.attempts[task_id] if cfg.build_trajectories == "all" else ctx.attempts[task_id][:1]
+                stats, events, reports = InduceStats(), [], []
+                for i, (trajectory, outcome) in enumerate(picked):
+                    got = await induce(ctx.summarizer, cfg, task, trajectory, outcome, f"build/{task_id}#{i}", stats)
+                    reports.append(got.report)
+                    if got.record:
+                        events.append({"unit": task_id, "op": "add", "record": asdict(got.record)})
+                await asyncio.to_thread(append_lines, path, [{"unit": task_id, "events": events, "reports": reports,
+                                                              "stats": asdict(stats)}])
+
+        await asyncio.gather(*(mine(t) for t in todo))
+
+    @classmethod
+    def assemble_pool(cls, ctx: BuildContext, staging: Path) -> BuildResult:
+        order = {t: i for i, t in enumerate(ctx.task_ids)}
+        lines = sorted(read_lines(ctx.work / BUILD_LINES), key=lambda line: order.get(line["unit"], len(order)))
+        store = ItemStore(ctx.embedder, built_by={"kind": "build-pool", "run": str(ctx.work),
+                                                  "model": ctx.cfg.model.name, "samples": ctx.cfg.build.samples,
+                                                  "judge": ctx.cfg.memory.judge,
+                                                  "build_trajectories": ctx.cfg.memory.build_trajectories})
+        store.apply([e for line in lines for e in line["events"]])
+        store.save(staging)
+        stats = InduceStats()
+        for line in lines:
+            stats.merge(InduceStats(**line["stats"]))
+        report = {"pool_size": store.item_count, "records": len(store), "reasoningbank": asdict(stats)}
+        rows = [("memory items / records", f"{store.item_count} / {len(store)}"),
+                ("judged success / failure", f"{stats.success_prompts} / {stats.failure_prompts}"),
+                ("judge agrees with the checker", f"{stats.judge_agrees} of {stats.judged}"),
+                ("invalid judge / extraction answers", f"{stats.judge_invalid} / {stats.extract_invalid}")]
+        return BuildResult(report, rows)
+
+    # ------------------------------------------------------------------ eval
+    @classmethod
+    def preflight(cls, cfg: Any) -> None:
+        if not cfg.memory.pool:
+            raise UserError(f"--mode {cfg.eval.mode} memory=reasoningbank needs memory.pool=DIR "
+                            "(build one with `reme build-pool memory=reasoningbank`)")
+        ItemStore.check(resolve_store(cfg.memory.pool))  # a damaged pool is refused before the run
+
+    @classmethod
+    def load(cls, ctx: MethodContext) -> ReasoningBank:
+        return cls(ItemStore.load(resolve_store(ctx.cfg.memory.pool), make_embedder_for(ctx.cfg)), ctx.cfg.memory,
+                   ctx.summarizer)
+
+    def fork(self, where: Path) -> ReasoningBank:
+        return ReasoningBank(self.store.copy(), self.cfg, self.summ)
+
+    def apply(self, events: list[dict[str, Any]], committed: int, worker: int = 0) -> Applied:
+        self.store.apply(events)
+        return Applied(events, {"bank_items": self.store.item_count})
+
+    def replay(self, events: list[dict[str, Any]]) -> None:
+        self.store.apply(events)
+
+    def save(self, where: Path) -> None:
+        replace_dir(where / "store", self.store.save)  # whole or not at all
+
+    def _search(self, query: str) -> list[Any]:
+        with self.guard:
+            return self.store.search(query, self.cfg.top_k)
+
+    async def retrieve(self, task: Task, unit: str) -> Retrieval:
+        hits = await asyncio.to_thread(self._search, task.query)
+        items, ids, scores = [], [], []
+        for record, score in hits:
+            items += record.items
+            ids += record.item_ids()
+            scores += [score] * len(record.items)
+        return Retrieval(prompting.guidance(items), ids, scores,
+                         {"retrieved_records": [r.id for r, _ in hits], "record_scores": [s for _, s in hits],
+                          "items_injected": len(items)})
+
+    async def learn(self, task: Task, tried: Tried, retrieval: Retrieval, unit: str) -> Learned:
+        last = tried.attempts[-1]
+        stats = InduceStats()
+        got = await induce(self.summ, self.cfg, task, last.trajectory, last.outcome, unit, stats)
+        events = [{"unit": unit, "op": "add", "record": asdict(got.record)}] if got.record else []
+        return Learned({**retrieval.details, **got.report, "reasoningbank": asdict(stats)}, events)

@@ -1,0 +1,317 @@
+"""What a suite will cost before it runs: LLM calls, tokens, wall time and GPU-hours.
+
+Calls are counted from the config the way the code makes them: executor episodes (first
+trials, and ReMe's dynamic retries, ``memory.reflection.max_retries``), ReMe's summarizer
+calls (one distill call per summarized trajectory, one judge call per candidate it
+proposes, rerank/rewrite per retrieval; build-pool's success/failure/comparative analyses
+per task), A-Mem's (construct + evolve per note) and LangMem's (extraction per trajectory).
+What depends on outcomes (how many trials succeed, how many steps an episode takes, how
+many candidates a summary proposes) comes from ``Assumptions``, every one overridable on
+the command line as ``cost.KEY=VALUE``.
+
+Time is a throughput model: tokens / tokens-per-second at ``llm.concurrency`` requests in
+flight, or, for work that must run in order (a dynamic stream's worker chains its units;
+A-Mem and LangMem builds take one trajectory after another), the chain's latency at the
+few requests it keeps in flight, whichever is longer. Jobs run one after another.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+from omegaconf import OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+
+from reme_cli.core.config import Config
+from reme_cli.core.errors import UserError
+
+PREFIX = "cost."
+
+# Generated tokens per second, summed over the requests in flight, on ONE H200 (bf16 weights,
+# vLLM, --max-model-len 32768, prefix caching), at 1, 8 and 64 requests in flight; and prompt
+# (prefill) tokens per second. ASSUMPTIONS, not measurements: nothing here has a GPU. Derived
+# from the H200's 4.8 TB/s memory bandwidth (a decode step at batch 1 reads every weight:
+# ~300 steps/s for 16 GB of 8B weights, about half of it reached in practice) and checked in
+# order of magnitude against GPUStack's published vLLM baselines on the slower H100
+# (docs.gpustack.ai performance-lab: Qwen3-14B ShareGPT 6.6k, Qwen3-32B 2.4k total tokens/s).
+# Replace them with your box's numbers: scripts/bench_vllm.py writes a calibration file
+# (cost.calibration=FILE), or set cost.tokens_per_s / cost.prompt_tokens_per_s.
+H200_ASSUMED = {
+    "qwen3-8b": {"generated": {1: 150, 8: 1000, 64: 4500}, "prompt": {1: 40000, 64: 40000}},
+    "qwen3-14b": {"generated": {1: 90, 8: 620, 64: 3000}, "prompt": {1: 22000, 64: 22000}},
+    "qwen3-32b": {"generated": {1: 40, 8: 280, 64: 1400}, "prompt": {1: 10000, 64: 10000}},
+}
+H200_SOURCE = "assumed H200 rates (reme_cli/run/cost.py; calibrate with scripts/bench_vllm.py)"
+
+
+@dataclass
+class Assumptions:
+    """Outcome-dependent quantities (labelled guesses for Qwen3 on BFCL; a finished run's
+    records give the real ones: its interactions, tokens and trials per unit)."""
+
+    calls_per_episode: float = 12.0  # executor calls an episode makes (capped at max_interactions)
+    success_rate: float = 0.5  # share of trials that succeed
+    candidates_per_summary: float = 2.0  # experiences one distill call proposes (one judge call each)
+    prompt_tokens: float = 6000.0  # per executor call: system, tools and the history so far
+    completion_tokens: float = 600.0  # per executor call, thinking included
+    prefix_cached_share: float = 0.75  # of executor prompt tokens, found in vLLM's prefix cache
+    summarizer_prompt_tokens: float = 3000.0
+    summarizer_completion_tokens: float = 1000.0
+    langmem_calls_per_trajectory: float = 2.0  # its manager's calls per extraction
+    tokens_per_s: float | None = None  # generated, at llm.concurrency (None: calibration or table)
+    prompt_tokens_per_s: float | None = None
+    gpus: int | None = None  # per server (None: model.tensor_parallel, auto sized to this node's GPUs, else 1)
+    calibration: str | None = None  # a JSON file written by scripts/bench_vllm.py
+
+
+def split_overrides(overrides: list[str]) -> tuple[Assumptions, list[str]]:
+    """``cost.KEY=VALUE`` into Assumptions (validated: a bad key or value is one line);
+    the rest, for the runs."""
+    mine = [o[len(PREFIX):] for o in overrides if o.startswith(PREFIX)]
+    rest = [o for o in overrides if not o.startswith(PREFIX)]
+    known = {f.name for f in fields(Assumptions)}
+    for item in mine:
+        key = item.split("=", 1)[0]
+        if "=" not in item or key not in known:
+            raise UserError(f"{PREFIX}{item}: choose {PREFIX}KEY=VALUE with KEY one of {sorted(known)}")
+    try:
+        merged = OmegaConf.merge(OmegaConf.structured(Assumptions), OmegaConf.from_dotlist(mine))
+        out: Assumptions = OmegaConf.to_object(merged)  # type: ignore[assignment]
+    except OmegaConfBaseException as exc:
+        raise UserError(f"bad {PREFIX}* value: {str(exc).splitlines()[0]}") from None
+    if not 0.0 <= out.success_rate <= 1.0 or not 0.0 <= out.prefix_cached_share <= 1.0:
+        raise UserError(f"{PREFIX}success_rate and {PREFIX}prefix_cached_share must be between 0 and 1")
+    if out.calibration:
+        read_calibration(out.calibration)  # a bad file fails before the plan is printed
+    return out, rest
+
+
+# ------------------------------------------------------------------------------ calls
+@dataclass
+class Calls:
+    executor_max: float = 0.0  # the bound: every trial runs to benchmark.max_interactions
+    executor: float = 0.0  # expected
+    summarizer: float = 0.0  # expected
+    chains: int = 0  # work that runs in order: how many chains at once (0: none)
+    chain_executor: float = 0.0  # expected executor calls along one chain
+    chain_summarizer: float = 0.0
+
+
+def _reme_retries(cfg: Config) -> int:
+    m = cfg.memory
+    if cfg.eval.mode != "dynamic" or m.name != "reme" or not m.reflection.enabled:
+        return 0
+    return m.reflection.max_retries
+
+
+def max_executor_calls(cfg: Config, units: int, build: bool = False) -> int:
+    """The bound: every trial of every unit runs to benchmark.max_interactions."""
+    trials = 1 if build else 1 + _reme_retries(cfg)
+    return units * trials * cfg.benchmark.max_interactions
+
+
+def _reme_unit_summarizer(cfg: Config, a: Assumptions) -> float:
+    """Expected summarizer calls of one evaluation unit of ReMe."""
+    m, p, r = cfg.memory, a.success_rate, _reme_retries(cfg)
+    q = 1.0 - p
+    per_retrieval = (m.rerank and m.top_k > 1) + m.rewrite if m.top_k > 0 else 0
+    calls = float(per_retrieval)  # the unit's first retrieval (a retry that has a summary retrieves none)
+    if cfg.eval.mode != "dynamic":
+        return calls
+    judge_per_job = a.candidates_per_summary
+    if m.reflection.style == "lesson":
+        reflections = sum(q ** (i + 1) for i in range(r))  # a failed trial before the last
+        first, later, failed = p, q - q ** (r + 1), q ** (r + 1)
+        # One attempt: its success (or, with addition=full, failure) analysis; a success
+        # after failures: success, failure and comparative analyses.
+        jobs = first + 3 * later + (failed if m.addition == "full" else 0.0)
+        lesson_judged = later if (m.reflection.judge and r > 0) else 0.0
+        return calls + reflections + jobs * (1 + judge_per_job) + lesson_judged
+    # summary style: every trial is summarized (one distill call on one trajectory), except
+    # a last failed one unless addition=full.
+    summarized = sum(q ** i for i in range(r)) + q ** r * (p + (q if m.addition == "full" else 0.0))
+    return calls + summarized * (1 + judge_per_job)
+
+
+def _expected_trials(cfg: Config, a: Assumptions) -> float:
+    q = 1.0 - a.success_rate
+    return sum(q ** i for i in range(1 + _reme_retries(cfg)))
+
+
+def run_calls(cfg: Config, units: int, a: Assumptions) -> Calls:
+    """An evaluation run's calls (``units`` = tasks x runs x seeds)."""
+    per_episode = min(a.calls_per_episode, cfg.benchmark.max_interactions)
+    executor_per_unit = _expected_trials(cfg, a) * per_episode
+    method = cfg.memory.name
+    if method == "reme":
+        summarizer_per_unit = _reme_unit_summarizer(cfg, a)
+    elif cfg.eval.mode == "dynamic" and method == "amem":
+        summarizer_per_unit = a.success_rate * 2  # construct + evolve, from a successful unit only
+    elif cfg.eval.mode == "dynamic" and method == "langmem":
+        summarizer_per_unit = a.success_rate * a.langmem_calls_per_trajectory
+    elif method not in ("amem", "langmem"):
+        summarizer_per_unit = _declared(cfg, a, build=False)
+    else:
+        summarizer_per_unit = 0.0
+    out = Calls(max_executor_calls(cfg, units), units * executor_per_unit, units * summarizer_per_unit)
+    if cfg.eval.mode == "dynamic":
+        streams = cfg.eval.seeds * (cfg.eval.runs if cfg.eval.scope == "stream" else 1)
+        out.chains = max(1, min(units, streams * cfg.eval.dynamic_workers))
+        out.chain_executor = executor_per_unit * units / out.chains
+        out.chain_summarizer = summarizer_per_unit * units / out.chains
+    return out
+
+
+def build_calls(cfg: Config, units: int, tasks: int, a: Assumptions) -> Calls:
+    """A pool build's calls (``units`` = training tasks x build.samples)."""
+    n, p = cfg.build.samples, a.success_rate
+    any_success, any_failure = 1 - (1 - p) ** n, 1 - p ** n
+    out = Calls(max_executor_calls(cfg, units, build=True),
+                units * min(a.calls_per_episode, cfg.benchmark.max_interactions))
+    method = cfg.memory.name
+    if method == "reme":
+        if cfg.memory.granularity == "trajectory":
+            jobs = 1.0
+        else:  # success if one succeeded, failure if one failed, comparative if rewards differ
+            jobs = any_success + any_failure + (any_success + any_failure - 1)
+        out.summarizer = tasks * jobs * (1 + a.candidates_per_summary)
+    elif method == "amem":
+        notes = n * p if cfg.memory.build_notes == "all" else any_success
+        out.summarizer = tasks * notes * 2
+        out.chains, out.chain_summarizer = 1, tasks * notes  # evolution: one note after another
+    elif method == "langmem":
+        picked = n * p if cfg.memory.build_episodes == "all" else any_success
+        out.summarizer = tasks * picked * a.langmem_calls_per_trajectory
+        out.chains, out.chain_summarizer = 1, out.summarizer  # tasks one after another
+    else:
+        # Methods that fold training tasks into one memory (ACE's playbook, DC's cheatsheet)
+        # do so one task after another: a chain as long as their calls.
+        out.summarizer = tasks * _declared(cfg, a, build=True)
+        out.chains, out.chain_summarizer = 1, out.summarizer
+    return out
+
+
+def _declared(cfg: Config, a: Assumptions, build: bool) -> float:
+    """What a method on the seam declares it calls (``Memory.expected_summarizer_calls``)."""
+    from reme_cli.core.registry import METHODS
+
+    return float(METHODS.get(cfg.memory.name).expected_summarizer_calls(cfg, a.success_rate, build))
+
+
+# ------------------------------------------------------------------------------ rates
+@dataclass
+class Rates:
+    generated: dict[int, float]  # concurrency -> generated tokens/s (aggregate)
+    prompt: dict[int, float]
+    source: str
+
+    def at(self, concurrency: float, prompt: bool = False) -> float:
+        return _interpolate(self.prompt if prompt else self.generated, concurrency)
+
+
+def _interpolate(points: dict[int, float], c: float) -> float:
+    """Log-log between measured concurrencies; flat outside them."""
+    xs = sorted(points)
+    if c <= xs[0]:
+        return points[xs[0]]
+    if c >= xs[-1]:
+        return points[xs[-1]]
+    hi = next(x for x in xs if x >= c)
+    lo = max(x for x in xs if x <= c)
+    if hi == lo:
+        return points[lo]
+    t = (math.log(c) - math.log(lo)) / (math.log(hi) - math.log(lo))
+    return math.exp(math.log(points[lo]) + t * (math.log(points[hi]) - math.log(points[lo])))
+
+
+def read_calibration(path: str) -> Rates:
+    try:
+        data = json.loads(Path(path).read_text())
+        points = data["points"]
+        generated = {int(p["concurrency"]): float(p["generated_tokens_per_s"]) for p in points}
+        prompt = {int(p["concurrency"]): float(p["prompt_tokens_per_s"]) for p in points}
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise UserError(f"{PREFIX}calibration={path}: not a calibration file written by scripts/bench_vllm.py "
+                        f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})") from None
+    if not points or min(generated.values()) <= 0 or min(prompt.values()) <= 0:
+        raise UserError(f"{PREFIX}calibration={path} holds no positive rates")
+    return Rates(generated, prompt, f"calibration {path} ({data.get('model', '?')} at {data.get('base_url', '?')})")
+
+
+def rates_for(cfg: Config, a: Assumptions) -> Rates | None:
+    """Explicit cost.tokens_per_s wins, then a calibration file, then the H200 table; None
+    when none knows this model."""
+    base = read_calibration(a.calibration) if a.calibration else None
+    if base is None and cfg.model.name in H200_ASSUMED:
+        table = H200_ASSUMED[cfg.model.name]
+        base = Rates(dict(table["generated"]), dict(table["prompt"]), H200_SOURCE)
+    if a.tokens_per_s is None and a.prompt_tokens_per_s is None:
+        return base
+    if base is None and (a.tokens_per_s is None or a.prompt_tokens_per_s is None):
+        raise UserError(f"model {cfg.model.name} has no throughput table: set both {PREFIX}tokens_per_s and "
+                        f"{PREFIX}prompt_tokens_per_s, or {PREFIX}calibration=FILE")
+    c = cfg.llm.concurrency
+    # A rate given for llm.concurrency scales to fewer requests in flight like the table does.
+    gen = {c: a.tokens_per_s} if a.tokens_per_s is not None else base.generated  # type: ignore[union-attr]
+    prm = {c: a.prompt_tokens_per_s} if a.prompt_tokens_per_s is not None else base.prompt  # type: ignore[union-attr]
+    return Rates(gen, prm, f"{PREFIX}tokens_per_s / {PREFIX}prompt_tokens_per_s as given")
+
+
+def gpus_per_server(cfg: Config, a: Assumptions) -> int:
+    if a.gpus is not None:
+        return a.gpus
+    if cfg.model.tensor_parallel != "auto":
+        return int(cfg.model.tensor_parallel)
+    from reme_cli.llm.gpus import tensor_parallel, visible_gpus
+    from reme_cli.llm.vllm_server import memory_share
+
+    visible = visible_gpus()  # auto: as a managed server would be sized on this node
+    if not visible or not cfg.model.params_b:
+        return 1  # a CPU machine: cost.gpus=N or model.tensor_parallel=N for the GPU node's
+    return tensor_parallel("auto", cfg.model.params_b, visible, memory_share(cfg), cfg.model.name)
+
+
+# ------------------------------------------------------------------------------ time
+@dataclass
+class Estimate:
+    calls: Calls
+    prompt_tokens: float
+    completion_tokens: float
+    wall_s: float | None  # None: no rates for this model
+    gpus: int
+
+    @property
+    def gpu_hours(self) -> float | None:
+        return None if self.wall_s is None else self.wall_s * self.gpus / 3600
+
+
+def _seconds(executor: float, summarizer: float, a: Assumptions, rates: Rates, inflight: float) -> float:
+    """Time to serve these calls with ``inflight`` requests at once (aggregate rates)."""
+    prefill = executor * a.prompt_tokens * (1 - a.prefix_cached_share) + summarizer * a.summarizer_prompt_tokens
+    decode = executor * a.completion_tokens + summarizer * a.summarizer_completion_tokens
+    return prefill / rates.at(inflight, prompt=True) + decode / rates.at(inflight)
+
+
+def estimate(cfg: Config, calls: Calls, a: Assumptions, rates: Rates | None) -> Estimate:
+    prompt = calls.executor * a.prompt_tokens + calls.summarizer * a.summarizer_prompt_tokens
+    completion = calls.executor * a.completion_tokens + calls.summarizer * a.summarizer_completion_tokens
+    wall = None
+    if rates is not None:
+        c = cfg.llm.concurrency
+        wall = _seconds(calls.executor, calls.summarizer, a, rates, c)
+        if calls.chains:
+            # Each chain has one request in flight at a time; k chains share the server.
+            k = min(calls.chains, c)
+            chain = _seconds(calls.chain_executor, calls.chain_summarizer, a, rates, k) * k
+            wall = max(wall, chain)
+    return Estimate(calls, prompt, completion, wall, gpus_per_server(cfg, a))
+
+
+def as_row(e: Estimate) -> dict[str, Any]:
+    return {"executor_max": e.calls.executor_max, "executor": e.calls.executor, "summarizer": e.calls.summarizer,
+            "tokens": e.prompt_tokens + e.completion_tokens, "wall_h": None if e.wall_s is None else e.wall_s / 3600,
+            "gpu_h": e.gpu_hours}
