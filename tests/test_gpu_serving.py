@@ -217,3 +217,21 @@ def test_stopping_a_suite_stops_its_shared_server(tmp_path):
     assert run.returncode != 0 and "Traceback" not in err, err[-2000:]
     assert stand_ins_running(tmp_path) == []
     assert len(starts(tmp_path / "starts.jsonl")) == 1
+
+
+@pytest.mark.parametrize(("gpus", "overrides", "expected"), [
+    (2, [], 2),                              # auto, sized to the two 80 GB GPUs of this node
+    (0, ["model.tensor_parallel=4"], 4),     # a number holds on any machine
+    (0, [], 1),                              # auto with no GPU here: cost.gpus=N says otherwise
+])
+def test_the_cost_estimate_counts_the_gpus_a_managed_server_would_get(tmp_path, monkeypatch, gpus, overrides, expected):
+    from reme_cli.core.config import compose
+    from reme_cli.run.cost import Assumptions, gpus_per_server
+
+    env = stand_in(tmp_path, gpus=gpus)
+    if gpus == 0:
+        (tmp_path / "bin" / "nvidia-smi").unlink()
+        env["PATH"] = f"{tmp_path / 'bin'}{os.pathsep}/usr/bin:/bin"
+    monkeypatch.setenv("PATH", env["PATH"])
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    assert gpus_per_server(compose(["model=qwen3-32b", *overrides]), Assumptions()) == expected
