@@ -85,7 +85,10 @@ def _reexec(env: dict[str, str]) -> None:
     """Replace this process by the same command, with ``env`` over the current environment."""
     sys.stdout.flush()
     sys.stderr.flush()
-    os.execve(sys.executable, [sys.executable, "-m", "reme_cli.cli", *sys.argv[1:]], {**os.environ, **env})
+    from reme_cli.core.environ import own_env
+
+    # Marked as reme's own: a server the new process starts must not inherit them.
+    os.execve(sys.executable, [sys.executable, "-m", "reme_cli.cli", *sys.argv[1:]], own_env(env))
 
 
 def _error(message: str, code: int) -> None:
@@ -148,13 +151,17 @@ def eval_cmd(
 @app.command("serve", context_settings=_OVERRIDES)
 def serve_cmd(
     port: int = typer.Option(8000, help="Port to serve on."),
-    host: str = typer.Option("127.0.0.1", help="Interface to bind."),
+    host: str = typer.Option("127.0.0.1", help="Interface to bind (0.0.0.0: every interface, for other machines)."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the command instead of running it."),
     overrides: Optional[list[str]] = OverridesArg,
 ) -> None:
     """Start the model's OpenAI-compatible server (vLLM on a GPU box, llama.cpp for model=local).
 
+    vLLM gets model.tensor_parallel GPUs (auto: as many as the model needs) of the visible ones.
+
     Example: reme serve model=qwen3-8b --dry-run
+
+    Example: CUDA_VISIBLE_DEVICES=4,5,6,7 reme serve model=qwen3-32b --host 0.0.0.0 --port 8001
 
     Then: reme eval --mode none model=qwen3-8b llm.base_url=http://127.0.0.1:8000/v1
     """
@@ -163,14 +170,16 @@ def serve_cmd(
         if not 1 <= port <= 65535:
             raise UserError(f"--port {port}: choose a port from 1 to 65535")
         cfg = compose(overrides or [])
-        from reme_cli.llm.vllm_server import serve_command
+        from reme_cli.core.environ import user_env
+        from reme_cli.llm.vllm_server import serve_command, serve_devices
 
-        cmd = serve_command(cfg, port, host)
+        tp, extra = serve_devices(cfg)
+        cmd = serve_command(cfg, port, host, tp)
         print(shlex.join(cmd))
         if dry_run:
             return
         try:
-            raise typer.Exit(subprocess.call(cmd))
+            raise typer.Exit(subprocess.call(cmd, env=user_env(extra)))
         except FileNotFoundError:
             raise UserError(f"`{cmd[0]}` is not installed: bash scripts/install.sh --gpu from the reme checkout on a GPU machine") from None
 

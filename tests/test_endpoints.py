@@ -19,25 +19,43 @@ from reme_cli.testing.scripted_server import BFCLReplayPolicy, ScriptedServer
 from tests.conftest import REPO
 
 STAND_IN = f"""#!{sys.executable}
-# TEST DOUBLE for `vllm serve MODEL --served-model-name N --host H --port P ...`
-import sys
+# TEST DOUBLE for `vllm serve MODEL --served-model-name N --host H --port P ...`: one JSON line
+# per start (its arguments and environment) in $STAND_IN_STARTS, if set.
+import json, os, sys
 sys.path.insert(0, {str(REPO)!r})
 from reme_cli.testing.scripted_server import BFCLReplayPolicy, ScriptedServer
 args = sys.argv[1:]
 assert args[0] == "serve", args
 port = int(args[args.index("--port") + 1])
+if os.environ.get("STAND_IN_STARTS"):
+    with open(os.environ["STAND_IN_STARTS"], "a") as f:
+        f.write(json.dumps({{"argv": args, "env": dict(os.environ)}}) + "\\n")
 print("stand-in vllm serving", args[1], flush=True)
 ScriptedServer(BFCLReplayPolicy(), port=port, max_model_len=32768, delay=float({{delay}})).serve_forever()
 """
 
 
-def stand_in(tmp_path: Path, delay: float = 0.0) -> dict[str, str]:
+# TEST DOUBLE for `nvidia-smi --query-gpu=index,memory.total --format=csv,noheader,nounits`.
+NVIDIA_SMI = f"""#!{sys.executable}
+import sys
+assert sys.argv[1:] == ["--query-gpu=index,memory.total", "--format=csv,noheader,nounits"], sys.argv
+print({{lines!r}}, end="")
+"""
+H100_MIB = 81559  # what nvidia-smi reports for an 80 GB H100
+
+
+def stand_in(tmp_path: Path, delay: float = 0.0, gpus: int = 1, mib: int = H100_MIB) -> dict[str, str]:
+    """A PATH with the stand-in `vllm` and an `nvidia-smi` listing ``gpus`` GPUs of ``mib`` MiB."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir(exist_ok=True)
     exe = bin_dir / "vllm"
     exe.write_text(STAND_IN.replace("{delay}", str(delay)))
     exe.chmod(0o755)
-    return {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+    smi = bin_dir / "nvidia-smi"
+    smi.write_text(NVIDIA_SMI.replace("{lines!r}", repr("".join(f"{i}, {mib}\n" for i in range(gpus)))))
+    smi.chmod(0o755)
+    env = {k: v for k, v in os.environ.items() if k != "CUDA_VISIBLE_DEVICES"}
+    return {**env, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
             "REME_CACHE_DIR": str(tmp_path / "cache")}
 
 

@@ -31,9 +31,11 @@ from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
 
+from reme_cli.core.environ import set_default
+
 # Some bfcl_eval modules create folders under BFCL_PROJECT_ROOT at import time; we import
 # only ones that do not, but keep any accidental ones out of the user's working directory.
-os.environ.setdefault("BFCL_PROJECT_ROOT", os.path.join(tempfile.gettempdir(), "reme-bfcl"))
+set_default("BFCL_PROJECT_ROOT", os.path.join(tempfile.gettempdir(), "reme-bfcl"))
 
 from reme_cli.bench.base import BenchmarkConfig, InProcessEnv, Outcome, Task, ToolDialect, ToolResult  # noqa: E402
 from reme_cli.bench.calls import (  # noqa: E402

@@ -366,15 +366,26 @@ def run_suite(p: SuitePlan, console: Console, wait: bool = False, launcher: str 
     """Build the pools, then run the variants (each resumes if it ran before); returns the
     results. ``launcher``: ``inline`` (here, one after another) or any launcher of
     ``reme_cli.commands.launch`` (each run its own process or cluster job)."""
-    from reme_cli.commands.build_pool import build_pool
-    from reme_cli.commands.evaluate import RunResult, evaluate
-
     # Released pools are imported here whatever the launcher: no LLM, seconds of embedding.
     imported = [import_released(j, console) for j in p.pools if j.source]
     built = [j for j in p.pools if not j.source]
+    if launcher == "slurm":  # every job on a node of its own serves its own model
+        return imported + _run_jobs(p, built, console, wait, launcher, jobs, executor)
+    from reme_cli.llm.shared import shared_servers
+
+    # The jobs on this node that would each start vLLM share one server per model instead.
+    with shared_servers([*built, *p.runs], p.path / "logs"):
+        return imported + _run_jobs(p, built, console, wait, launcher, jobs, executor)
+
+
+def _run_jobs(p: SuitePlan, built: list[PoolJob], console: Console, wait: bool, launcher: str, jobs: int,
+              executor: dict[str, str] | None) -> list:
+    from reme_cli.commands.build_pool import build_pool
+    from reme_cli.commands.evaluate import RunResult, evaluate
+
     if launcher == "inline":
         results = [build_pool(j.cfg, console, wait=wait) for j in built]
-        return imported + results + [evaluate(j.cfg, console, wait=wait) for j in p.runs]
+        return results + [evaluate(j.cfg, console, wait=wait) for j in p.runs]
 
     from reme_cli.commands.launch import Job, launch
 
@@ -388,7 +399,7 @@ def run_suite(p: SuitePlan, console: Console, wait: bool = False, launcher: str 
         return [RunResult(Path(j.cfg.out_dir), int(code != 0)) for j, code in zip(items, codes, strict=True)]
 
     # Pools first: every run of the suite may need one.
-    return imported + batch("build-pool", built) + batch("eval", p.runs)
+    return batch("build-pool", built) + batch("eval", p.runs)
 
 
 def import_released(job: PoolJob, console: Console):

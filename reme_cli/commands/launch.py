@@ -2,7 +2,9 @@
 jobs (submitit: SLURM, or its local executor). Every job is the ordinary command line
 (`reme eval ... --wait`, `reme build-pool ... --wait`), so release switches, managed servers,
 locks, resume and exit codes behave exactly as when a user types it; a job that needs a
-pool another job is building waits on that pool's lock.
+pool another job is building waits on that pool's lock. Jobs on this node that would each
+start vLLM get the suite's shared server instead (``llm.base_url``, see reme_cli/llm/shared.py);
+a SLURM job serves its own model on its node's GPUs.
 """
 
 from __future__ import annotations

@@ -50,6 +50,11 @@ class ModelCfg:
     max_steps_per_turn: Optional[int] = None
     sampling: SamplingCfg = field(default_factory=SamplingCfg)
     serve_args: list[str] = field(default_factory=list)
+    # Parameters in billions: sizes tensor parallelism for a managed vLLM server.
+    params_b: Optional[float] = None
+    # GPUs per managed vLLM server: auto (the fewest, a power of two, whose memory holds the
+    # bf16 weights plus KV cache room) or a number.
+    tensor_parallel: Any = "auto"
 
 
 # Caches live under $REME_CACHE_DIR when set (resolved when the config is composed).
@@ -70,6 +75,9 @@ class LLMCfg:
     # Consecutive requests that cannot reach the server before the run stops (exit 4).
     breaker_threshold: int = 5
     cache: bool = True  # replay identical requests from disk
+    # Managed vLLM servers of the model (no base_url), each on its own GPUs: a number, or
+    # auto (as many as the visible GPUs hold at model.tensor_parallel).
+    replicas: Any = 1
     cache_dir: str = f"{CACHE_ROOT}/llm"
 
 
@@ -194,7 +202,9 @@ _AT_MOST = {"summarizer.max_failed_share": 1.0, "summarizer.temperature": 2.0, "
 _EXECUTION_KEYS = ("out_dir", "runs_root", "llm.concurrency", "llm.timeout", "llm.max_retries",
                    "eval.max_stored_chars", "llm.breaker_threshold", "llm.startup_timeout", "env.concurrency",
                    "llm.cache", "llm.cache_dir", "llm.api_key", "llm.base_url", "summarizer.max_failed_share",
-                   "embedding.device")
+                   "embedding.device",
+                   # Where a managed server runs, not what it computes.
+                   "model.params_b", "model.tensor_parallel", "llm.replicas")
 
 
 def config_dir() -> Path:
@@ -276,6 +286,10 @@ def validate(raw: DictConfig | dict) -> Config:
                                              for u in urls):
         raise UserError(f"llm.base_url={cfg.llm.base_url!r} must start with http:// or https:// "
                         "(one URL, or a list of them)")
+    for key in ("model.tensor_parallel", "llm.replicas"):
+        value = _get(cfg, key)
+        if value != "auto" and not (isinstance(value, int) and not isinstance(value, bool) and value >= 1):
+            raise UserError(f"{key}={value!r}: give auto or a whole number >= 1")
     if getattr(cfg.benchmark, "task_ids", None) == []:
         raise UserError("benchmark.task_ids=[] selects no task: name at least one, or drop it to use the split")
     if cfg.eval.mode != "none" and cfg.memory.name == "none":

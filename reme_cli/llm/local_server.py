@@ -32,6 +32,7 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Self, TypeVar
 
+from reme_cli.core.environ import user_env
 from reme_cli.core.errors import UserError
 
 MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -244,7 +245,7 @@ class LocalServer:
         argv = self.command(model_path, self.port)
         self._proc = on_lasting_thread(lambda: subprocess.Popen(
             argv, stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT,
-            env={**os.environ, **self.extra_env} if self.extra_env else None,
+            env=user_env(self.extra_env),  # none of the variables reme set for itself
             # Own session: Ctrl-C in the terminal reaches only us, and we stop the server in
             # order (a half-killed server mid-request would log noise to the user's terminal).
             start_new_session=True,

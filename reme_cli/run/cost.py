@@ -64,7 +64,7 @@ class Assumptions:
     langmem_calls_per_trajectory: float = 2.0  # its manager's calls per extraction
     tokens_per_s: float | None = None  # generated, at llm.concurrency (None: calibration or table)
     prompt_tokens_per_s: float | None = None
-    gpus: int | None = None  # per server (None: --tensor-parallel-size of model.serve_args, else 1)
+    gpus: int | None = None  # per server (None: model.tensor_parallel, auto sized to this node's GPUs, else 1)
     calibration: str | None = None  # a JSON file written by scripts/bench_vllm.py
 
 
@@ -264,11 +264,15 @@ def rates_for(cfg: Config, a: Assumptions) -> Rates | None:
 def gpus_per_server(cfg: Config, a: Assumptions) -> int:
     if a.gpus is not None:
         return a.gpus
-    args = list(cfg.model.serve_args)
-    for flag in ("--tensor-parallel-size", "-tp"):
-        if flag in args[:-1]:
-            return int(args[args.index(flag) + 1])
-    return 1
+    if cfg.model.tensor_parallel != "auto":
+        return int(cfg.model.tensor_parallel)
+    from reme_cli.llm.gpus import tensor_parallel, visible_gpus
+    from reme_cli.llm.vllm_server import memory_share
+
+    visible = visible_gpus()  # auto: as a managed server would be sized on this node
+    if not visible or not cfg.model.params_b:
+        return 1  # a CPU machine: cost.gpus=N or model.tensor_parallel=N for the GPU node's
+    return tensor_parallel("auto", cfg.model.params_b, visible, memory_share(cfg), cfg.model.name)
 
 
 # ------------------------------------------------------------------------------ time

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-import os
 from typing import Any
 
+from reme_cli.core.environ import set_own
 from reme_cli.core.errors import UserError
 
 INSTALL_HINT = ("memory=langmem and memory=langmem_prompt need LangMem, an optional extra: bash scripts/install.sh "
@@ -23,8 +23,8 @@ def check_installed() -> None:
 def require(module: str, name: str) -> Any:
     """``module.name`` from the extra, or a one-line UserError saying how to install it."""
     # No hosted tracing: LangMem traces through langsmith, which posts runs when enabled.
-    os.environ["LANGSMITH_TRACING"] = "false"
-    os.environ["LANGCHAIN_TRACING_V2"] = "false"
+    set_own("LANGSMITH_TRACING", "false")
+    set_own("LANGCHAIN_TRACING_V2", "false")
     try:
         import langchain_core  # noqa: F401
 

@@ -1,0 +1,81 @@
+"""Managed vLLM servers shared by the jobs of a suite (`reme ablate`).
+
+The suite starts each model's servers once and hands their URLs to the jobs as
+``llm.base_url`` (a key outside the run hash, so a run is the same run, and resumes,
+whether its server was shared or its own). The jobs learn that those URLs are servers reme
+manages, and record them so in their manifest, from ``REME_SHARED_SERVERS``: reme's own
+variable, inherited by the jobs, never passed to a server.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from reme_cli.core.config import Config
+from reme_cli.core.environ import set_own
+
+SHARED_ENV = "REME_SHARED_SERVERS"
+
+
+def is_managed(cfg: Config) -> bool:
+    """A job that would start its own vLLM server."""
+    return cfg.model.kind != "local" and not cfg.llm.base_url
+
+
+def server_key(cfg: Config) -> str:
+    """Jobs with the same key can share one server (group of replicas)."""
+    m = cfg.model
+    return json.dumps([m.name, m.kind, m.hf_id, m.served_name, list(m.serve_args), m.tensor_parallel, m.params_b,
+                       cfg.llm.replicas], sort_keys=True)
+
+
+def shared_identity(urls: list[str]) -> dict[str, Any] | None:
+    """The manifest's record of a shared managed server at ``urls``, if the suite started one."""
+    try:
+        entries = json.loads(os.environ.get(SHARED_ENV) or "[]")
+    except json.JSONDecodeError:
+        return None
+    entry = next((e for e in entries if isinstance(e, dict) and e.get("urls") == urls), None)
+    return {**entry["identity"], "kind": "managed-vllm-shared"} if entry else None
+
+
+@contextlib.contextmanager
+def shared_servers(jobs: list[Any], log_dir: Path) -> Iterator[None]:
+    """Start one group of servers per model that ``jobs`` (with ``.cfg`` and ``.overrides``)
+    would each start, point those jobs at it, and stop it when the suite ends."""
+    groups: dict[str, list[Any]] = {}
+    for job in jobs:
+        if is_managed(job.cfg):
+            groups.setdefault(server_key(job.cfg), []).append(job)
+    if not groups:
+        yield
+        return
+    from reme_cli.llm.vllm_server import managed
+
+    cfgs = [js[0].cfg for js in groups.values()]
+    names = [c.model.name for c in cfgs]
+
+    def log(model: int, replica: int) -> Path:
+        log_dir.mkdir(parents=True, exist_ok=True)
+        return log_dir / f"vllm-{names[model]}{'' if replica == 0 else f'-{replica}'}.log"
+
+    with managed(cfgs, log) as started:
+        entries = []
+        for js, group in zip(groups.values(), started):
+            urls = group.urls
+            value = urls[0] if len(urls) == 1 else urls
+            override = f"llm.base_url={value if len(urls) == 1 else '[' + ','.join(urls) + ']'}"
+            for job in js:
+                job.cfg.llm.base_url = value
+                job.overrides = [*job.overrides, override]
+            entries.append({"urls": urls, "identity": group.identity()})
+        set_own(SHARED_ENV, json.dumps(entries))
+        try:
+            yield
+        finally:
+            os.environ.pop(SHARED_ENV, None)
