@@ -21,8 +21,8 @@ from reme_cli.testing.scripted_server import (
 SUITES = sorted(p.stem for p in (config_dir() / "ablation").glob("*.yaml"))
 EXPERIMENTS = sorted(p.stem for p in (config_dir() / "experiment").glob("*.yaml"))
 # The suites whose ReMe rows are the paper's ReMe with the paper's pool: they start from the
-# released pool. Tables 2, 4 and 5 vary how a pool is built or keyed (their files say why).
-RELEASED_START = {"table1", "table3", "topk", "alpha_beta"}
+# released pool (and the methods suite, whose ReMe rows are table1's). Tables 2, 4 and 5 vary how a pool is built or keyed (their files say why).
+RELEASED_START = {"table1", "table3", "topk", "alpha_beta", "methods"}
 GPU = ["model=qwen3-8b", "embedding=minilm", "llm.base_url=http://127.0.0.1:9/v1", "benchmark.release=current"]
 
 
@@ -242,3 +242,36 @@ def test_a_suite_runs_as_separate_jobs_through_a_launcher(reme, server, launcher
     (fixed,) = map(json.loads, (suite / "runs" / "reme_fixed" / "trials.jsonl").read_text().splitlines())
     assert fixed["retrieved_ids"] and set(fixed["retrieved_ids"]) <= released
     assert "| No Memory |" in (suite / "report" / "report.md").read_text()
+
+
+def test_the_methods_suite_plans_every_method_and_starts_online_ones_empty(tmp_path):
+    p = plan("methods", [*GPU, f"runs_root={tmp_path}"])
+    runs = {j.label: (j.cfg.memory.name, j.cfg.eval.mode, j.pool) for j in p.runs}
+    assert runs == {
+        "no_memory": ("none", "none", None),
+        "reme_fixed": ("reme", "fixed", "reme"), "reme_dynamic": ("reme", "dynamic", "reme"),
+        "amem": ("amem", "fixed", "amem"), "langmem": ("langmem", "fixed", "langmem"),
+        "ace_offline": ("ace", "fixed", "ace"), "ace_online": ("ace", "dynamic", None),
+        "dc_cu_fixed": ("dc", "fixed", "dc_cu"), "dc_cu_online": ("dc", "dynamic", None),
+        "dc_rs_fixed": ("dc", "fixed", "dc_rs"), "dc_rs_online": ("dc", "dynamic", None),
+        "reasoningbank_fixed": ("reasoningbank", "fixed", "reasoningbank"),
+        "reasoningbank_online": ("reasoningbank", "dynamic", None),
+    }
+    by_label = {j.label: j.cfg for j in p.runs}
+    assert all(by_label[l].memory.pool is None for l in ("ace_online", "dc_cu_online", "reasoningbank_online"))
+    assert by_label["dc_rs_online"].memory.variant == by_label["dc_rs_fixed"].memory.variant == "retrieval_synthesis"
+    pools = {j.name: j for j in p.pools}
+    assert pools["reme"].source == "official:bfcl/qwen3-8b"  # imported, as in table1
+    assert {n: j.cfg.memory.name for n, j in pools.items() if n != "reme"} == {
+        "amem": "amem", "langmem": "langmem", "ace": "ace", "dc_cu": "dc", "dc_rs": "dc",
+        "reasoningbank": "reasoningbank"}
+
+
+def test_a_pool_less_variant_must_be_dynamic_and_name_its_method(reme):
+    bad = reme.cwd / "bad.yaml"
+    bad.write_text("variants:\n  x: {mode: fixed, memory: ace}\n")
+    proc = reme("ablate", str(bad), *GPU, "--dry-run")
+    assert proc.returncode == 2 and "variant x (mode fixed) needs a pool" in proc.stderr
+    bad.write_text("pools: {p: []}\nvariants:\n  x: {mode: dynamic, pool: p, memory: ace}\n")
+    proc = reme("ablate", str(bad), *GPU, "--dry-run")
+    assert proc.returncode == 2 and "memory: names the method of a dynamic run with no pool" in proc.stderr

@@ -176,3 +176,8 @@ def test_the_baselines_run_on_appworld_and_table1_plans_there(reme, toy_world, g
     # ReMe's pool is AppWorld's released one (imported, no units); A-Mem's and LangMem's are built:
     # 2 x 3 training + 5 x 3 test units
     assert "3 pool(s) to build or import, 5 run(s), 21 units" in text and "official:appworld/qwen3-8b" in text
+    # every memory method plans on AppWorld too: 6 pools built (3 training units each) + ReMe's imported,
+    # 13 runs of 3 test tasks
+    methods = reme("ablate", "methods", *common(toy_world, gold), "build.samples=1", "--dry-run", check=True,
+                   env={"COLUMNS": "200"})
+    assert "7 pool(s) to build or import, 13 run(s), 57 units" in " ".join(methods.stderr.split())
