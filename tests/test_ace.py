@@ -20,7 +20,7 @@ import pytest
 
 from reme_cli.methods.ace.playbook import Bullet, Playbook
 from reme_cli.methods.context_guard import estimate_tokens
-from tests.conftest import REPO, run_reme, run_reme_together
+from tests.conftest import run_reme, run_reme_together, scripted_server_process
 from tests.test_memory_flow import _kill_when, _trials
 
 FAILS_TRAINING = "multi_turn_base_5"  # the first training task; the replayed agent gets it wrong
@@ -48,13 +48,8 @@ def workdir(tmp_path_factory):
 @pytest.fixture(scope="module")
 def server():
     """A separate process with a small delay, so that a run can be killed mid-way."""
-    proc = subprocess.Popen([sys.executable, "-m", "reme_cli.testing.scripted_server", "--policy", "bfcl-replay+ace",
-                             "--corrupt", FAILS_TRAINING, "--delay", "0.05"], stdout=subprocess.PIPE, text=True,
-                            cwd=REPO)
-    url = proc.stdout.readline().strip()
-    yield url
-    proc.terminate()
-    proc.wait()
+    with scripted_server_process("--policy", "bfcl-replay+ace", "--corrupt", FAILS_TRAINING, "--delay", "0.05") as url:
+        yield url
 
 
 def _reme(workdir: Path, server: str, *args: str, check: bool = True):

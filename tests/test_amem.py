@@ -16,7 +16,7 @@ import pytest
 
 from reme_cli.llm.embed import make_embedder
 from reme_cli.methods.amem.notes import Note, NoteStore
-from tests.conftest import REPO, run_reme
+from tests.conftest import run_reme, scripted_server_process
 from tests.test_memory_flow import _kill_when, _trials
 
 # One worker per stream: the tests below follow a stream task by task (BFCL's default is 4).
@@ -42,12 +42,8 @@ def workdir(tmp_path_factory):
 @pytest.fixture(scope="module")
 def server():
     """A separate process with a small delay, so that a run can be killed mid-way."""
-    proc = subprocess.Popen([sys.executable, "-m", "reme_cli.testing.scripted_server", "--policy",
-                             "bfcl-replay+summarizer", "--delay", "0.05"], stdout=subprocess.PIPE, text=True, cwd=REPO)
-    url = proc.stdout.readline().strip()
-    yield url
-    proc.terminate()
-    proc.wait()
+    with scripted_server_process("--policy", "bfcl-replay+summarizer", "--delay", "0.05") as url:
+        yield url
 
 
 def _reme(workdir: Path, server: str, *args: str, check: bool = True):

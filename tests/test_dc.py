@@ -19,7 +19,7 @@ import pytest
 
 from reme_cli.methods.dc.cheatsheet import EMPTY, Cheatsheet, digest, extract_cheatsheet, prompt, split_items
 from reme_cli.methods.dc.pool import DCPool
-from tests.conftest import REPO, run_reme, run_reme_together
+from tests.conftest import run_reme, run_reme_together, scripted_server_process
 from tests.test_memory_flow import _kill_when, _trials
 
 SCRIPTED = ["model=qwen3-8b", "embedding=minilm", "llm.model=replay", "benchmark.release=current",
@@ -36,12 +36,8 @@ def workdir(tmp_path_factory):
 @pytest.fixture(scope="module")
 def server():
     """A separate process with a small delay, so that a run can be killed mid-way."""
-    proc = subprocess.Popen([sys.executable, "-m", "reme_cli.testing.scripted_server", "--policy",
-                             "bfcl-replay+summarizer", "--delay", "0.05"], stdout=subprocess.PIPE, text=True, cwd=REPO)
-    url = proc.stdout.readline().strip()
-    yield url
-    proc.terminate()
-    proc.wait()
+    with scripted_server_process("--policy", "bfcl-replay+summarizer", "--delay", "0.05") as url:
+        yield url
 
 
 def _args(server: str, *args: str) -> list[str]:

@@ -23,7 +23,7 @@ from reme_cli.llm.embed import make_embedder
 from reme_cli.core.errors import UserError
 from reme_cli.methods.reasoningbank.items import ItemStore, Record
 from reme_cli.methods.reasoningbank.method import BUILD_LINES, ReasoningBankConfig
-from tests.conftest import REPO, run_reme, run_reme_together
+from tests.conftest import run_reme, run_reme_together, scripted_server_process
 from tests.test_memory_flow import _kill_when, _trials
 
 FAILS, FAILS_TRAINING = "multi_turn_base_2", "multi_turn_base_5"  # an eval and a training task that fail
@@ -52,13 +52,8 @@ def workdir(tmp_path_factory):
 @pytest.fixture(scope="module")
 def server():
     """A separate process with a small delay, so that a run can be killed mid-way."""
-    proc = subprocess.Popen([sys.executable, "-m", "reme_cli.testing.scripted_server", "--policy",
-                             "bfcl-replay+summarizer", "--corrupt", FAILS, FAILS_TRAINING, "--delay", "0.05"],
-                            stdout=subprocess.PIPE, text=True, cwd=REPO)
-    url = proc.stdout.readline().strip()
-    yield url
-    proc.terminate()
-    proc.wait()
+    with scripted_server_process("--policy", "bfcl-replay+summarizer", "--corrupt", FAILS, FAILS_TRAINING, "--delay", "0.05") as url:
+        yield url
 
 
 def _args(server: str, *args: str) -> list[str]:
