@@ -173,6 +173,24 @@ def test_resume_after_kill_and_a_cached_rerun_equal_the_uninterrupted_run(first_
             _records(workdir / "dyn" / "streams" / "s0_r0" / "store"), out
 
 
+def test_dynamic_mode_without_a_pool_starts_from_an_empty_bank(workdir, server):
+    """The authors' test-time setting (the methods suite's reasoningbank_online row): the
+    first task finds nothing, its items join the bank, and the next task retrieves them.
+    Fixed mode without a pool is refused in one line."""
+    online = ["eval", "--mode", "dynamic", "benchmark.limit=2", "eval.runs=1", "eval.seeds=1", "out_dir=online"]
+    run_reme(_args(server, *online), workdir, check=True)
+    first, second = sorted(_trials(workdir / "online"), key=lambda t: t["position"])
+    assert first["retrieved_ids"] == [] and first["guidance"] in ("", None)
+    (added,) = first["method"]["extracted"]["ids"]
+    assert [t["method"]["bank_items"] for t in (first, second)] == [1, 2]
+    assert second["retrieved_ids"] == [added] and second["guidance"].startswith(PLANTED_TEXT[:60])
+    assert len(_records(workdir / "online" / "streams" / "s0_r0" / "store")) == 2
+    proc = run_reme(_args(server, "eval", "--mode", "fixed", "benchmark.limit=1", "out_dir=nopool"), workdir)
+    assert proc.returncode == 2 and proc.stderr.strip().splitlines() == [
+        "error: --mode fixed memory=reasoningbank needs memory.pool=DIR (build one with `reme build-pool "
+        "memory=reasoningbank`); --mode dynamic may start from an empty bank"]
+
+
 def test_a_bad_judge_setting_is_refused_in_one_line():
     with pytest.raises(UserError, match=r"^memory.judge='oracle' is not allowed; choose one of \['checker', 'llm'\]$"):
         ReasoningBankConfig(judge="oracle").check()

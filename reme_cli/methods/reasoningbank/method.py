@@ -117,15 +117,19 @@ class ReasoningBank(Memory):
     # ------------------------------------------------------------------ eval
     @classmethod
     def preflight(cls, cfg: Any) -> None:
-        if not cfg.memory.pool:
-            raise UserError(f"--mode {cfg.eval.mode} memory=reasoningbank needs memory.pool=DIR "
-                            "(build one with `reme build-pool memory=reasoningbank`)")
-        ItemStore.check(resolve_store(cfg.memory.pool))  # a damaged pool is refused before the run
+        if cfg.memory.pool:
+            ItemStore.check(resolve_store(cfg.memory.pool))  # a damaged pool is refused before the run
+        elif cfg.eval.mode != "dynamic":
+            raise UserError(f"--mode {cfg.eval.mode} memory=reasoningbank needs memory.pool=DIR (build one with "
+                            "`reme build-pool memory=reasoningbank`); --mode dynamic may start from an empty bank")
 
     @classmethod
     def load(cls, ctx: MethodContext) -> ReasoningBank:
-        return cls(ItemStore.load(resolve_store(ctx.cfg.memory.pool), make_embedder_for(ctx.cfg)), ctx.cfg.memory,
-                   ctx.summarizer)
+        embedder = make_embedder_for(ctx.cfg)
+        # Without a pool, dynamic mode starts from an empty bank, as the authors' test-time runs do.
+        store = ItemStore.load(resolve_store(ctx.cfg.memory.pool), embedder) if ctx.cfg.memory.pool \
+            else ItemStore(embedder, built_by={"kind": "empty"})
+        return cls(store, ctx.cfg.memory, ctx.summarizer)
 
     def fork(self, where: Path) -> ReasoningBank:
         return ReasoningBank(self.store.copy(), self.cfg, self.summ)
