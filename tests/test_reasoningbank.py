@@ -220,12 +220,12 @@ def test_judge_checker_takes_the_benchmarks_verdict_and_an_unreadable_answer_is_
     LLM judge, an answer without a Status line reads as a failure (the authors' parser) and
     is counted invalid, as is an extraction without an item."""
     import asyncio
-    from types import SimpleNamespace
 
     from reme_cli.agent.loop import Step, Trajectory
     from reme_cli.bench.base import Outcome, Task
     from reme_cli.llm.client import ChatResult
     from reme_cli.methods.reasoningbank.induce import InduceStats, induce
+    from reme_cli.methods.summarizer import SummarizerSettings
     from reme_cli.testing.reasoningbank_policy import answer
 
     class Scripted:
@@ -250,7 +250,7 @@ def test_judge_checker_takes_the_benchmarks_verdict_and_an_unreadable_answer_is_
 
     def run(judge: str, llm: Scripted, success: bool) -> tuple[dict, InduceStats]:
         stats = InduceStats()
-        summ = SimpleNamespace(llm=llm, temperature=0.0, max_tokens=256)
+        summ = SummarizerSettings(llm, "scripted", 0.0, 256)
         cfg = ReasoningBankConfig(judge=judge)
         return asyncio.run(induce(summ, cfg, task, trajectory, Outcome(success, float(success)), "u", stats)).report, stats
 

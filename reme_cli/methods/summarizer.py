@@ -38,6 +38,13 @@ class SummarizerSettings:
             return {"type": "json_object", "schema": schema}
         return {"type": "json_schema", "json_schema": {"name": name, "schema": schema}}
 
+    def text_grammar(self, gbnf: str) -> dict[str, Any]:
+        """The request extras that hold a constrained llama.cpp summarizer to ``gbnf``, a
+        grammar of a method's own text format (DC's cheatsheet block, ReasoningBank's
+        ``Status:`` line and Markdown items), so that its answer is read as any other
+        model's; nothing for other summarizers, which answer freely."""
+        return {"extra_body": {"grammar": gbnf}} if self.constrained and self.llama_cpp else {}
+
 
 def thinking_switch(cfg: Config, llama_cpp: bool = False) -> dict[str, Any] | None:
     """The request extras for ``summarizer.thinking``: none when it is null (the authors'

@@ -13,8 +13,11 @@ playbook bullet) and the Curator (ADD operations), as ace-appworld 748a9dc
   operations carrying type, section and content, else nothing is applied (the authors'
   strict validation); ADDs to a section outside the whitelist are skipped one by one.
 
-Bad answers are counted per role (``ace_reflector``, ``ace_curator``); transport failures
-are not caught (reme's client decides).
+Both answers are free text with JSON in it, read as the authors read it (no JSON mode); only
+a constrained summarizer (the small embedded model) is sent each role's schema, so that its
+grammar makes the answer parse, with the Curator's 1-3 ADDs limited to the whitelisted sections. Bad
+answers are counted per role (``ace_reflector``, ``ace_curator``); transport failures are not
+caught (reme's client decides).
 """
 
 from __future__ import annotations
@@ -44,8 +47,12 @@ REFLECTOR_SCHEMA = {
 }
 CURATOR_SCHEMA = {
     "type": "object",
-    "properties": {"reasoning": {"type": "string"}, "operations": {"type": "array", "items": {
-        "type": "object", "properties": {"type": {"type": "string", "enum": ["ADD"]}, "section": {"type": "string"},
+    # 1-3 ADDs: left free, the 135M embedded model always answers none, and its playbook never
+    # changes; at most 3, or it repeats ADDs until its answer cap cuts the JSON off.
+    "properties": {"reasoning": {"type": "string"}, "operations": {"type": "array", "minItems": 1, "maxItems": 3,
+                                                                   "items": {
+        "type": "object", "properties": {"type": {"type": "string", "enum": ["ADD"]},
+                                         "section": {"type": "string", "enum": sorted(ALLOWED_SECTIONS)},
                                          "content": {"type": "string"}}, "required": ["type", "section", "content"]}}},
     "required": ["reasoning", "operations"],
 }
@@ -95,8 +102,9 @@ def checker_report(outcome: Any) -> str:
 
 
 async def _ask(s: Settings, prompt: str, name: str, schema: dict[str, Any]) -> Any:
+    extra = {"response_format": s.summ.schema_format(name, schema)} if s.summ.constrained else {}
     return await s.summ.llm.chat([{"role": "user", "content": prompt}], temperature=s.summ.temperature,
-                                 max_tokens=s.summ.max_tokens, response_format=s.summ.schema_format(name, schema))
+                                 max_tokens=s.summ.max_tokens, **extra)
 
 
 async def reflect(s: Settings, task: Any, trajectory: Any, outcome: Any, playbook_text: str, shown: set[str],

@@ -2,7 +2,8 @@
 (``LanguageModel.generate`` with ``history=[{"role": "user", ...}]``), answered by the
 summarizer. An answer without a cheatsheet block keeps the old text (the authors' rule) and
 is counted per role in the summarizer's answer health: ``dc_curator`` (DC-Cu's rewrite after
-a task), ``dc_synthesis`` (DC-RS's cheatsheet before a task)."""
+a task), ``dc_synthesis`` (DC-RS's cheatsheet before a task). A constrained summarizer (the
+small embedded model) answers within the prompts' cheatsheet template (``GRAMMAR``)."""
 
 from __future__ import annotations
 
@@ -12,9 +13,16 @@ from reme_cli.llm import answer_health
 from reme_cli.methods.dc.cheatsheet import Curated, extract_cheatsheet, fill, prompt
 
 
+# For a constrained (small local) summarizer: the curator prompts' cheatsheet template, with
+# at most 3 short items so that the block closes within the local model's answer cap.
+GRAMMAR = r"""root ::= "<cheatsheet>\n\nVersion: " [0-9]{1,3} "\n\n" item{1,3} "</cheatsheet>"
+item ::= "<memory_item>\n" [^<\n]{1,300} "\n</memory_item>\n\n"
+"""
+
+
 async def _ask(summ: Any, text: str, role: str, old: str) -> tuple[Curated, dict[str, Any]]:
     result = await summ.llm.chat([{"role": "user", "content": text}], temperature=summ.temperature,
-                                 max_tokens=summ.max_tokens)
+                                 max_tokens=summ.max_tokens, **summ.text_grammar(GRAMMAR))
     curated = extract_cheatsheet(result.content, old)
     truncated = answer_health.is_truncated(result)
     answer_health.note(role, result, valid=curated.usable)

@@ -4,7 +4,9 @@ success or the failure prompt. Both go to the summarizer; answers are counted pe
 
 A bad judge answer (no ``Status:`` line) reads as a failure, as the authors' parser reads
 it; a bad extraction answer gives no items. Both are counted (``reasoningbank_judge``,
-``reasoningbank_extract``). Transport failures are not caught: reme's client decides.
+``reasoningbank_extract``). Transport failures are not caught: reme's client decides. A
+constrained summarizer (the small embedded model) answers within the prompts' formats
+(``JUDGE_GRAMMAR``, ``EXTRACT_GRAMMAR``).
 """
 
 from __future__ import annotations
@@ -50,14 +52,26 @@ def _response(trajectory: Trajectory) -> str:
     return texts[-1] if texts else ""
 
 
-async def _ask(summ: Any, messages: list[dict[str, str]]) -> Any:
-    return await summ.llm.chat(messages, temperature=summ.temperature, max_tokens=summ.max_tokens)
+# For a constrained (small local) summarizer: the answer formats the prompts ask for, the
+# judge's two lines and up to 3 Markdown items, short enough to end within its answer cap.
+JUDGE_GRAMMAR = r"""root ::= "Thoughts: " [^\n]{1,400} "\nStatus: \"" ("success" | "failure") "\""
+"""
+EXTRACT_GRAMMAR = r"""root ::= item ("\n\n" item){0,2}
+item ::= "# Memory Item " [1-3] "\n## Title " text "\n## Description " text "\n## Content " text
+text ::= [^\n#]{1,120}
+"""
+
+
+async def _ask(summ: Any, messages: list[dict[str, str]], grammar: str) -> Any:
+    return await summ.llm.chat(messages, temperature=summ.temperature, max_tokens=summ.max_tokens,
+                               **summ.text_grammar(grammar))
 
 
 async def judge(summ: Any, task: Task, text: str, trajectory: Trajectory, stats: InduceStats) -> dict[str, Any]:
     stats.llm_calls += 1
     stats.judged += 1
-    answer = await _ask(summ, prompting.judge_messages(task.prompt_family, task.query, text, _response(trajectory)))
+    answer = await _ask(summ, prompting.judge_messages(task.prompt_family, task.query, text, _response(trajectory)),
+                        JUDGE_GRAMMAR)
     verdict, thoughts, valid = prompting.read_verdict(answer.content)
     answer_health.note(JUDGE_ROLE, answer, valid=valid)
     stats.judge_invalid += not valid
@@ -79,7 +93,8 @@ async def induce(summ: Any, cfg: Any, task: Task, trajectory: Trajectory, outcom
     stats.success_prompts += success
     stats.failure_prompts += not success
     stats.llm_calls += 1
-    answer = await _ask(summ, prompting.extraction_messages(success, task.prompt_family, task.query, text))
+    answer = await _ask(summ, prompting.extraction_messages(success, task.prompt_family, task.query, text),
+                        EXTRACT_GRAMMAR)
     items = prompting.read_items(answer.content, cfg.max_items)
     answer_health.note(EXTRACT_ROLE, answer, valid=bool(items))
     stats.extract_invalid += not items
