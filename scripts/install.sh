@@ -48,18 +48,11 @@ python -c 'import sys; sys.exit(sys.version_info < (3, 11))' \
 python -m pip install -q --upgrade "pip>=24"
 
 # sentence-transformers needs torch. Under --gpu it is vLLM's (CUDA) torch, installed with
-# vLLM below. Otherwise the pinned torch goes first, unless one is installed already (e.g. the
-# CPU build the user installed from PyTorch's own index; PyPI has none for Linux: its Linux
-# torch asks for the nvidia-* CUDA packages, several GB, and runs on a CPU all the same). The
-# note comes before that download, from pip's metadata-only dry run.
+# vLLM below. Otherwise the pinned torch goes first, unless one is installed already: the CPU
+# build from PyTorch's own index on a machine without an NVIDIA GPU (PyPI's Linux torch is the
+# CUDA build, several GB), see scripts/install_torch.sh.
 if [[ -z "$gpu" ]] && ! python -c "import torch" 2>/dev/null; then
-  torch_pin=$(sed -nE 's/^(torch==[^ #]+).*/\1/p' "$constraints")
-  cuda_deps=$(python -m pip install -q --dry-run --ignore-installed --report - -c "$constraints" "$torch_pin" 2>/dev/null \
-    | python -c 'import json, sys; print(sum(i["metadata"]["name"].lower().startswith(("nvidia-", "cuda-")) for i in json.load(sys.stdin)["install"]))' \
-    2>/dev/null || echo "?")
-  [[ "$cuda_deps" == "0" ]] \
-    || echo "note: $torch_pin from your package index is the CUDA build ($cuda_deps nvidia-*/cuda-* packages, several GB); it runs on a CPU. PyPI has no CPU build for Linux: to avoid the download, install the CPU build first (README, Quick start) and rerun" >&2
-  pip_install "$torch_pin"
+  bash scripts/install_torch.sh "$constraints"
 fi
 
 # The embedded model's llama.cpp, built portable. Its default build compiles for the build

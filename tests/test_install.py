@@ -5,7 +5,10 @@ network and minutes, see scripts/check_gpu_constraints.py and results/gpu_constr
 from __future__ import annotations
 
 import importlib.util
+import json
+import os
 import re
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -147,3 +150,61 @@ def test_a_failed_resolve_is_one_line_naming_the_conflict():
                                          "vllm 0.33.0 depends on fastapi<0.137")
     assert check.pip_failure("ERROR: No matching distribution found for x\n") == \
         "ERROR: No matching distribution found for x"
+
+
+@pytest.fixture(scope="module")
+def torch_indexes(tmp_path_factory):
+    """Two package indexes of stub wheels over HTTP: "pypi", whose torch 2.13.0 asks for an
+    nvidia package, as PyPI's Linux torch does, and "cpu" with torch 2.13.0+cpu, as PyTorch's
+    own CPU index has it."""
+    import functools
+    import http.server
+    import threading
+
+    root = tmp_path_factory.mktemp("indexes")
+    for index, name, version, deps in (("pypi", "torch", "2.13.0", ["nvidia-cublas-cu12==1.0"]),
+                                       ("pypi", "nvidia-cublas-cu12", "1.0", []),
+                                       ("cpu", "torch", "2.13.0+cpu", [])):
+        folder = root / index / name
+        folder.mkdir(parents=True, exist_ok=True)
+        check.write_stub(folder, {"name": name, "version": version, "requires_dist": deps})
+    (root / "constraints.txt").write_text("torch==2.13.0\n")
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(root))
+    handler.log_message = lambda *a: None
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    subprocess.run([sys.executable, "-m", "venv", str(root / "venv")], check=True, timeout=120)
+    yield root, f"http://127.0.0.1:{httpd.server_address[1]}"
+    httpd.shutdown()
+
+
+@pytest.mark.parametrize("machine", ["cpu", "cpu_index_unreachable", "gpu"])
+def test_install_torch_takes_the_cpu_build_unless_a_gpu_is_visible(tmp_path, torch_indexes, machine):
+    root, url = torch_indexes
+    venv = tmp_path / "venv"
+    shutil.copytree(root / "venv", venv, symlinks=True)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    if machine == "gpu":  # the stand-in nvidia-smi of a one-GPU box
+        (bin_dir / "nvidia-smi").write_text("#!/bin/sh\necho 'GPU 0: NVIDIA H200 (UUID: GPU-0)'\n")
+        (bin_dir / "nvidia-smi").chmod(0o755)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "VIRTUAL_ENV"))}
+    env |= {"PATH": f"{venv / 'bin'}:{bin_dir}:/usr/bin:/bin", "PIP_CONFIG_FILE": os.devnull,
+            "PIP_INDEX_URL": f"{url}/pypi", "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+            "REME_TORCH_CPU_INDEX": "http://127.0.0.1:9/" if machine == "cpu_index_unreachable" else f"{url}/cpu"}
+    proc = subprocess.run(["bash", str(REPO / "scripts" / "install_torch.sh"), str(root / "constraints.txt")],
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    listed = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "list", "--format=json"], env=env,
+                            capture_output=True, text=True, check=True).stdout
+    installed = {p["name"].lower(): p["version"] for p in json.loads(listed)}
+    if machine == "cpu":
+        assert installed.get("torch") == "2.13.0+cpu" and "nvidia-cublas-cu12" not in installed
+        assert "note:" not in proc.stderr
+    else:
+        assert installed.get("torch") == "2.13.0" and "nvidia-cublas-cu12" in installed
+    if machine == "cpu_index_unreachable":  # said before the download, naming the index
+        (note,) = [l for l in proc.stderr.splitlines() if l.startswith("note:")]
+        assert "1 nvidia-*/cuda-* packages" in note and "http://127.0.0.1:9/" in note
+    if machine == "gpu":
+        assert "note:" not in proc.stderr
