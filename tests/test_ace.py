@@ -5,7 +5,7 @@ task, resume after kill -9, a cached rerun, and the context guard cutting a larg
 The LLM is a test double (never a model result): BFCL ground-truth replay for the agent
 (one training task corrupted, so it fails); ACE's Reflector tags the first bullet it is shown
 helpful and the second harmful, its Curator ADDs one bullet naming the task
-(reme_cli/testing/scripted_server.py, AceRolesPolicy).
+(reme_cli/testing/ace_policy.py).
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ def workdir(tmp_path_factory):
 @pytest.fixture(scope="module")
 def server():
     """A separate process with a small delay, so that a run can be killed mid-way."""
-    with scripted_server_process("--policy", "bfcl-replay+ace", "--corrupt", FAILS_TRAINING, "--delay", "0.05") as url:
+    with scripted_server_process("--policy", "bfcl-replay+summarizer", "--corrupt", FAILS_TRAINING, "--delay", "0.05") as url:
         yield url
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -16,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import processes, scripted_server_process
+from tests.conftest import processes, run_reme_together, scripted_server_process
 
 TASKS = "benchmark.task_ids=[toy0001_1,toy0002_1,toy0003_1]"
 
@@ -155,6 +156,29 @@ def test_build_pool_on_appworld_then_its_pool_in_fixed_mode_scores_100_and_the_r
     assert "AppWorld SGC Avg@1 ours" in md and "## AppWorld: scenario goal completion and difficulty" in md
     levels = sorted(metrics["by_difficulty"])
     assert levels and all(f"difficulty {d}" in md for d in levels)
+
+
+def test_ace_dc_and_reasoningbank_learn_online_from_code_trajectories(reme, toy_world, gold):
+    """The three methods on AppWorld's code actions, each dynamic from its empty start on one
+    task: ACE injects the authors' AppWorld playbook verbatim and merges the Curator's ADD; DC's
+    curator rewrites the cheatsheet; ReasoningBank judges the code trajectory and banks an item."""
+    from reme_cli.methods.ace.texts import initial_playbook
+
+    one = "benchmark.task_ids=[toy0002_1]"  # after common()'s three: the last task_ids wins
+    runs = {m: reme.cwd / f"{m}_online" for m in ("ace", "dc", "reasoningbank")}
+    procs = run_reme_together(*((["eval", "--mode", "dynamic", f"memory={m}", *common(toy_world, gold), one,
+                                  f"out_dir={out}"], reme.cwd) for m, out in runs.items()))
+    assert [p.returncode for p in procs] == [0, 0, 0], [p.stderr[-2000:] for p in procs]
+    units = {m: next(iter(trials(out).values())) for m, out in runs.items()}
+    assert all(u["success"] for u in units.values())
+    assert units["dc"]["retrieved_ids"] == units["reasoningbank"]["retrieved_ids"] == []  # nothing yet
+    ace, playbook = units["ace"], initial_playbook(code_actions=True)
+    assert ace["retrieved_ids"] == re.findall(r"^\[([^\]]+)\]", playbook, re.MULTILINE)  # its 8 bullets, shown
+    assert len(ace["retrieved_ids"]) == 8 and all(l in ace["guidance"] for l in playbook.splitlines() if l.strip())
+    assert ace["method"]["applied"] == ["cms-00009"]  # ids go on after the initial playbook's
+    assert units["dc"]["method"]["rewrite"]["usable"] and units["dc"]["method"]["cheatsheet_after"]["rewrites"] == 1
+    rb = units["reasoningbank"]["method"]
+    assert rb["judge"]["verdict"] == "success" == rb["checker"] and rb["bank_items"] == 1
 
 
 def test_the_baselines_run_on_appworld_and_table1_plans_there(reme, toy_world, gold):

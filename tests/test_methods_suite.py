@@ -20,7 +20,7 @@ ONLINE = ("ace_online", "dc_cu_online", "dc_rs_online", "reasoningbank_online")
 
 
 def test_the_methods_suite_runs_every_row_and_the_online_rows_learn_from_empty(reme):
-    with ScriptedServer(make_policy("bfcl-replay+ace")) as server:
+    with ScriptedServer(make_policy("bfcl-replay+summarizer")) as server:
         # One worker per stream: the second task of an online row runs after the first commits.
         reme("ablate", "methods", "model=qwen3-8b", "embedding=minilm", "benchmark.release=current",
              f"llm.base_url={server.base_url}", "llm.model=replay", "benchmark.limit=2", "eval.runs=1",

@@ -23,8 +23,6 @@ Policies:
   Methods script their own summarizer answers in modules of their own, named in
   ``SUMMARIZER_PLUGINS`` (end of this file).
 * ``AgentAndSummarizerPolicy``: replay for agent requests, the summarizer for the rest.
-* ``AceRolesPolicy(fallback)``: ACE's Reflector (tags) and Curator (one ADD); the rest to
-  ``fallback`` (``--policy bfcl-replay+ace``).
 * ``FaultPolicy(inner, overflow, truncate)``: vLLM's context-length 400 or a reply cut off
   by ``max_tokens`` for chosen tasks (``--overflow``, ``--truncate``).
 
@@ -354,38 +352,6 @@ class ScriptedSummarizerPolicy:
         return Reply(content=content, tool_calls=calls, raw=True)
 
 
-class AceRolesPolicy:
-    """ACE's Reflector and Curator (memory=ace), scripted; other summarizer prompts go to
-    ``fallback``. The Reflector tags the first bullet of the playbook it is shown helpful
-    and the second harmful; the Curator ADDs one bullet naming the task to
-    common_mistakes_and_correct_strategies. So one task changes a playbook predictably."""
-
-    name = "ace-roles"
-    REFLECTOR = "<<<PLAYBOOK_GUIDE>>>"
-    CURATOR = "You are a master curator of knowledge."
-
-    def __init__(self, fallback: Policy):
-        self.fallback = fallback
-
-    def reply(self, body: dict[str, Any], headers: Mapping[str, str]) -> Reply:
-        messages = body.get("messages") or []
-        prompt = _text_of(messages[-1].get("content")) if messages else ""
-        if prompt.startswith(self.CURATOR):
-            task = re.search(r"Task Context \(the actual task instruction\):\*\*\s*`(.*?)`", prompt, re.DOTALL)
-            words = " ".join((task.group(1) if task else "").split()[:12])
-            return Reply(content=json.dumps({"reasoning": "scripted", "operations": [{
-                "type": "ADD", "section": "common_mistakes_and_correct_strategies",
-                "content": f"Scripted insight for: {words}"}]}), raw=True)
-        if self.REFLECTOR in prompt and "=== FULL CONVERSATION HISTORY ===" in prompt:
-            shown = prompt.split(self.REFLECTOR)[1]
-            ids = re.findall(r"^\[([^\]]+)\]", shown, re.MULTILINE)
-            tags = [{"id": i, "tag": tag} for i, tag in zip(ids, ("helpful", "harmful"))]
-            return Reply(content=json.dumps({
-                "reasoning": "scripted", "error_identification": "none", "root_cause_analysis": "none",
-                "correct_approach": "as done", "key_insight": "Scripted key insight.", "bullet_tags": tags}), raw=True)
-        return self.fallback.reply(body, headers)
-
-
 class AgentAndSummarizerPolicy:
     """Replay for the agent's requests (they carry the task header), the summarizer script
     for the rest: one server for ``summarizer=same``."""
@@ -651,7 +617,7 @@ class ScriptedServer:
 
 
 POLICIES = ("fixed", "steps", "bfcl-replay", "summarizer", "bfcl-replay+summarizer", "appworld-gold",
-            "appworld-gold+summarizer", "bfcl-replay+ace")
+            "appworld-gold+summarizer")
 
 
 def make_policy(name: str, corrupt: Iterable[str] = (), text: str = "ok", heal_on_retry: bool = False,
@@ -669,9 +635,6 @@ def make_policy(name: str, corrupt: Iterable[str] = (), text: str = "ok", heal_o
         return BFCLReplayPolicy(corrupt=corrupt, heal_on_retry=heal_on_retry)
     if name == "summarizer":
         return ScriptedSummarizerPolicy()
-    if name == "bfcl-replay+ace":
-        return AgentAndSummarizerPolicy(BFCLReplayPolicy(corrupt=corrupt, heal_on_retry=heal_on_retry),
-                                        AceRolesPolicy(ScriptedSummarizerPolicy()))
     if name == "bfcl-replay+summarizer":
         return AgentAndSummarizerPolicy(BFCLReplayPolicy(corrupt=corrupt, heal_on_retry=heal_on_retry),
                                         ScriptedSummarizerPolicy())
@@ -728,6 +691,7 @@ def main(argv: list[str] | None = None) -> int:
 # Summarizer answers scripted beside their method ("module:function"; the function takes
 # (system, user, body) and returns a Reply, or None for a prompt it does not know).
 SUMMARIZER_PLUGINS = (
+    "reme_cli.testing.ace_policy:answer",
     "reme_cli.testing.dc_policy:answer",
     "reme_cli.testing.reasoningbank_policy:answer",
 )
