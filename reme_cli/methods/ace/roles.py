@@ -23,10 +23,11 @@ caught (reme's client decides).
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 from reme_cli.agent.render import render_trajectory
+from reme_cli.core.counts import Counts
 from reme_cli.core.text import clip
 from reme_cli.llm import answer_health
 from reme_cli.llm.json_reply import parse_json
@@ -59,21 +60,13 @@ CURATOR_SCHEMA = {
 
 
 @dataclass
-class AceStats:
+class AceStats(Counts):
     llm_calls: int = 0
     invalid_reflections: int = 0
     invalid_curations: int = 0
     proposed_adds: int = 0
     skipped_sections: int = 0
     tags: dict[str, int] = field(default_factory=lambda: dict.fromkeys(TAGS, 0))
-
-    def merge(self, other: AceStats) -> None:
-        for k, v in asdict(other).items():
-            if k == "tags":
-                for t, n in v.items():
-                    self.tags[t] = self.tags.get(t, 0) + n
-            else:
-                setattr(self, k, getattr(self, k) + v)
 
 
 @dataclass

@@ -13,6 +13,7 @@ import hashlib
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from reme_cli.core.counts import Counts
 from reme_cli.methods.amem import prompts
 from reme_cli.methods.amem.notes import Note, NoteStore
 from reme_cli.llm import answer_health
@@ -21,17 +22,13 @@ from reme_cli.llm.json_reply import parse_json
 
 
 @dataclass
-class AMemStats:
+class AMemStats(Counts):
     llm_calls: int = 0
     invalid_analyses: int = 0
     invalid_evolutions: int = 0
     evolved: int = 0
     links_added: int = 0
     neighbors_updated: int = 0
-
-    def merge(self, other: AMemStats) -> None:
-        for k, v in asdict(other).items():
-            setattr(self, k, getattr(self, k) + v)
 
 
 def note_id(source: str, content: str) -> str:

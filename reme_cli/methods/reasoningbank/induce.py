@@ -11,12 +11,13 @@ constrained summarizer (the small embedded model) answers within the prompts' fo
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 from reme_cli.agent.loop import Trajectory
 from reme_cli.agent.render import render_trajectory
 from reme_cli.bench.base import Outcome, Task
+from reme_cli.core.counts import Counts
 from reme_cli.llm import answer_health
 from reme_cli.methods.reasoningbank import prompting
 from reme_cli.methods.reasoningbank.items import Record
@@ -25,7 +26,7 @@ JUDGE_ROLE, EXTRACT_ROLE = "reasoningbank_judge", "reasoningbank_extract"
 
 
 @dataclass
-class InduceStats:
+class InduceStats(Counts):
     llm_calls: int = 0
     judged: int = 0
     judge_invalid: int = 0
@@ -34,10 +35,6 @@ class InduceStats:
     failure_prompts: int = 0
     extract_invalid: int = 0  # answers without a single usable item
     items: int = 0
-
-    def merge(self, other: InduceStats) -> None:
-        for k, v in asdict(other).items():
-            setattr(self, k, getattr(self, k) + v)
 
 
 @dataclass

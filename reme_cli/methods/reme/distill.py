@@ -28,6 +28,7 @@ from typing import Any
 from reme_cli.agent.loop import Trajectory
 from reme_cli.agent.render import render_trajectory
 from reme_cli.bench.base import DEFAULT_PROMPT_FAMILY, Outcome, Task
+from reme_cli.core.counts import Counts
 from reme_cli.llm import answer_health
 from reme_cli.llm.client import LLM, ChatResult
 from reme_cli.llm.json_reply import parse_json
@@ -86,20 +87,13 @@ def load_prompt(name: str, family: str = DEFAULT_PROMPT_FAMILY) -> Prompt:
 
 # ---------------------------------------------------------------------------- stats
 @dataclass
-class DistillStats:
+class DistillStats(Counts):
     """Counters of one acquisition step; the caller sums them across tasks with `merge`."""
 
     candidates: dict[str, int] = field(default_factory=dict)  # per source
     invalid_outputs: int = 0  # non-JSON answers (once each) + skipped items + unparseable verdicts
     rejected_by_judge: int = 0  # judged, score below threshold
     llm_calls: int = 0
-
-    def merge(self, other: DistillStats) -> None:
-        for source, n in other.candidates.items():
-            self.candidates[source] = self.candidates.get(source, 0) + n
-        self.invalid_outputs += other.invalid_outputs
-        self.rejected_by_judge += other.rejected_by_judge
-        self.llm_calls += other.llm_calls
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
