@@ -58,7 +58,9 @@ def _reme(workdir: Path, server: str, *args: str, check: bool = True):
 
 @pytest.fixture(scope="module")
 def built(workdir, server):
-    _reme(workdir, server, "build-pool", "benchmark.limit=3", "build.samples=2", "out_dir=built")
+    """ACE offline from the shared sampled trajectories (memory.offline_attempts=until_success)."""
+    _reme(workdir, server, "build-pool", "benchmark.limit=3", "build.samples=2", "memory.offline_attempts=until_success",
+          "out_dir=built")
     return workdir / "built"
 
 
@@ -92,6 +94,50 @@ def test_build_pool_reflects_attempts_until_success_and_merges_the_adds(built):
     assert report["summarizer_answers"]["ace_curator"]["calls"] == 4
     text = (built / "pool" / "playbook.txt").read_text()
     assert "[cms-00001] helpful=3 harmful=0 :: Scripted insight for:" in text
+
+
+def test_live_offline_adaptation_retries_a_failing_task_with_its_reflection_and_resumes_after_kill(workdir, server):
+    """The default build (memory.offline_attempts=live): ACE runs its own attempts, training
+    tasks in split order, each until it passes, at most 5 times, every attempt reflected on
+    and curated; a retry sees the playbook its earlier attempts grew and the last one's
+    reflection. Killed after its first task, the rerun finishes the same playbook."""
+    build = ["build-pool", "benchmark.limit=3", "llm.cache=false", *SCRIPTED, f"llm.base_url={server}"]
+    env = {**os.environ, "REME_CACHE_DIR": str(workdir / ".reme_cache")}
+    killed = subprocess.Popen([sys.executable, "-m", "reme_cli.cli", *build, "out_dir=live_killed"], cwd=workdir,
+                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _kill_when(killed, workdir / "live_killed" / "build" / "trials.jsonl", 1)
+    assert 1 <= len(_trials(workdir / "live_killed" / "build")) < 3
+    run_reme_together(([*build, "out_dir=live"], workdir), ([*build, "out_dir=live_killed"], workdir), check=True)
+
+    live = workdir / "live"
+    report = json.loads((live / "build" / "report.json").read_text())
+    assert report["unit_errors"] == 0 and report["trajectories"] == 3  # one unit per training task
+    units = {t["task_id"]: t for t in _trials(live / "build")}
+    failing = units.pop(FAILS_TRAINING)
+    tries = failing["method"]["offline_attempts"]
+    assert failing["attempts"] == len(tries) == 5 and not any(a["success"] for a in tries)  # memory.offline_max_attempts
+    assert all(u["attempts"] == 1 and u["method"]["offline_attempts"][0]["success"] for u in units.values())
+    for i, attempt in enumerate(tries[1:], 1):
+        earlier = [b for a in tries[:i] for b in a["added"]]
+        assert "In your previous attempt, the tool calls failed the checker's test of the task" in attempt["guidance"]
+        assert "Scripted key insight." in attempt["guidance"]  # the failed attempt's reflection
+        assert all(f"[{b}]" in attempt["guidance"] for b in earlier)  # the playbook those attempts grew
+    bullets = _bullets(live / "pool")
+    # One scripted ADD per attempt, 1 + 5 + 1, numbered in split order.
+    assert list(bullets) == [f"cms-{i:05d}" for i in range(1, 8)] and report["pool_size"] == 7
+    assert report["ace"]["attempts_reflected"] == 7 and report["summarizer_answers"]["ace_curator"]["calls"] == 7
+    assert (workdir / "live_killed" / "pool" / "playbook.json").read_text() == (live / "pool" / "playbook.json").read_text()
+
+    # A task that passes on its retry (the scripted agent gets it right once the prompt holds
+    # the retry's reflection) stops there, and its passing attempt is the one scored.
+    with scripted_server_process("--policy", "bfcl-replay+summarizer", "--corrupt", FAILS_TRAINING,
+                                 "--heal-on-retry") as healing:
+        run_reme(["build-pool", "benchmark.limit=1", *SCRIPTED, f"llm.base_url={healing}", "out_dir=healed"], workdir,
+                 check=True)
+    (healed,) = _trials(workdir / "healed" / "build")
+    assert healed["task_id"] == FAILS_TRAINING and healed["success"] and healed["attempts"] == 2
+    assert [a["success"] for a in healed["method"]["offline_attempts"]] == [False, True]
+    assert list(_bullets(workdir / "healed" / "pool")) == ["cms-00001", "cms-00002"]
 
 
 @pytest.fixture(scope="module")

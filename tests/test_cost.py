@@ -123,11 +123,19 @@ def test_methods_on_the_seam_declare_their_summarizer_calls():
     ace = compose([*GPU, "memory=ace", "eval.mode=dynamic"])
     assert cost.run_calls(ace, 6, a).summarizer == pytest.approx(6 * 2)  # Reflector + Curator per unit
     assert cost.run_calls(compose([*GPU, "memory=ace", "eval.mode=fixed"]), 6, a).summarizer == 0
-    build = compose([*GPU, "memory=ace", "build.samples=3"])
+    build = compose([*GPU, "memory=ace", "build.samples=3", "memory.offline_attempts=until_success"])
     # until a success, at most 3 samples: 1 + 0.5 + 0.25 attempts, 2 calls each, one task after another
     calls = cost.build_calls(build, 3 * 3, 3, a)
     assert calls.summarizer == pytest.approx(3 * 2 * 1.75) and calls.chains == 1
-    assert calls.chain_summarizer == pytest.approx(calls.summarizer)
+    assert calls.chain_summarizer == pytest.approx(calls.summarizer) and calls.chain_executor == 0
+    # live (the default): one unit per task, its own attempts until a success, at most 5
+    # (1 + 0.5 + ... + 0.0625 = 1.9375), each an episode plus 2 calls, all one after another
+    live = compose([*GPU, "memory=ace", "build.samples=3"])
+    assert cost.build_shape(live, 0.5) == (1, 1.9375, 5)
+    calls = cost.build_calls(live, 3, 3, a)
+    assert calls.summarizer == pytest.approx(3 * 2 * 1.9375)
+    assert calls.executor == pytest.approx(3 * 1.9375 * 10) == calls.chain_executor  # cost.calls_per_episode=10
+    assert calls.executor_max == 3 * 5 * live.benchmark.max_interactions
     rs = [*GPU, "memory=dc", "memory.variant=retrieval_synthesis"]
     assert cost.run_calls(compose([*rs, "eval.mode=fixed"]), 6, a).summarizer == 6  # a synthesis per unit
     assert cost.build_calls(compose(rs), 9, 3, a).summarizer == 0  # pairs only

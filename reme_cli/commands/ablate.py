@@ -220,6 +220,8 @@ def _for_method(method: str, overrides: list[str]) -> list[str]:
 def plan(name: str, overrides: list[str], only: list[str] | None = None) -> SuitePlan:
     """The suite's jobs; ``only``: just these run labels (one cluster job each) and the
     pools they need."""
+    from reme_cli.run.cost import build_shape
+
     suite = load_suite(name)
     overrides = suite_settings(suite, overrides)
     start = suite.get("start")
@@ -256,7 +258,7 @@ def plan(name: str, overrides: list[str], only: list[str] | None = None) -> Suit
         job_overrides = ["benchmark.split=train", f"memory={memory[pname]}", *_for_method(memory[pname], overrides),
                          *(suite["pools"][pname] or []), f"out_dir={root / 'pools' / pname}"]
         cfg = compose(job_overrides)
-        units, calls = _units(cfg, samples=cfg.build.samples)
+        units, calls = _units(cfg, samples=build_shape(cfg, 0.0)[0])  # build.samples, or ACE's epochs
         out.pools.append(PoolJob(pname, cfg, job_overrides, units, calls))
 
     for vname, variant in suite["variants"].items():
@@ -332,7 +334,8 @@ def cost_table(p: SuitePlan, assumptions: Any) -> Table:
         table.add_column(col, justify="left" if col == "name" else "right")
     totals = {"executor": 0.0, "summarizer": 0.0, "tokens": 0.0, "wall_h": 0.0, "gpu_h": 0.0}
     unknown, sources = False, set()
-    jobs = [(f"pool {j.name}", j.cfg, cost.build_calls(j.cfg, j.units, j.units // j.cfg.build.samples, assumptions))
+    jobs = [(f"pool {j.name}", j.cfg,
+             cost.build_calls(j.cfg, j.units, j.units // cost.build_shape(j.cfg, 0.0)[0], assumptions))
             for j in p.pools if not j.source]
     jobs += [(j.label, j.cfg, cost.run_calls(j.cfg, j.units, assumptions)) for j in p.runs]
     for name, cfg, calls in jobs:

@@ -2,7 +2,11 @@
 resumable phases joined by files.
 
 1. sample: N trajectories per training task at the build temperature (``build/trials.jsonl``,
-   the same unit records and resume rules as `reme eval`); the same for every method;
+   the same unit records and resume rules as `reme eval`); the same for every method. A
+   method that adapts on the training tasks itself (``Memory.adapts_on_training``: ACE's
+   offline loop with live retries) runs instead, as one stream in split order through the
+   seam (its units in ``build/trials.jsonl``, its commit log and final state under
+   ``build/streams/s0_r0/``);
 2. learn: the method's LLM phase over those trajectories (ReMe: distill and judge), writing
    its own resumable files under ``build/``;
 3. assemble: the method writes its pool from phase 2's files into a fresh directory that
@@ -28,13 +32,13 @@ from reme_cli.core.errors import UserError
 from reme_cli.core.integrity import is_pool
 from reme_cli.core.registry import METHODS
 from reme_cli.core.staging import clean_stale, replace_dir
-from reme_cli.methods.base import BuildContext, BuildResult, PoolBuilder
-from reme_cli.methods.streams import no_memory
+from reme_cli.methods.base import BuildContext, BuildResult, MethodContext, PoolBuilder
+from reme_cli.methods.streams import no_memory, training_stream
 from reme_cli.llm.embed import make_embedder_for
-from reme_cli.llm.answer_health import answer_tally, failure_message, total
+from reme_cli.llm.answer_health import answer_tally, failure_message, merge, total
 from reme_cli.methods.summarizer import summarizer_settings
 from reme_cli.run.lifecycle import RunLifecycle, RunResult, Session
-from reme_cli.run.plan import plan_streams
+from reme_cli.run.plan import plan_passes, plan_streams
 from reme_cli.run.records import CONFIG_FILE, RunDir
 from reme_cli.run.runner import Runner
 from reme_cli.run.summary import errors_summary, sandbox_notes
@@ -60,8 +64,14 @@ def build_pool(cfg: Config, console: Console, wait: bool = False) -> RunResult:
     method = pool_builder(cfg)
     bench = make_benchmark(cfg.benchmark)
     task_ids = bench.task_ids()
-    streams = plan_streams(task_ids, seeds=1, runs=cfg.build.samples, seed_base=cfg.eval.seed_base,
-                           sequential=False)
+    adapts = getattr(method, "adapts_on_training", lambda _: False)(cfg)
+    if adapts:
+        passes = method.build_episodes(cfg, 1.0)[0]
+        streams, label = plan_passes(task_ids, passes), f"adapt {passes} pass(es)"
+    else:
+        streams = plan_streams(task_ids, seeds=1, runs=cfg.build.samples, seed_base=cfg.eval.seed_base,
+                               sequential=False)
+        label = f"sample {cfg.build.samples}/task"
     out = pool_dir_for(cfg)
     check_out_dir(out)  # again under the lock; first here, before the embedding model loads
     embedder = make_embedder_for(cfg)  # fail on a bad embedding config before any LLM time
@@ -70,8 +80,7 @@ def build_pool(cfg: Config, console: Console, wait: bool = False) -> RunResult:
         check_out_dir(out)
         clean_stale(out / "pool", "building")  # left by a killed earlier build of this pool
         ctx, sampling_llm, session_answers = life.run(
-            f"sample {cfg.build.samples}/task",
-            lambda session: _sample_and_learn(cfg, session, bench, streams, task_ids, method, embedder),
+            label, lambda session: _sample_and_learn(cfg, session, bench, streams, task_ids, method, embedder, adapts),
             manifest={"task_ids": task_ids}, temperature=cfg.build.temperature)
         run_dir = life.run_dir
         built: BuildResult = replace_dir(out / "pool", lambda staging: method.assemble_pool(ctx, staging))
@@ -109,12 +118,16 @@ def check_out_dir(out: Path) -> None:
 
 
 async def _sample_and_learn(cfg: Config, session: Session, bench: Benchmark, streams, task_ids: list[str],
-                            method: Any, embedder: Any) -> tuple[BuildContext, dict[str, int], dict[str, Any]]:
+                            method: Any, embedder: Any, adapts: bool) -> tuple[BuildContext, dict[str, int], dict[str, Any]]:
     client, run_dir, progress = session.client, session.run_dir, session.progress
     summarizer, own = summarizer_settings(cfg, client)
     try:
-        plain = no_memory()
-        runner = Runner(bench, client, session.settings, run_dir, lambda _: plain, cfg.llm.concurrency, progress,
+        if adapts:
+            state = training_stream(method, MethodContext(cfg=cfg, llm=client, summarizer=summarizer,
+                                                          run_path=run_dir.path, finished_units=run_dir.finished_units()))
+        else:
+            state = no_memory()
+        runner = Runner(bench, client, session.settings, run_dir, lambda _: state, cfg.llm.concurrency, progress,
                         health=session.ep.health)
         await runner.run(streams)
         progress.stop()
@@ -130,6 +143,8 @@ async def _sample_and_learn(cfg: Config, session: Session, bench: Benchmark, str
                            attempts=dict(attempts), work=run_dir.path)
         with answer_tally() as answers:
             await method.learn_from_training(ctx)
+        if adapts:  # the method's calls were made by its units, which keep their counts (every session's)
+            return ctx, sampling_llm, merge(*(t.summarizer_answers for t in run_dir.trials()))
         return ctx, sampling_llm, answers.to_dict()
     finally:
         if own is not None:

@@ -178,6 +178,26 @@ class Memory:
         ``reme build-pool``, when a trajectory succeeds with probability ``success_rate``."""
         return 0.0
 
+    # ------------------------------------------------------------------ build-pool
+    @classmethod
+    def adapts_on_training(cls, cfg: Any) -> bool:
+        """Whether ``reme build-pool`` runs the method itself over the training tasks (one
+        stream in split order, its units through the seam, e.g. ACE's offline adaptation
+        with live retries) instead of sampling ``build.samples`` trajectories per task
+        without memory for ``learn_from_training``."""
+        return False
+
+    @classmethod
+    def load_for_training(cls, ctx: MethodContext) -> Memory:
+        """The start state of an adaptation over the training tasks (``adapts_on_training``)."""
+        return cls.load(ctx)
+
+    @classmethod
+    def build_episodes(cls, cfg: Any, success_rate: float) -> tuple[int, float, int]:
+        """For the dry-run's cost: per training task, the build's units, the episodes they are
+        expected to run (a trajectory succeeds with probability ``success_rate``), and at most."""
+        return cfg.build.samples, float(cfg.build.samples), cfg.build.samples
+
     # ------------------------------------------------------------------ state
     @classmethod
     def preflight(cls, cfg: Any) -> None:

@@ -62,6 +62,15 @@ class MemoryStreams:
         return open_stream(self.start, stream_dir(self.ctx.run_path, stream), self.ctx.finished_units)
 
 
+def training_stream(plugin: type[Memory], ctx: MethodContext) -> StateStream:
+    """The one stream of a method that adapts on the training tasks (``reme build-pool``):
+    its state under ``streams/s0_r0/`` of the build directory, walked by one worker."""
+    stream = open_stream(_guarded(plugin.load_for_training(ctx), learning=False),
+                         stream_dir(ctx.run_path, (0, 0)), ctx.finished_units)
+    stream.workers = 1
+    return stream
+
+
 def open_stream(start: Memory, where: Path, finished_units: set[str]) -> StateStream:
     """A dynamic stream's state under ``where``: a copy of ``start`` brought forward by the
     commit log's finished units (the lines of any other unit are dropped first)."""

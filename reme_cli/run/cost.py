@@ -108,10 +108,20 @@ def _reme_retries(cfg: Config) -> int:
     return m.reflection.max_retries
 
 
+def build_shape(cfg: Config, success_rate: float) -> tuple[int, float, int]:
+    """Per training task of a pool build: its units, the episodes they are expected to run,
+    and at most (``Memory.build_episodes``: build.samples each, unless the method adapts on
+    the training tasks itself, as ACE's live offline loop does)."""
+    shape = getattr(_plugin(cfg), "build_episodes", None)
+    return shape(cfg, success_rate) if shape else (cfg.build.samples, float(cfg.build.samples), cfg.build.samples)
+
+
 def max_executor_calls(cfg: Config, units: int, build: bool = False) -> int:
     """The bound: every trial of every unit runs to benchmark.max_interactions."""
-    trials = 1 if build else 1 + _reme_retries(cfg)
-    return units * trials * cfg.benchmark.max_interactions
+    if build:
+        per_task, _, most = build_shape(cfg, 0.0)
+        return units // per_task * most * cfg.benchmark.max_interactions
+    return units * (1 + _reme_retries(cfg)) * cfg.benchmark.max_interactions
 
 
 def _reme_unit_summarizer(cfg: Config, a: Assumptions) -> float:
@@ -167,11 +177,12 @@ def run_calls(cfg: Config, units: int, a: Assumptions) -> Calls:
 
 
 def build_calls(cfg: Config, units: int, tasks: int, a: Assumptions) -> Calls:
-    """A pool build's calls (``units`` = training tasks x build.samples)."""
+    """A pool build's calls (``units``: ``build_shape``'s per task, x ``tasks``)."""
     n, p = cfg.build.samples, a.success_rate
     any_success, any_failure = 1 - (1 - p) ** n, 1 - p ** n
+    episodes = tasks * build_shape(cfg, p)[1]
     out = Calls(max_executor_calls(cfg, units, build=True),
-                units * min(a.calls_per_episode, cfg.benchmark.max_interactions))
+                episodes * min(a.calls_per_episode, cfg.benchmark.max_interactions))
     method = cfg.memory.name
     if method == "reme":
         if cfg.memory.granularity == "trajectory":
@@ -189,17 +200,24 @@ def build_calls(cfg: Config, units: int, tasks: int, a: Assumptions) -> Calls:
         out.chains, out.chain_summarizer = 1, out.summarizer  # tasks one after another
     else:
         # Methods that fold training tasks into one memory (ACE's playbook, DC's cheatsheet)
-        # do so one task after another: a chain as long as their calls.
+        # do so one task after another: a chain as long as their calls, and as their
+        # episodes too when they run them themselves (ACE's live offline attempts).
         out.summarizer = tasks * _declared(cfg, a, build=True)
         out.chains, out.chain_summarizer = 1, out.summarizer
+        if getattr(_plugin(cfg), "adapts_on_training", lambda _: False)(cfg):
+            out.chain_executor = out.executor
     return out
+
+
+def _plugin(cfg: Config) -> Any:
+    from reme_cli.core.registry import METHODS
+
+    return METHODS.get(cfg.memory.name)
 
 
 def _declared(cfg: Config, a: Assumptions, build: bool) -> float:
     """What a method on the seam declares it calls (``Memory.expected_summarizer_calls``)."""
-    from reme_cli.core.registry import METHODS
-
-    return float(METHODS.get(cfg.memory.name).expected_summarizer_calls(cfg, a.success_rate, build))
+    return float(_plugin(cfg).expected_summarizer_calls(cfg, a.success_rate, build))
 
 
 # ------------------------------------------------------------------------------ rates

@@ -68,3 +68,9 @@ def _plan(task_ids: list[str], seeds: int, runs: int, seed_base: int, sequential
             else:
                 streams.extend([Unit(seed, run, t)] for t in task_ids)
     return streams
+
+
+def plan_passes(task_ids: list[str], passes: int) -> list[list[Unit]]:
+    """One stream that walks ``task_ids`` in their order, pass after pass (pass i is run i):
+    a method adapting on the training split, as its authors' offline loops do."""
+    return [[Unit(0, run, t, run * len(task_ids) + i) for run in range(passes) for i, t in enumerate(task_ids)]]

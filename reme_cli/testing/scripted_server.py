@@ -266,13 +266,17 @@ class BFCLReplayPolicy:
         return Reply(tool_calls=plan[turn])
 
 
+ACE_RETRY = "In your previous attempt, the "  # ACE's offline retry (methods/ace/prompts/retry_frame.txt)
+
+
 def _has_lessons(messages: list[dict[str, Any]]) -> bool:
-    """A retry guided by what was learned from a failure: a reflection lesson (paper text)
-    or the failed trial's scripted failure analysis (the authors' protocol)."""
+    """A retry guided by what was learned from a failure: a reflection lesson (paper text),
+    the failed trial's scripted failure analysis (the authors' protocol), or ACE's offline
+    retry with the failed attempt's reflection."""
     from reme_cli.methods.reme.method import LESSONS_HEADER
 
     first_user = _text_of(next((m for m in messages if m.get("role") == "user"), {}).get("content"))
-    return LESSONS_HEADER in first_user or ScriptedSummarizerPolicy.FAILURE_LESSON in first_user
+    return any(mark in first_user for mark in (LESSONS_HEADER, ScriptedSummarizerPolicy.FAILURE_LESSON, ACE_RETRY))
 
 
 class ScriptedSummarizerPolicy:

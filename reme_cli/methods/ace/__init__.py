@@ -21,20 +21,29 @@ The algorithm:
    JSON ADD operations; code merges them (``playbook.py``): a fresh id
    ``{section slug}-{global n:05d}``, at the end of its section. Nothing is rewritten or
    deleted (the authors' code supports ADD only);
-4. offline (``reme build-pool``): each training task in split order, its attempts one after
-   another until one succeeds (the authors: up to 5 retries, stopping when the unit tests
-   pass), each reflected with ground truth and curated; one epoch (the released adaptation
-   code runs the train split once; the paper's ablation credits several epochs: set
-   ``memory.epochs``); the pool is the resulting playbook. Fixed mode injects it
-   read-only. Online (dynamic mode): after every task, success or not, a Reflector without
-   ground truth and a Curator update the stream's playbook (ACE_online_no_GT).
+4. offline (``reme build-pool``, ``StarAgent.solve_task_with_gt``): each training task in
+   split order is attempted live with the current playbook, up to 5 times
+   (``num_retries``), until its unit tests pass; every attempt is reflected on with ground
+   truth and curated, so the next attempt sees the grown playbook, and a failed attempt's
+   reflection opens the next one (the authors' three retry messages,
+   ``prompts/retry_frame.txt``). One epoch (the released adaptation code runs the train
+   split once; the paper's ablation credits several epochs: set ``memory.epochs``). The
+   pool is the resulting playbook. Fixed mode injects it read-only. Online (dynamic mode):
+   after every task, success or not, a Reflector without ground truth and a Curator update
+   the stream's playbook (ACE_online_no_GT).
 
 Deviations, each on purpose:
-- retries: build-pool gets sampled trajectories (``build.samples``, drawn without a
-  playbook), not live retries guided by the playbook and the last reflection; a task's
-  samples stand for its attempts (``memory.offline_attempts=until_success``, at most
-  ``memory.offline_max_attempts=5``; ``all`` reflects every sample). The authors' extra
-  reflection fed to the next retry has nowhere to go and is not made;
+- retries: the default ``memory.offline_attempts=live`` runs ACE's own attempts through
+  the seam (build-pool's units, one stream, one worker: ``Memory.adapts_on_training``), so
+  ACE does not learn from the trajectories sampled for every other method; ``until_success``
+  (at most ``memory.offline_max_attempts=5``) and ``all`` read a task's shared samples
+  (``build.samples``, drawn without a playbook) as its attempts instead. Live retries differ
+  from the authors' in three ways: one Reflector call per attempt serves both the Curator and
+  the next retry (the authors call it twice, the first time with the previous retry's test
+  report); the retry messages are text after the playbook in the first user message, where
+  every method's guidance goes (the authors: three chat messages after the prompt); and the
+  episodes sample at ``build.temperature``, as every method's training trajectories do (the
+  authors: temperature 0);
 - ground truth: the harness hands methods the checker's verdict and feedback, not
   AppWorld's solution code: with ground truth (offline by default,
   ``memory.offline_ground_truth``) the Reflector's test report is the verdict, reward and

@@ -19,10 +19,11 @@ from reme_cli.llm.embed import make_embedder_for
 from reme_cli.methods.ace import texts
 from reme_cli.methods.ace.playbook import METHOD, Playbook
 from reme_cli.methods.ace.roles import AceStats, Settings, curate, reflect
-from reme_cli.methods.base import (Applied, BuildContext, BuildResult, Learned, Memory, MethodContext, Retrieval,
-                                   Tried)
+from reme_cli.methods.base import (Applied, BuildContext, BuildResult, Episode, Learned, Memory, MethodContext,
+                                   Retrieval, Tried)
 from reme_cli.methods.context_guard import estimate_tokens, fit_items, memory_budget
 from reme_cli.methods.pool_dirs import find_pool
+from reme_cli.methods.streams import stream_dir
 
 BUILD_LOG = "ace_build.jsonl"
 
@@ -35,11 +36,14 @@ class AceConfig:
     pool: Optional[str] = None
     initial_playbook: Optional[str] = None  # a playbook file; null: the authors' (see texts.initial_playbook)
     epochs: int = 1  # passes over the training tasks (ace-appworld's adaptation: one)
-    # The authors' offline loop retries a training task up to 5 times (StarAgent.num_retries)
-    # and stops once its unit tests pass. build-pool has sampled trajectories, not live
-    # retries: until_success reads a task's samples in order as its attempts and stops after
-    # the first success; all reads every sample.
-    offline_attempts: str = "until_success"
+    # The authors' offline loop (StarAgent.solve_task_with_gt, num_retries = 5): training tasks
+    # in split order, each attempted live with the current playbook until its unit tests pass,
+    # at most offline_max_attempts times; every attempt is reflected on and curated, and a failed
+    # attempt's reflection opens the next one. live: build-pool runs that loop (ACE's own
+    # episodes, not the trajectories sampled for every method). until_success / all: a task's
+    # shared sampled trajectories (drawn without a playbook) stand for its attempts, read in
+    # order until the first success / all of them.
+    offline_attempts: str = "live"
     offline_max_attempts: int = 5
     offline_ground_truth: bool = True  # ACE offline "with GT": the Reflector sees the checker's verdict
     online_ground_truth: bool = False  # ACE online (ACE_online_no_GT.jsonnet): it does not
@@ -52,7 +56,7 @@ class AceConfig:
     trajectory_max_chars: int = 12000  # the trajectory text the Reflector and Curator read
 
     def check(self) -> None:
-        check_choices("memory", self, {"offline_attempts": {"until_success", "all"}},
+        check_choices("memory", self, {"offline_attempts": {"live", "until_success", "all"}},
                       {"epochs": 1, "offline_max_attempts": 1, "dedup_threshold": 0.0, "max_context_share": 0.01,
                        "trajectory_max_chars": 200}, {"dedup_threshold": 1.0, "max_context_share": 1.0})
         if self.initial_playbook and not Path(self.initial_playbook).is_file():
@@ -88,6 +92,8 @@ class Ace(Memory):
     report_columns = {"setting": "ACE ({mode})", "params": ["memory.max_context_share", "memory.dedup"],
                       "series": {"playbook_bullets": "playbook bullets"}}
 
+    adapting = False  # build-pool's live offline adaptation (load_for_training), not an eval
+
     def __init__(self, playbook: Playbook, cfg: Any, summ: Any, embedder: Any = None):
         self.playbook = playbook
         self.root = cfg  # the run's Config (the guard's budget reads the model's context)
@@ -107,20 +113,24 @@ class Ace(Memory):
 
     @staticmethod
     async def _adapt(s: Settings, playbook: Playbook, budget: int, cfg: AceConfig, task: Task, trajectory: Any,
-                     outcome: Any, with_gt: bool, stats: AceStats, source: str) -> list[dict[str, Any]]:
-        """One Reflector + Curator round on a trajectory: the events it proposes."""
+                     outcome: Any, with_gt: bool, stats: AceStats, source: str) -> tuple[list[dict[str, Any]], str]:
+        """One Reflector + Curator round on a trajectory: the events it proposes, and the
+        Reflector's answer."""
         text, shown, _ = fit_playbook(playbook, "{playbook}", budget, cfg.show_counts)
         reflection = await reflect(s, task, trajectory, outcome, text, set(shown), with_gt, stats)
         ops = await curate(s, task, trajectory, text, reflection, stats)
-        return [{"op": "tag", **t} for t in reflection.tags] + [{**op, "source": source} for op in ops]
+        return [{"op": "tag", **t} for t in reflection.tags] + [{**op, "source": source} for op in ops], reflection.text
 
     # ------------------------------------------------------------------ build-pool
     @classmethod
     async def learn_from_training(cls, ctx: BuildContext) -> None:
-        """Training tasks in split order, one at a time (each sees the playbook the tasks
-        before it left); a task's applied events are one durable line, so an interrupted
-        build resumes after the last finished task."""
+        """``until_success`` / ``all``: training tasks in split order, one at a time (each sees
+        the playbook the tasks before it left), their sampled trajectories as attempts; a
+        task's applied events are one durable line, so an interrupted build resumes after the
+        last finished task. (``live`` adapted while build-pool ran ACE: nothing is left to do.)"""
         cfg: AceConfig = ctx.cfg.memory
+        if cfg.offline_attempts == "live":
+            return
         path = ctx.work / BUILD_LOG
         done = read_lines(path)
         playbook = initial(ctx.cfg)
@@ -139,8 +149,8 @@ class Ace(Memory):
                 task = ctx.bench.load(task_id)
                 stats, events, used = AceStats(), [], []
                 for i, (trajectory, outcome) in enumerate(attempts):
-                    proposed = await cls._adapt(s, playbook, budget, cfg, task, trajectory, outcome,
-                                                cfg.offline_ground_truth, stats, f"build/{unit}#{i}")
+                    proposed, _ = await cls._adapt(s, playbook, budget, cfg, task, trajectory, outcome,
+                                                   cfg.offline_ground_truth, stats, f"build/{unit}#{i}")
                     applied = await asyncio.to_thread(playbook.apply, proposed, f"build/{unit}#{i}", embed,
                                                       cfg.dedup_threshold)
                     events += applied
@@ -151,24 +161,51 @@ class Ace(Memory):
                 append_lines(path, [{"unit": unit, "events": events, "attempts": used, "stats": asdict(stats)}])
 
     @classmethod
+    def adapts_on_training(cls, cfg: Any) -> bool:
+        return cfg.memory.offline_attempts == "live"
+
+    @classmethod
+    def load_for_training(cls, ctx: MethodContext) -> Ace:
+        """The authors' initial playbook, adapted task by task with live attempts."""
+        state = cls(initial(ctx.cfg), ctx.cfg, ctx.summarizer, make_embedder_for(ctx.cfg) if ctx.cfg.memory.dedup
+                    else None)
+        state.adapting = True
+        return state
+
+    @classmethod
+    def _offline_attempts(cls, cfg: Any, success_rate: float) -> tuple[float, int]:
+        """Per training task and epoch: the attempts expected (until one succeeds, by default)
+        and at most."""
+        m: AceConfig = cfg.memory
+        n = m.offline_max_attempts if m.offline_attempts == "live" else min(cfg.build.samples, m.offline_max_attempts)
+        q = 1.0 - success_rate
+        return (float(n) if m.offline_attempts == "all" else sum(q ** i for i in range(n))), n
+
+    @classmethod
+    def build_episodes(cls, cfg: Any, success_rate: float) -> tuple[int, float, int]:
+        """Live: one unit per task and epoch, running its attempts; else the shared samples."""
+        if not cls.adapts_on_training(cfg):
+            return super().build_episodes(cfg, success_rate)
+        expected, most = cls._offline_attempts(cfg, success_rate)
+        return cfg.memory.epochs, cfg.memory.epochs * expected, cfg.memory.epochs * most
+
+    @classmethod
     def expected_summarizer_calls(cls, cfg: Any, success_rate: float, build: bool = False) -> float:
         """A Reflector and a Curator call per adapted trajectory: after every online unit, and
         per offline attempt (until one succeeds, by default) of each epoch."""
         if not build:
             return 2.0 if cfg.eval.mode == "dynamic" else 0.0
-        m: AceConfig = cfg.memory
-        n = min(cfg.build.samples, m.offline_max_attempts)
-        q = 1.0 - success_rate
-        attempts = sum(q ** i for i in range(n)) if m.offline_attempts == "until_success" else n
-        return 2.0 * attempts * m.epochs
+        return 2.0 * cls._offline_attempts(cfg, success_rate)[0] * cfg.memory.epochs
 
     @classmethod
     def assemble_pool(cls, ctx: BuildContext, staging: Path) -> BuildResult:
+        cfg: AceConfig = ctx.cfg.memory
+        if cfg.offline_attempts == "live":
+            return cls._assemble_adapted(ctx, staging)
         lines = read_lines(ctx.work / BUILD_LOG)
         playbook = initial(ctx.cfg)
         for line in lines:
             playbook.replay(line["events"])
-        cfg: AceConfig = ctx.cfg.memory
         playbook.built_by = {"kind": "build-pool", "run": str(ctx.work), "model": ctx.cfg.model.name,
                              "samples": ctx.cfg.build.samples, "epochs": cfg.epochs,
                              "offline_attempts": cfg.offline_attempts, "offline_max_attempts": cfg.offline_max_attempts,
@@ -179,8 +216,31 @@ class Ace(Memory):
             stats.merge(AceStats(**line["stats"]))
         duplicates = sum(1 for line in lines for e in line["events"] if e.get("duplicate_of"))
         attempts = sum(len(line["attempts"]) for line in lines)
+        return cls._built(playbook, stats, len(lines), attempts, duplicates)
+
+    @classmethod
+    def _assemble_adapted(cls, ctx: BuildContext, staging: Path) -> BuildResult:
+        """The live adaptation's final playbook (its stream's state, which build-pool's run
+        saved), with the counts its units recorded."""
+        cfg: AceConfig = ctx.cfg.memory
+        playbook = Playbook.load(stream_dir(ctx.work, (0, 0)) / "playbook")
+        playbook.built_by = {"kind": "build-pool", "run": str(ctx.work), "model": ctx.cfg.model.name,
+                             "epochs": cfg.epochs, "offline_attempts": cfg.offline_attempts,
+                             "offline_max_attempts": cfg.offline_max_attempts,
+                             "offline_ground_truth": cfg.offline_ground_truth, "dedup": cfg.dedup}
+        playbook.save(staging)
+        units = [line.get("method") or {} for line in read_lines(ctx.work / "trials.jsonl") if not line.get("error")]
+        stats = AceStats()
+        for m in units:
+            stats.merge(AceStats(**m["ace"]))
+        attempts = sum(len(m.get("offline_attempts") or []) for m in units)
+        duplicates = sum(len(m.get("duplicates") or {}) for m in units)
+        return cls._built(playbook, stats, len(units), attempts, duplicates)
+
+    @staticmethod
+    def _built(playbook: Playbook, stats: AceStats, tasks: int, attempts: int, duplicates: int) -> BuildResult:
         report = {"pool_size": len(playbook.bullets), "playbook": playbook.version(),
-                  "ace": {**asdict(stats), "tasks": len(lines), "attempts_reflected": attempts,
+                  "ace": {**asdict(stats), "tasks": tasks, "attempts_reflected": attempts,
                           "duplicates_dropped": duplicates}}
         rows = [("playbook bullets", str(len(playbook.bullets))), ("training attempts reflected", str(attempts)),
                 ("ACE LLM calls (this session)", str(stats.llm_calls)),
@@ -206,7 +266,9 @@ class Ace(Memory):
         return cls(playbook, cfg, ctx.summarizer, make_embedder_for(cfg) if cfg.memory.dedup else None)
 
     def fork(self, where: Path) -> Ace:
-        return Ace(self.playbook.copy(), self.root, self.summ, self.embedder)
+        copy = Ace(self.playbook.copy(), self.root, self.summ, self.embedder)
+        copy.adapting = self.adapting
+        return copy
 
     def apply(self, events: list[dict[str, Any]], committed: int, worker: int = 0) -> Applied:
         applied = self.playbook.apply(events, "", self._embed(), self.cfg.dedup_threshold)
@@ -233,15 +295,50 @@ class Ace(Memory):
         return Retrieval(text, shown, [], {"playbook": version, "injected": len(shown), "context": context,
                                            "playbook_bullets": version["bullets"]})
 
+    async def attempt(self, task: Task, episode: Episode, retrieval: Retrieval) -> Tried:
+        """Offline adaptation (``adapting``): up to ``offline_max_attempts`` live attempts, each
+        reflected on with ground truth and curated into a copy of the playbook, stopping at the
+        first success; a retry sees that playbook and the failed attempt's reflection
+        (``prompts/retry_frame.txt``). One Reflector call per attempt serves the Curator and the
+        retry (the authors call it twice, the first time with the previous retry's test report).
+        The events already carry their ids: the stream's one worker commits them unchanged."""
+        if not self.adapting:
+            return await super().attempt(task, episode, retrieval)
+        with self.guard:
+            local = self.playbook.copy()
+        s, budget, stats = self._settings(), self._budget(), AceStats()
+        attempts, applied, record = [], [], []
+        guidance = retrieval.guidance
+        for i in range(self.cfg.offline_max_attempts):
+            tried = await episode(guidance, i)
+            attempts.append(tried)
+            proposed, reflection = await self._adapt(s, local, budget, self.cfg, task, tried.trajectory, tried.outcome,
+                                                     self.cfg.offline_ground_truth, stats, f"#{i}")
+            applied.append(await asyncio.to_thread(local.apply, proposed, "", self._embed(), self.cfg.dedup_threshold))
+            record.append({"attempt": i, "success": tried.outcome.success,
+                           "added": [e["id"] for e in applied[-1] if e["op"] == "add" and e.get("id")],
+                           **({"guidance": guidance} if i else {})})  # the first one's is the unit's
+            if tried.outcome.success:
+                break
+            text, _, _ = fit_playbook(local, texts.generator_frame(), budget, self.cfg.show_counts)
+            guidance = text + texts.retry_frame(code_actions(self.root)).replace("{reflection}", reflection)
+        return Tried(attempts, {"offline_attempts": record}, carry=(applied, stats))
+
     async def learn(self, task: Task, tried: Tried, retrieval: Retrieval, unit: str) -> Learned:
         """ACE online: a Reflector and a Curator round after every task (success or not),
-        on its last attempt; the tags and ADDs are the unit's events."""
-        attempt = tried.attempts[-1]
+        on its last attempt; the tags and ADDs are the unit's events. Offline (``adapting``):
+        the events of every attempt, as ``attempt`` applied them."""
         stats = AceStats()
-        with self.guard:
-            current = self.playbook.copy()
-        events = await self._adapt(self._settings(), current, self._budget(), self.cfg, task, attempt.trajectory,
-                                   attempt.outcome, self.cfg.online_ground_truth, stats, unit)
+        if self.adapting:
+            applied, stats = tried.carry
+            events = [{**e, "source": f"{unit}{e['source']}"} if e["op"] == "add" else e
+                      for attempt in applied for e in attempt]
+        else:
+            attempt = tried.attempts[-1]
+            with self.guard:
+                current = self.playbook.copy()
+            events, _ = await self._adapt(self._settings(), current, self._budget(), self.cfg, task,
+                                          attempt.trajectory, attempt.outcome, self.cfg.online_ground_truth, stats, unit)
         record = {**retrieval.details, "tags": [e for e in events if e["op"] == "tag"],
                   "proposed": [{"section": e["section"], "content": e["content"]} for e in events if e["op"] == "add"],
                   "ace": asdict(stats)}

@@ -28,6 +28,11 @@ FUNCTION_CALLING: dict[str, list[tuple[str, str]]] = {
     "curator": [
         ("- For coding tasks, explicitly curate", "- For tool-calling tasks, explicitly curate"),
     ],
+    "retry": [
+        ("the code failed to match the ground truth outputs during unit testing",
+         "the tool calls failed the checker's test of the task"),
+        ("to improve your code in all future attempts", "to improve your tool calls in all future attempts"),
+    ],
 }
 
 
@@ -61,6 +66,11 @@ def curator(code_actions: bool) -> str:
 
 def generator_frame() -> str:
     return raw("generator_frame").rstrip("\n")
+
+
+def retry_frame(code_actions: bool) -> str:
+    """What follows the playbook in an offline retry: the failed attempt's reflection."""
+    return adapted(raw("retry_frame"), "retry", code_actions).rstrip("\n")
 
 
 def initial_playbook(code_actions: bool) -> str:
