@@ -118,13 +118,15 @@ def check_out_dir(out: Path) -> None:
 
 
 async def _sample_and_learn(cfg: Config, session: Session, bench: Benchmark, streams, task_ids: list[str],
-                            method: Any, embedder: Any, adapts: bool) -> tuple[BuildContext, dict[str, int], dict[str, Any]]:
+                            method: Any, embedder: Any,
+                            adapts: bool) -> tuple[BuildContext, dict[str, int], dict[str, Any]]:
     client, run_dir, progress = session.client, session.run_dir, session.progress
     summarizer, own = summarizer_settings(cfg, client)
     try:
         if adapts:
             state = training_stream(method, MethodContext(cfg=cfg, llm=client, summarizer=summarizer,
-                                                          run_path=run_dir.path, finished_units=run_dir.finished_units()))
+                                                          run_path=run_dir.path,
+                                                          finished_units=run_dir.finished_units()))
         else:
             state = no_memory()
         runner = Runner(bench, client, session.settings, run_dir, lambda _: state, cfg.llm.concurrency, progress,
