@@ -206,10 +206,7 @@ class Ace(Memory):
         playbook = initial(ctx.cfg)
         for line in lines:
             playbook.replay(line["events"])
-        playbook.built_by = {"kind": "build-pool", "run": str(ctx.work), "model": ctx.cfg.model.name,
-                             "samples": ctx.cfg.build.samples, "epochs": cfg.epochs,
-                             "offline_attempts": cfg.offline_attempts, "offline_max_attempts": cfg.offline_max_attempts,
-                             "offline_ground_truth": cfg.offline_ground_truth, "dedup": cfg.dedup}
+        playbook.built_by = {**cls._built_by(ctx), "samples": ctx.cfg.build.samples}
         playbook.save(staging)
         stats = AceStats()
         for line in lines:
@@ -222,13 +219,10 @@ class Ace(Memory):
     def _assemble_adapted(cls, ctx: BuildContext, staging: Path) -> BuildResult:
         """The live adaptation's final playbook (its stream's state, which build-pool's run
         saved), with the counts its units recorded."""
-        cfg: AceConfig = ctx.cfg.memory
         playbook = Playbook.load(stream_dir(ctx.work, (0, 0)) / "playbook")
-        playbook.built_by = {"kind": "build-pool", "run": str(ctx.work), "model": ctx.cfg.model.name,
-                             "epochs": cfg.epochs, "offline_attempts": cfg.offline_attempts,
-                             "offline_max_attempts": cfg.offline_max_attempts,
-                             "offline_ground_truth": cfg.offline_ground_truth, "dedup": cfg.dedup}
+        playbook.built_by = cls._built_by(ctx)
         playbook.save(staging)
+        # methods/ sits below run/: the unit records are read as lines (build-pool's trials.jsonl)
         units = [line.get("method") or {} for line in read_lines(ctx.work / "trials.jsonl") if not line.get("error")]
         stats = AceStats()
         for m in units:
@@ -236,6 +230,13 @@ class Ace(Memory):
         attempts = sum(len(m.get("offline_attempts") or []) for m in units)
         duplicates = sum(len(m.get("duplicates") or {}) for m in units)
         return cls._built(playbook, stats, len(units), attempts, duplicates)
+
+    @staticmethod
+    def _built_by(ctx: BuildContext) -> dict[str, Any]:
+        cfg: AceConfig = ctx.cfg.memory
+        return {"kind": "build-pool", "run": str(ctx.work), "model": ctx.cfg.model.name, "epochs": cfg.epochs,
+                "offline_attempts": cfg.offline_attempts, "offline_max_attempts": cfg.offline_max_attempts,
+                "offline_ground_truth": cfg.offline_ground_truth, "dedup": cfg.dedup}
 
     @staticmethod
     def _built(playbook: Playbook, stats: AceStats, tasks: int, attempts: int, duplicates: int) -> BuildResult:
