@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Callable, Optional
 
 import typer
+from typer.core import TyperCommand, TyperGroup
 from rich.console import Console
 from rich.markup import escape
 
@@ -20,15 +21,63 @@ from reme_cli.core.config import compose
 from reme_cli.core.errors import EXIT_UNIT_ERRORS, Interrupted, Reexec, UserError, os_error_message
 
 console = Console(stderr=True)  # progress and tables; stdout carries only paths, for scripts
-app = typer.Typer(
+
+
+class _FlagsWithoutType:
+    """Flags take no value: Typer >= 0.22 prints ``<bool>`` beside each (``--help``
+    included), which reads as if one were wanted. An empty metavar leaves that column blank."""
+
+    def get_params(self, ctx):
+        params = super().get_params(ctx)
+        for param in params:
+            if getattr(param, "is_flag", False) and param.metavar is None:
+                param.metavar = ""
+        return params
+
+
+class _Group(_FlagsWithoutType, TyperGroup):
+    pass
+
+
+class _Command(_FlagsWithoutType, TyperCommand):
+    pass
+
+
+def _typer(**kw) -> typer.Typer:
+    return typer.Typer(cls=_Group, no_args_is_help=True, add_completion=False,
+                       pretty_exceptions_show_locals=False, **kw)
+
+
+app = _typer(
     name="reme",
-    help="Reproduce and extend ReMe (dynamic procedural memory for LLM agents) on BFCL-v3.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_show_locals=False,
+    help="Reproduce and extend ReMe (dynamic procedural memory for LLM agents, arXiv 2512.10696) on "
+         "BFCL-v3 multi-turn and AppWorld: build experience pools, evaluate memory methods (ReMe fixed "
+         "and dynamic, A-Mem, LangMem, ACE, Dynamic Cheatsheet, ReasoningBank, or your own plug-in) with "
+         "Avg@k / Pass@k over seeds, run the paper's ablations and regenerate its tables beside the "
+         "paper's numbers. Every command takes Hydra overrides (model=qwen3-8b eval.runs=4).",
 )
-pool_app = typer.Typer(help="Inspect and import experience pools.", no_args_is_help=True)
+pool_app = _typer(help="Inspect and import experience pools.")
 app.add_typer(pool_app, name="pool")
+
+
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            print(f"reme {version('reme-harness')}")
+        except PackageNotFoundError:  # run from a checkout that was never installed
+            print("reme (not installed: pip install -e . from the checkout)")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                 help="Print reme's version and exit."),
+) -> None:
+    """The options before a command."""
+
 
 _OVERRIDES = {"allow_extra_args": True, "ignore_unknown_options": True}
 OverridesArg = typer.Argument(
@@ -122,7 +171,7 @@ def _mode_overrides(mode: Mode | None, overrides: list[str]) -> list[str]:
     return extra + overrides
 
 
-@app.command("eval", context_settings=_OVERRIDES)
+@app.command("eval", cls=_Command, context_settings=_OVERRIDES)
 def eval_cmd(
     mode: Optional[Mode] = typer.Option(None, "--mode", help="none: no memory; fixed: retrieve from a pool; "
                                                              "dynamic: retrieve and refine the pool as tasks go. "
@@ -148,7 +197,7 @@ def eval_cmd(
     _run(body)
 
 
-@app.command("serve", context_settings=_OVERRIDES)
+@app.command("serve", cls=_Command, context_settings=_OVERRIDES)
 def serve_cmd(
     port: int = typer.Option(8000, help="Port to serve on."),
     host: str = typer.Option("127.0.0.1", help="Interface to bind (0.0.0.0: every interface, for other machines)."),
@@ -186,7 +235,7 @@ def serve_cmd(
     _run(body)
 
 
-@app.command("build-pool", context_settings=_OVERRIDES)
+@app.command("build-pool", cls=_Command, context_settings=_OVERRIDES)
 def build_pool_cmd(
     multirun: bool = MultirunOpt,
     wait: bool = WaitOpt,
@@ -209,7 +258,7 @@ def build_pool_cmd(
     _run(body)
 
 
-@app.command("ablate", context_settings=_OVERRIDES)
+@app.command("ablate", cls=_Command, context_settings=_OVERRIDES)
 def ablate_cmd(
     suite: str = typer.Argument(..., help="A suite in configs/ablation/ (table1..table5, topk, alpha_beta) "
                                           "or a path to a suite file."),
@@ -260,7 +309,7 @@ def ablate_cmd(
     _run(body)
 
 
-@app.command("report")
+@app.command("report", cls=_Command)
 def report_cmd(
     dirs: list[Path] = typer.Argument(..., help="Run directories, suite directories, or folders holding them."),
     out: Optional[Path] = typer.Option(None, "--out", help="Where to write (default: DIR/report for one DIR)."),
@@ -285,7 +334,7 @@ def report_cmd(
     _run(body)
 
 
-@pool_app.command("import", context_settings=_OVERRIDES)
+@pool_app.command("import", cls=_Command, context_settings=_OVERRIDES)
 def pool_import_cmd(
     source: Optional[str] = typer.Argument(
         None, metavar="SOURCE",
@@ -313,7 +362,7 @@ def pool_import_cmd(
     _run(body)
 
 
-@pool_app.command("stats", context_settings=_OVERRIDES)
+@pool_app.command("stats", cls=_Command, context_settings=_OVERRIDES)
 def pool_stats_cmd(
     pool: Path = typer.Argument(..., help="A pool directory."),
     overrides: Optional[list[str]] = OverridesArg,
@@ -328,7 +377,7 @@ def pool_stats_cmd(
     _run(body)
 
 
-@pool_app.command("show", context_settings=_OVERRIDES)
+@pool_app.command("show", cls=_Command, context_settings=_OVERRIDES)
 def pool_show_cmd(
     pool: Path = typer.Argument(..., help="A pool directory."),
     query: Optional[str] = typer.Option(None, "--query", help="Show what this query retrieves."),
@@ -347,11 +396,11 @@ def pool_show_cmd(
     _run(body)
 
 
-appworld_app = typer.Typer(help="AppWorld's own environment (separate virtualenv).", no_args_is_help=True)
+appworld_app = _typer(help="AppWorld's own environment (separate virtualenv).")
 app.add_typer(appworld_app, name="appworld")
 
 
-@appworld_app.command("setup")
+@appworld_app.command("setup", cls=_Command)
 def appworld_setup_cmd(
     venv: Optional[Path] = typer.Option(None, help="Where to create it (default <prefix>/share/reme/appworld-venv)."),
 ) -> None:
@@ -368,7 +417,7 @@ def appworld_setup_cmd(
     _run(body)
 
 
-@app.command("bfcl-diff")
+@app.command("bfcl-diff", cls=_Command)
 def bfcl_diff_cmd() -> None:
     """Per-task differences between the pinned BFCL release and the paper's (benchmark.release)."""
 
