@@ -90,3 +90,17 @@ def method_dir(where: Path, method: str, *subdirs: str) -> Path | None:
         except (OSError, ValueError, AttributeError):
             continue
     return None
+
+
+def describe_folder(where: Path, method: str, subdirs: tuple[str, ...],
+                    change: Callable[[str, int, list[dict[str, Any]]], StateChange],
+                    read: Callable[[Path], tuple[list[StateItem], dict[str, Any], str | None]]) -> StateView | None:
+    """The usual ``describe``: the method's folder under ``where`` (``method_dir``) read by
+    ``read(folder)`` into (items, summary, text), the stream's changes by ``change``; None
+    when ``where`` holds neither."""
+    folder = method_dir(where, method, *subdirs)
+    changes = stream_changes(where, change)
+    if folder is None and changes is None:
+        return None
+    items, summary, text = read(folder) if folder is not None else ([], {}, None)
+    return StateView(method, items, summary, text, changes)

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from reme_cli.methods.ace.playbook import METHOD, PLAYBOOK, TEXT
-from reme_cli.methods.state_view import StateChange, StateItem, StateView, method_dir, stream_changes
+from reme_cli.methods.state_view import StateChange, StateItem, StateView, describe_folder
 
 
 def item(bullet: dict[str, Any]) -> StateItem:
@@ -32,14 +32,13 @@ def change(unit: str, seq: int, events: list[dict[str, Any]]) -> StateChange:
     return out
 
 
-def describe(where: Path) -> StateView | None:
-    book = method_dir(where, METHOD, "playbook")
-    changes = stream_changes(where, change)
-    if book is None and changes is None:
-        return None
-    state = json.loads((book / PLAYBOOK).read_text()) if book else {}
+def read(book: Path) -> tuple[list[StateItem], dict[str, Any], str | None]:
+    state = json.loads((book / PLAYBOOK).read_text())
     items = [item(b) for b in state.get("bullets", [])]
     summary = {"bullets": len(items), "by section": dict(Counter(i.kind for i in items)),
                "updates applied": state.get("ops_applied")}
-    text = (book / TEXT).read_text() if book and (book / TEXT).is_file() else None
-    return StateView(METHOD, items, summary, text=text, changes=changes)
+    return items, summary, (book / TEXT).read_text() if (book / TEXT).is_file() else None
+
+
+def describe(where: Path) -> StateView | None:
+    return describe_folder(where, METHOD, ("playbook",), change, read)

@@ -9,7 +9,7 @@ from typing import Any
 
 from reme_cli.core.io import read_lines
 from reme_cli.methods.amem.notes import METHOD, NOTES
-from reme_cli.methods.state_view import StateChange, StateItem, StateView, method_dir, stream_changes
+from reme_cli.methods.state_view import StateChange, StateItem, StateView, describe_folder
 
 
 def item(note: dict[str, Any]) -> StateItem:
@@ -35,13 +35,13 @@ def change(unit: str, seq: int, events: list[dict[str, Any]]) -> StateChange:
     return out
 
 
-def describe(where: Path) -> StateView | None:
-    store = method_dir(where, METHOD, "store")
-    changes = stream_changes(where, change)
-    if store is None and changes is None:
-        return None
-    items = [item(n) for n in read_lines(store / NOTES)] if store else []
+def read(store: Path) -> tuple[list[StateItem], dict[str, Any], None]:
+    items = [item(n) for n in read_lines(store / NOTES)]
     summary = {"notes": len(items), "links": sum(int(i.numbers["links"]) for i in items),
                "evolved notes": sum(1 for i in items if i.fields.get("evolved")),
                "never retrieved": sum(1 for i in items if not i.numbers["retrievals"])}
-    return StateView(METHOD, items, summary, changes=changes)
+    return items, summary, None
+
+
+def describe(where: Path) -> StateView | None:
+    return describe_folder(where, METHOD, ("store",), change, read)

@@ -10,7 +10,7 @@ from typing import Any
 
 from reme_cli.core.io import read_lines
 from reme_cli.methods.dc.pool import CHEATSHEET, METHOD, PAIRS, manifest_of
-from reme_cli.methods.state_view import StateChange, StateItem, StateView, method_dir, stream_changes
+from reme_cli.methods.state_view import StateChange, StateItem, StateView, describe_folder
 
 SHEET_ID = "cheatsheet"  # the item a DC-Cu rewrite updates
 
@@ -30,18 +30,15 @@ def change(unit: str, seq: int, events: list[dict[str, Any]]) -> StateChange:
     return out
 
 
+def read(pool: Path) -> tuple[list[StateItem], dict[str, Any], str | None]:
+    manifest = manifest_of(pool)
+    items = [item(p) for p in read_lines(pool / PAIRS)]
+    text = (pool / CHEATSHEET).read_text(encoding="utf-8") if (pool / CHEATSHEET).is_file() else None
+    summary = {"variant": manifest.get("variant"), "pairs": len(items),
+               "cheatsheet chars": len(text) if text is not None else None,
+               "cheatsheet rewrites": (manifest.get("cheatsheet") or {}).get("rewrites")}
+    return items, summary, text
+
+
 def describe(where: Path) -> StateView | None:
-    pool = method_dir(where, METHOD, "state")
-    changes = stream_changes(where, change)
-    if pool is None and changes is None:
-        return None
-    items, text, summary = [], None, {}
-    if pool is not None:
-        manifest = manifest_of(pool)
-        items = [item(p) for p in read_lines(pool / PAIRS)]
-        if (pool / CHEATSHEET).is_file():
-            text = (pool / CHEATSHEET).read_text(encoding="utf-8")
-        summary = {"variant": manifest.get("variant"), "pairs": len(items),
-                   "cheatsheet chars": len(text) if text is not None else None,
-                   "cheatsheet rewrites": (manifest.get("cheatsheet") or {}).get("rewrites")}
-    return StateView(METHOD, items, summary, text=text, changes=changes)
+    return describe_folder(where, METHOD, ("state",), change, read)

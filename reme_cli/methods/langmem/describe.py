@@ -9,7 +9,7 @@ from typing import Any
 
 from reme_cli.core.io import read_lines
 from reme_cli.methods.langmem.store import EPISODES, METHOD
-from reme_cli.methods.state_view import StateChange, StateItem, StateView, method_dir, stream_changes
+from reme_cli.methods.state_view import StateChange, StateItem, StateView, describe_folder
 
 
 def item(put: dict[str, Any]) -> StateItem:
@@ -25,12 +25,10 @@ def change(unit: str, seq: int, events: list[dict[str, Any]]) -> StateChange:
     return StateChange(unit, seq, added=[item(e) for e in events if e.get("op") == "put"])
 
 
+def read(store: Path) -> tuple[list[StateItem], dict[str, Any], None]:
+    latest = {str(put.get("key", "")): item(put) for put in read_lines(store / EPISODES)}
+    return list(latest.values()), {"episodes": len(latest)}, None
+
+
 def describe(where: Path) -> StateView | None:
-    store = method_dir(where, METHOD, "store")
-    changes = stream_changes(where, change)
-    if store is None and changes is None:
-        return None
-    latest: dict[str, StateItem] = {}
-    for put in read_lines(store / EPISODES) if store else []:
-        latest[str(put.get("key", ""))] = item(put)
-    return StateView(METHOD, list(latest.values()), {"episodes": len(latest)}, changes=changes)
+    return describe_folder(where, METHOD, ("store",), change, read)

@@ -11,7 +11,7 @@ from typing import Any
 
 from reme_cli.core.io import read_lines
 from reme_cli.methods.reasoningbank.items import METHOD, RECORDS
-from reme_cli.methods.state_view import StateChange, StateItem, StateView, method_dir, stream_changes
+from reme_cli.methods.state_view import StateChange, StateItem, StateView, describe_folder
 
 
 def items_of(record: dict[str, Any]) -> list[StateItem]:
@@ -26,12 +26,11 @@ def change(unit: str, seq: int, events: list[dict[str, Any]]) -> StateChange:
                                          for i in items_of(e.get("record") or {})])
 
 
-def describe(where: Path) -> StateView | None:
-    store = method_dir(where, METHOD, "store")
-    changes = stream_changes(where, change)
-    if store is None and changes is None:
-        return None
-    records = read_lines(store / RECORDS) if store else []
+def read(store: Path) -> tuple[list[StateItem], dict[str, Any], None]:
+    records = read_lines(store / RECORDS)
     items = [i for r in records for i in items_of(r)]
-    summary = {"records": len(records), "items": len(items), "by verdict": dict(Counter(i.kind for i in items))}
-    return StateView(METHOD, items, summary, changes=changes)
+    return items, {"records": len(records), "items": len(items), "by verdict": dict(Counter(i.kind for i in items))}, None
+
+
+def describe(where: Path) -> StateView | None:
+    return describe_folder(where, METHOD, ("store",), change, read)
