@@ -54,12 +54,12 @@ def find_runs(dirs: list[Path]) -> list[Path]:
     return sorted(found)
 
 
-def _flatten(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+def flatten(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in data.items():
         name = f"{prefix}{key}"
         if isinstance(value, dict):
-            out.update(_flatten(value, name + "."))
+            out.update(flatten(value, name + "."))
         else:
             out[name] = value
     return out
@@ -99,7 +99,7 @@ def load_frames(paths: list[Path], order: list[str] | None = None
             "memory": memory,
             "k": cfg["eval"]["runs"], "seeds": cfg["eval"]["seeds"],
             "tasks": len(manifest.get("task_ids") or []), "status": manifest.get("status", "running"),
-            "variant": path.name, "params": _flatten(cfg), SUITE_RANK: rank.get(path.name),
+            "variant": path.name, "params": flatten(cfg), SUITE_RANK: rank.get(path.name),
         })
         unit_rows += [unit_row(run_id, t) for t in trials]
         if mode == "dynamic":
