@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -23,6 +24,7 @@ from reme_cli.report.columns import method_columns
 from reme_cli.run.records import CONFIG_FILE, MANIFEST_FILE, TRIALS_FILE, RunDir, UnitRecord
 
 _WATCHED = (CONFIG_FILE, MANIFEST_FILE, TRIALS_FILE)
+RESCAN_S = 1.0
 
 
 @dataclass
@@ -175,6 +177,7 @@ class Catalog:
         self._lock = threading.Lock()
         self._runs: dict[Path, Run] = {}
         self.paths = self._find()
+        self._found_at = time.monotonic()
 
     def _find(self) -> list[Path]:
         try:
@@ -185,11 +188,12 @@ class Catalog:
                             "directory from `reme ablate`, or a folder holding them") from None
 
     def runs(self) -> list[Run]:
-        """Every run, re-read where its files changed; new run directories are picked up."""
+        """Every run, re-read where its files changed; new run directories are picked up (the
+        folders are searched again at most once a second: a page asks for several answers)."""
         with self._lock:
-            found = self._find()
-            if found != self.paths:
-                self.paths = found
+            if time.monotonic() - self._found_at > RESCAN_S:
+                self.paths = self._find()
+                self._found_at = time.monotonic()
             out = []
             for i, path in enumerate(self.paths):
                 known = self._runs.get(path)
