@@ -334,6 +334,55 @@ def report_cmd(
     _run(body)
 
 
+@app.command("view", cls=_Command)
+def view_cmd(
+    dirs: list[Path] = typer.Argument(..., help="Run directories, suite directories, or folders holding them."),
+    host: str = typer.Option("127.0.0.1", help="Interface to serve on (0.0.0.0: every interface, to share it; "
+                                               "run records hold prompts and model output)."),
+    port: int = typer.Option(0, help="Port to serve on (0: a free one)."),
+    export: Optional[Path] = typer.Option(None, "--export", metavar="FILE.html",
+                                          help="Write one self-contained HTML file instead of serving (opens "
+                                               "from disk, no network)."),
+) -> None:
+    """See what memory did, in the browser: runs and suites, the task grid, each unit, the memory, its health.
+
+    Serves a local page until Ctrl-C and prints its URL; reload it to see new units of a run that is still going.
+
+    Example: reme view runs/ablate/table1-bfcl_v3-qwen3-8b-released
+
+    Example: reme view runs/default --export view.html
+    """
+
+    def body() -> None:
+        if not 0 <= port <= 65535:
+            raise UserError(f"--port {port}: choose a port from 1 to 65535 (or 0 for a free one)")
+        from reme_cli.view.runs import Catalog
+
+        catalog = Catalog(dirs)
+        catalog.runs()  # a damaged run is refused now, in one line
+        if export is not None:
+            from reme_cli.view.export import export as write_export
+
+            size = write_export(catalog, export)
+            console.print(f"wrote {len(catalog.paths)} run(s), {size / 1e6:.1f} MB")
+            print(export)
+            return
+        from reme_cli.view.server import ViewServer
+
+        server = ViewServer(catalog, host, port)
+        server.warm()
+        console.print(f"reme view: {len(catalog.paths)} run(s) at {server.url} (Ctrl-C to stop)")
+        print(server.url, flush=True)
+        try:
+            server.serve_forever()
+        except KeyboardInterrupt:  # Ctrl-C (or SIGTERM) is how a viewer ends: nothing was being written
+            console.print("reme view: stopped")
+        finally:
+            server.server_close()
+
+    _run(body)
+
+
 @pool_app.command("import", cls=_Command, context_settings=_OVERRIDES)
 def pool_import_cmd(
     source: Optional[str] = typer.Argument(
