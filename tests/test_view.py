@@ -443,6 +443,7 @@ def test_model_output_shows_as_text_never_as_markup(browser, suite, reme):
     context.close()
 
 
+@pytest.mark.script("bench_view.py")
 def test_the_view_benchmark_measures_a_synthetic_run(tmp_path, request):
     """scripts/bench_view.py at a small size: every measure is there (the browser's too, when
     there is one; its absence is said in the table)."""
