@@ -357,3 +357,17 @@ def test_every_script_has_a_smoke_test():
     scripts = {p.name for p in SCRIPTS.iterdir() if p.is_file()}
     assert scripts - marked == set(), "scripts without a smoke test"
     assert marked - scripts == set(), "smoke tests of scripts that are gone"
+
+
+@script("bench_tests.py")
+def test_bench_tests_times_a_part_of_the_suite(tmp_path):
+    out = tmp_path / "suite.md"
+    proc = subprocess.run([sys.executable, str(SCRIPTS / "bench_tests.py"), "--top", "3", "--out", str(out), "--",
+                           "tests/test_cli_meta.py", "-n", "0"], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    text = out.read_text()
+    assert text == proc.stdout
+    assert "| tests passed / failed / skipped | 2 / 0 / 0 |" in text and "| pytest exit code | 0 |" in text
+    wall = float(re.search(r"\| wall time \| (\d+) s", text).group(1))
+    assert 0 < wall < 300
+    assert "| tests/test_cli_meta.py |" in text  # the per-file table names the file that ran
