@@ -11,6 +11,7 @@ from rich.markup import escape
 from reme_cli.bench.registry import make_benchmark
 from reme_cli.core.config import Config, config_hash
 from reme_cli.llm.client import ChatClient
+from reme_cli.llm.embed import check_key_for
 from reme_cli.core.registry import METHODS
 from reme_cli.llm.answer_health import failure_message, summary_line
 from reme_cli.methods.base import MethodContext, memory_class
@@ -58,6 +59,8 @@ def evaluate(cfg: Config, console: Console, wait: bool = False) -> RunResult:
     streams = plan_streams(task_ids, cfg.eval.seeds, cfg.eval.runs, cfg.eval.seed_base,
                            sequential=cfg.eval.mode == "dynamic", scope=cfg.eval.scope,
                            workers=cfg.eval.dynamic_workers)
+    if cfg.eval.mode != "none":  # only a memory embeds
+        check_key_for(cfg)
     preflight = getattr(method_plugin(cfg), "preflight", None)
     if preflight is not None:
         preflight(cfg)  # e.g. ReMe's missing pool: bad input, refused before anything is written
