@@ -36,6 +36,7 @@ class Step:
     cached: bool
     code: str | None = None
     code_output: str | None = None
+    reasoning: str | None = None
 
 
 @dataclass
@@ -84,13 +85,16 @@ class Trajectory:
 
 @dataclass
 class Sampling:
+    """What each request sends; None: not sent (the server's default applies)."""
+
     temperature: float
-    top_p: float
-    max_tokens: int
+    top_p: float | None
+    max_tokens: int | None
     seed: int | None
     extra_body: dict[str, Any] | None = None
-    top_k: int | None = None  # None: not sent (the server's default applies)
+    top_k: int | None = None
     min_p: float | None = None
+
 
 
 def with_guidance(text: str, guidance: str | None) -> str:
@@ -131,6 +135,7 @@ async def run_episode(
     max_interactions: int = 30,
     max_steps_per_turn: int | None = 20,
     headers: dict[str, str] | None = None,
+    history_reasoning: str = "drop",
 ) -> Trajectory:
     tools = env.tools()
     traj = Trajectory()
@@ -145,6 +150,8 @@ async def run_episode(
     for turn_index, user_messages in enumerate(task.turns):
         steps: list[Step] = []
         traj.turns.append(steps)
+        if turn_index:  # an environment may offer its tools differently from turn to turn
+            request_extra = protocol.request_kwargs(env.tools())
         for j, msg in enumerate(user_messages):
             content = msg["content"]
             if turn_index == 0 and j == 0:
@@ -173,6 +180,8 @@ async def run_episode(
                 break
             traj.interactions += 1
             reply = protocol.read(result)
+            if history_reasoning != "drop" and result.reasoning and not getattr(protocol, "code_actions", False):
+                reply.message[history_reasoning] = result.reasoning
             traj.messages.append(reply.message)
             calls: list[dict[str, Any]] = []
             outputs: list[str] = []
@@ -186,7 +195,8 @@ async def run_episode(
             # Code-action protocols record the step as code and its output (AppWorld).
             code = reply.calls[0].arguments["code"] if getattr(protocol, "code_actions", False) and reply.calls else None
             steps.append(Step(reply.text, calls, result.prompt_tokens, result.completion_tokens,
-                              result.latency_s, result.cached, code=code, code_output=outputs[0] if code is not None else None))
+                              result.latency_s, result.cached, code=code, code_output=outputs[0] if code is not None else None,
+                              reasoning=result.reasoning))
             if done:  # the environment says the task is over: no further turn or step
                 await env.end_step()
                 await env.end_turn()

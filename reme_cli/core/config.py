@@ -25,16 +25,17 @@ from reme_cli.core.registry import BENCHMARKS, EMBEDDERS, METHODS, PROTOCOLS, Re
 
 @dataclass
 class SamplingCfg:
-    """What the executor's requests send, every key of it (and the summarizer's, except
-    temperature and max_tokens): a server applies its own default to any parameter left
-    out (vLLM: the model's generation_config.json), which a run could not record. The
-    defaults here switch top_k and min_p off; the Qwen3 model configs set Qwen3's own."""
+    """What the executor's requests send (and the summarizer's, except temperature and
+    max_tokens). null: not sent, so the server's default applies (vLLM >= 0.8: the model's
+    generation_config.json; llama-cpp-python: its own). The defaults here send every
+    parameter, top_k and min_p off; the Qwen3 model configs send none but the temperature,
+    as the authors' agents did (results/authors_setup_evidence.md section 9)."""
 
     temperature: float = 0.9
-    top_p: float = 1.0
-    top_k: int = 0  # 0: off (vLLM, llama.cpp and llama-cpp-python all read 0 so)
-    min_p: float = 0.0
-    max_tokens: int = 4096
+    top_p: Optional[float] = 1.0
+    top_k: Optional[int] = 0  # 0: off (vLLM, llama.cpp and llama-cpp-python all read 0 so)
+    min_p: Optional[float] = 0.0
+    max_tokens: Optional[int] = 4096  # null: no cap (the server's context is the limit)
 
 
 @dataclass
@@ -178,6 +179,11 @@ class Config:
 
 PLUGIN_SECTIONS = ("benchmark", "memory")
 
+# How the model's own reasoning goes back to it in the history (benchmark.history_reasoning,
+# read by reme_cli.agent.loop): dropped, or kept on its assistant message under this key
+# (the authors' BFCL agent: ``reasoning_content``; vLLM's chat-message parser reads ``reasoning``).
+HISTORY_REASONING = ("drop", "reasoning_content", "reasoning")
+
 _CHOICES = {
     "model.kind": {"local", "vllm", "openai"},
     "eval.mode": {"none", "fixed", "dynamic"},
@@ -294,6 +300,9 @@ def validate(raw: DictConfig | dict) -> Config:
     if not re.fullmatch(r"auto|cpu|cuda(:\d+)?", str(cfg.embedding.device)):
         raise UserError(f"embedding.device={cfg.embedding.device!r} is not allowed; choose auto, cpu, cuda or cuda:N")
     _check_embedding(cfg.embedding)
+    history = getattr(cfg.benchmark, "history_reasoning", "drop")
+    if history not in HISTORY_REASONING:
+        raise UserError(f"benchmark.history_reasoning={history!r} is not allowed; choose one of {list(HISTORY_REASONING)}")
     urls = [cfg.llm.base_url] if isinstance(cfg.llm.base_url, str) else cfg.llm.base_url or []
     if not isinstance(urls, list) or not all(isinstance(u, str) and u.startswith(("http://", "https://"))
                                              for u in urls):

@@ -30,7 +30,7 @@ from reme_cli.run.lock import DirLock
 from reme_cli.run.progress import RunProgress
 from reme_cli.run.records import RunDir
 from reme_cli.run.runner import EpisodeSettings
-from reme_cli.run.settings import episode_settings
+from reme_cli.run.settings import episode_settings, request_record
 
 T = TypeVar("T")
 
@@ -94,7 +94,7 @@ class RunLifecycle:
         with endpoint(cfg) as ep:
             run_dir = self._run_dir = RunDir.open(self.run_path, to_dict(cfg), config_hash(cfg), kind=self.kind)
             run_dir.update_manifest(status="running", server=ep.identity, embedding=embedding_identity(cfg),
-                                    **manifest, **sandbox_fields(self.bench))
+                                    requests=request_record(cfg, temperature), **manifest, **sandbox_fields(self.bench))
             settings = episode_settings(cfg, self.bench, temperature=temperature)
             progress = RunProgress(self.console, title)
             try:

@@ -79,6 +79,7 @@ class Reply:
     tool_calls: list[Call] = field(default_factory=list)
     finish_reason: str | None = None  # default: "tool_calls" or "stop"
     raw: bool = False  # send content as is, even when the request has a response_format
+    reasoning: str | None = None  # sent as the message's reasoning_content, as vLLM's reasoning parser does
 
 
 class Policy(Protocol):
@@ -482,6 +483,8 @@ def _embeddings(body: dict[str, Any]) -> dict[str, Any]:
 def _completion(body: dict[str, Any], reply: Reply, turn_id: int) -> dict[str, Any]:
     json_protocol = body.get("response_format") is not None
     message: dict[str, Any] = {"role": "assistant", "content": reply.content}
+    if reply.reasoning is not None:
+        message["reasoning_content"] = reply.reasoning
     finish = "stop"
     if reply.finish_reason == "length":  # cut off mid-reply: the text is all there is
         message["content"] = reply.content or ""
