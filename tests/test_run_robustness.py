@@ -27,7 +27,8 @@ from reme_cli.testing.scripted_server import (
 )
 from tests.conftest import scripted_server_process
 
-REPLAY = ["model=qwen3-8b", "embedding=minilm", "llm.model=replay", "llm.cache=false", "eval.seeds=1"]
+REPLAY = ["model=qwen3-8b", "embedding=minilm", "llm.model=replay", "llm.cache=false", "eval.seeds=1",
+          "benchmark.release=current"]  # the replay server replays the pinned release's ground truth
 THREE = "benchmark.task_ids=[multi_turn_base_0,multi_turn_base_2,multi_turn_base_4]"
 
 

@@ -180,7 +180,7 @@ def _server(summarizer: Any) -> ScriptedServer:
 def _args(srv: ScriptedServer, *extra: str) -> list[str]:
     # No response cache: the healthy and the broken summarizer get the same requests.
     return ["model=qwen3-8b", "embedding=minilm", "llm.model=replay", f"llm.base_url={srv.base_url}",
-            "llm.cache=false", f"benchmark.limit={TASKS}", *extra]
+            "llm.cache=false", f"benchmark.limit={TASKS}", "benchmark.release=current", *extra]
 
 
 def _failure_lines(stderr: str) -> list[str]:

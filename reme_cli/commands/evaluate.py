@@ -58,7 +58,7 @@ def evaluate(cfg: Config, console: Console, wait: bool = False) -> RunResult:
     task_ids = bench.task_ids()  # bad ids fail here, before anything is written
     streams = plan_streams(task_ids, cfg.eval.seeds, cfg.eval.runs, cfg.eval.seed_base,
                            sequential=cfg.eval.mode == "dynamic", scope=cfg.eval.scope,
-                           workers=cfg.eval.dynamic_workers)
+                           workers=cfg.eval.dynamic_workers, order=cfg.eval.task_order)
     if cfg.eval.mode != "none":  # only a memory embeds
         check_key_for(cfg)
     preflight = getattr(method_plugin(cfg), "preflight", None)
@@ -93,12 +93,23 @@ def evaluate(cfg: Config, console: Console, wait: bool = False) -> RunResult:
     return RunResult(run_dir.path, metrics["errors"], failure)
 
 
+def chains_at_once(cfg: Config, streams: list) -> int:
+    """Streams the runner walks at once. In dynamic mode every worker chain of every stream
+    (AppWorld: 3 seeds x 4 runs x 8 workers = 96): a stream's workers must run together, as the
+    authors' did, or the pool they share evolves otherwise, and a chain held back until another
+    finished would start on a pool that had moved on. ``llm.concurrency`` still bounds the
+    requests in flight (the client queues the rest, first come first served), and
+    ``env.concurrency`` / AppWorld's ``benchmark.workers`` the open environments. Independent
+    units: ``llm.concurrency`` at once."""
+    return max(1, len(streams)) if cfg.eval.mode == "dynamic" else cfg.llm.concurrency
+
+
 async def _run(cfg, ep, bench, settings, run_dir, progress, streams, client) -> None:
     """The run's units with the configured memory method (the lifecycle owns ``client``)."""
     own_client = None
     try:
         method_for, own_client = make_method_factory(cfg, run_dir.path, client, run_dir.finished_units())
-        runner = Runner(bench, client, settings, run_dir, method_for, cfg.llm.concurrency, progress,
+        runner = Runner(bench, client, settings, run_dir, method_for, chains_at_once(cfg, streams), progress,
                         health=ep.health, env_concurrency=cfg.env.concurrency)
         await runner.run(streams)
     finally:

@@ -153,6 +153,9 @@ class EvalCfg:
     # benchmark's own number, what the authors' scripts ran (BFCL 4, AppWorld 8); 1 runs
     # a stream's tasks one after another (the paper's text describes no concurrency).
     dynamic_workers: Optional[int] = None
+    # Dynamic mode: the order each stream walks the tasks. file: the split's order, worker i
+    # taking tasks i, i+W, ... (the authors' run_bfcl.py); shuffle: a permutation per seed.
+    task_order: str = "file"
     # Longest string a unit record stores (a reply, an argument, an output); longer ones are
     # cut in the middle and the record says so. What the environment receives is not cut.
     max_stored_chars: int = 20_000
@@ -188,6 +191,7 @@ _CHOICES = {
     "model.kind": {"local", "vllm", "openai"},
     "eval.mode": {"none", "fixed", "dynamic"},
     "eval.scope": {"stream", "experiment"},
+    "eval.task_order": {"file", "shuffle"},
 }
 
 _AT_LEAST = {
@@ -376,7 +380,7 @@ def to_dict(cfg: Config) -> dict[str, Any]:
 # that value they stay out of the hash, so an earlier run directory still resumes.
 _NEUTRAL_WHEN = {"eval.dynamic_workers": 1, "embedding.dimensions": None}
 # Keys that change nothing outside one mode: out of the hash in the others.
-_ONLY_IN_MODE = {"eval.dynamic_workers": "dynamic"}
+_ONLY_IN_MODE = {"eval.dynamic_workers": "dynamic", "eval.task_order": "dynamic"}
 
 
 def config_hash(cfg: Config) -> str:
