@@ -105,7 +105,7 @@ def test_the_check_sees_planted_repeats(tmp_path):
 
 def test_a_plugin_key_its_group_file_does_not_write_is_still_set_and_checked():
     cfg = compose(["benchmark.limit=2", "memory=reme", "eval.mode=fixed", "memory.deletion.alpha=3"])
-    assert cfg.benchmark.limit == 2 and cfg.benchmark.release == "current"
+    assert cfg.benchmark.limit == 2 and cfg.benchmark.release == "paper"
     assert cfg.memory.deletion.alpha == 3 and cfg.memory.deletion.beta == 0.5
     with pytest.raises(UserError, match="unknown key 'benchmark.colour'"):
         compose(["benchmark.colour=red"])

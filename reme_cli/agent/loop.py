@@ -96,7 +96,6 @@ class Sampling:
     min_p: float | None = None
 
 
-
 def with_guidance(text: str, guidance: str | None) -> str:
     """The first user message with guidance, as the official ReMe agents build it
     (agentscope-ai/ReMe 65971baf, benchmark/bfcl/bfcl_agent.py): ``"Task:\\n" + query +
