@@ -137,7 +137,7 @@ def _episodes(bench, cfg) -> dict:
     streams = eval_streams(cfg, bench.task_ids())
 
     async def work(session: Session) -> dict:
-        async with eval_runner(cfg, bench, session) as runner:
+        async with eval_runner(cfg, bench, session, streams) as runner:
             cpu0, wall0 = time.process_time(), time.perf_counter()
             await runner.run(streams)
             return {"cpu": time.process_time() - cpu0, "wall": time.perf_counter() - wall0}

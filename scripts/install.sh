@@ -90,8 +90,8 @@ pip_install -e ".[${extras}]"
 # its data, backends and checker need none of them (reme depends on mpmath and filelock).
 pip_install --no-deps -r requirements-bfcl.txt
 # The paper's BFCL release (bfcl-eval 2025.7.17 = the authors' gorilla ea13468), unpacked beside
-# the venv now so benchmark.release=paper works offline (reme_cli/bench/bfcl_release.py); a few
-# MB from PyPI. Other versions are downloaded on first use.
+# the venv now so benchmark.release=paper, every BFCL command's default, works offline
+# (reme_cli/bench/bfcl_release.py); a few MB from PyPI. Other versions are downloaded on first use.
 python -m reme_cli.bench.bfcl_release install paper >/dev/null
 python -c "import reme_cli, bfcl_eval, llama_cpp, faiss, sentence_transformers"
 

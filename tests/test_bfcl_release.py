@@ -138,3 +138,15 @@ def test_a_paper_suite_plans_on_the_paper_release(reme):
     proc = reme("ablate", "table1", "model=qwen3-8b", "embedding=minilm", "llm.base_url=http://127.0.0.1:9/v1",
                 "--dry-run", check=True)
     assert "runs/ablate/table1-bfcl_v3-qwen3-8b" in proc.stdout
+
+
+def test_a_plain_eval_without_the_paper_release_unpacked_offline_is_one_line(reme, local_index):
+    """Every BFCL command runs the paper release by default: a venv set up without
+    scripts/install.sh, offline, is told in one line how to get it."""
+    env = {**local_index, "PIP_FIND_LINKS": str(reme.cwd / "nothing-here")}  # no release unpacked, no index
+    proc = reme("eval", "model=qwen3-8b", "llm.model=replay", "benchmark.limit=1", f"llm.base_url={OFFLINE}", env=env)
+    lines = [line for line in proc.stderr.splitlines() if line.strip() and not line.startswith("note: ")]
+    assert proc.returncode == 2 and len(lines) == 1, proc.stderr[-3000:]
+    assert lines[0].startswith(f"error: could not download bfcl-eval {RELEASES['paper']} (pip: ")
+    assert lines[0].endswith("with network access run: python -m reme_cli.bench.bfcl_release install paper")
+    assert not (reme.cwd / "runs").exists()  # nothing written

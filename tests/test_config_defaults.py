@@ -95,17 +95,17 @@ def test_the_check_sees_planted_repeats(tmp_path):
     with (copy / "benchmark" / "bfcl_v3.yaml").open("a") as fh:
         fh.write("split: test\n")
     qwen = copy / "model" / "qwen3-8b.yaml"
-    qwen.write_text(qwen.read_text().replace("  sampling:\n", "  sampling:\n    min_p: 0.0\n"))
+    qwen.write_text(qwen.read_text().replace("  sampling:\n", "  sampling:\n    temperature: 0.9\n"))
     with (copy / "config.yaml").open("a") as fh:
         fh.write("eval:\n  runs: 4\n")
     assert repeated_defaults(copy) == ["benchmark/bfcl_v3.yaml: benchmark.split = 'test'",
                                        "config.yaml: eval.runs = 4",
-                                       "model/qwen3-8b.yaml: model.sampling.min_p = 0.0"]
+                                       "model/qwen3-8b.yaml: model.sampling.temperature = 0.9"]
 
 
 def test_a_plugin_key_its_group_file_does_not_write_is_still_set_and_checked():
     cfg = compose(["benchmark.limit=2", "memory=reme", "eval.mode=fixed", "memory.deletion.alpha=3"])
-    assert cfg.benchmark.limit == 2 and cfg.benchmark.release == "current"
+    assert cfg.benchmark.limit == 2 and cfg.benchmark.release == "paper"
     assert cfg.memory.deletion.alpha == 3 and cfg.memory.deletion.beta == 0.5
     with pytest.raises(UserError, match="unknown key 'benchmark.colour'"):
         compose(["benchmark.colour=red"])

@@ -127,6 +127,7 @@ def test_two_replicas_share_the_load_and_a_run_survives_one_dying(tmp_path):
             run = subprocess.Popen(
                 [sys.executable, "-m", "reme_cli.cli", "eval", "model=qwen3-8b", "llm.model=replay", "llm.cache=false",
                  f"llm.base_url=[{a.base_url},{b_url}]", "llm.concurrency=4", "benchmark.limit=8", "eval.runs=2",
+                 "benchmark.release=current",  # the replay servers replay the pinned release's ground truth
                  "eval.seeds=1", "out_dir=run"], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE, text=True)
             trials = tmp_path / "run" / "trials.jsonl"

@@ -17,7 +17,9 @@ import pytest
 from reme_cli.testing.scripted_server import BFCLReplayPolicy, ScriptedServer
 from tests.conftest import scripted_server_process
 
-REPLAY = ["model=qwen3-8b", "embedding=minilm", "llm.model=replay", "llm.cache=false"]
+# The replay servers here replay the ground truth of the release this process imports, the
+# pinned one; a plain eval runs the paper release (tests/test_authors_agent.py runs that one).
+REPLAY = ["model=qwen3-8b", "embedding=minilm", "llm.model=replay", "llm.cache=false", "benchmark.release=current"]
 
 
 def _trials(run: Path) -> list[dict]:

@@ -243,7 +243,7 @@ def test_dedup_on_key_and_content_keeps_lessons_with_an_empty_key(tmp_path, embe
         assert len(pool.add(lessons, dedup_threshold=0.85, dedup_text=dedup_text)) == kept
 
 
-def test_metrics_by_hand_and_errors_are_not_failures():
+def test_metrics_by_hand_and_an_errored_unit_is_a_failure():
     def rec(seed, run, task, success, error=None):
         return UnitRecord(unit=f"s{seed}/r{run}/{task}", task_id=task, seed=seed, run=run, success=success,
                           error=error, stop_reason="error" if error else "answered")
@@ -252,13 +252,17 @@ def test_metrics_by_hand_and_errors_are_not_failures():
         rec(1, 0, "a", True), rec(1, 1, "a", True), rec(1, 0, "b", True), rec(1, 1, "b", False, "Boom: x"),
     ]
     m = compute_metrics(trials, 2)
-    # seed 0: a 0.5, b 0.0 -> avg 0.25, pass 0.5; seed 1: a 1.0, b 1.0 (the errored unit left out)
-    # -> avg 1.0, pass 1.0. Mean over seeds: avg 0.625, pass 0.75; sample std: |1.0-0.25|/sqrt(2)
+    # seed 0: a 0.5, b 0.0 -> avg 0.25, pass 0.5; seed 1: a 1.0, b 0.5 (the errored unit failed, as
+    # the authors' get_reward scores it) -> avg 0.75, pass 1.0. Over seeds: avg 0.5, pass 0.75;
+    # sample std: |0.75-0.25|/sqrt(2) and |1.0-0.5|/sqrt(2)
     assert m["per_seed"]["0"] == {"avg@2": 0.25, "pass@2": 0.5, "tasks": 2}
-    assert m["per_seed"]["1"] == {"avg@2": 1.0, "pass@2": 1.0, "tasks": 2}
-    assert m["avg@2"]["mean"] == pytest.approx(0.625) and m["pass@2"]["mean"] == pytest.approx(0.75)
-    assert m["avg@2"]["std"] == pytest.approx(0.75 / 2 ** 0.5) and m["pass@2"]["std"] == pytest.approx(0.5 / 2 ** 0.5)
+    assert m["per_seed"]["1"] == {"avg@2": 0.75, "pass@2": 1.0, "tasks": 2}
+    assert m["avg@2"]["mean"] == pytest.approx(0.5) and m["pass@2"]["mean"] == pytest.approx(0.75)
+    assert m["avg@2"]["std"] == pytest.approx(0.5 / 2 ** 0.5) and m["pass@2"]["std"] == pytest.approx(0.5 / 2 ** 0.5)
     assert m["errors"] == 1 and m["complete"] is False
+    # A task whose every unit errored is a task that failed, not one that vanished.
+    only_errors = compute_metrics([rec(0, 0, "a", True), rec(0, 0, "b", None, "Boom: y")], 1)
+    assert only_errors["per_seed"]["0"] == {"avg@1": 0.5, "pass@1": 0.5, "tasks": 2}
 
 
 def test_experiment_scope_shares_one_stream_per_seed():

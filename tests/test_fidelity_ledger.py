@@ -52,6 +52,9 @@ def test_the_ledger_reads_every_config_row():
     for must in ("memory.reflection.max_retries", "memory.u_credit", "memory.deletion.every", "eval.dynamic_workers",
                  "memory.rerank", "memory.dedup_threshold", "summarizer.temperature", "benchmark.release"):
         assert must in keys
+    for must in ("benchmark.tool_note", "benchmark.tool_response", "benchmark.max_steps_per_turn",
+                 "benchmark.empty_turns", "benchmark.history_reasoning", "eval.task_order", "model.sampling.max_tokens"):
+        assert must in keys  # BFCL as the authors' agent ran it, and what its requests sent
     assert len(keys) == len(set(keys))
 
 

@@ -87,7 +87,9 @@ def server():
 
 
 def _args(server, *extra):
-    return ["model=qwen3-8b", "embedding=minilm", "llm.model=replay", f"llm.base_url={server.base_url}", *extra]
+    # benchmark.release=current: the replay server replays the pinned release's ground truth
+    return ["model=qwen3-8b", "embedding=minilm", "llm.model=replay", f"llm.base_url={server.base_url}",
+            "benchmark.release=current", *extra]
 
 
 def reme(workdir, *args, **kw):

@@ -1,8 +1,8 @@
 """`reme eval`'s final table (metrics.json) and `reme report` agree on the same records.
 
 Both read one run directory: the numbers `reme eval` writes to metrics.json, and the row
-`reme report` computes from the frames it loads. Errored units, a (seed, task) whose every
-unit errored, a retried unit, several seeds and runs, units scored on a later trial than their
+`reme report` computes from the frames it loads. Errored units (failures on both sides), a
+(seed, task) whose every unit errored, a retried unit, several seeds and runs, units scored on a later trial than their
 first, and AppWorld scenarios all occur.
 """
 
@@ -71,8 +71,10 @@ def test_final_table_and_report_agree_on_the_same_records(tmp_path, benchmark, a
     assert row["first_pass_mean"] == same(first[f"pass@{K}"]["mean"])
     assert row["first_pass_std"] == same(first[f"pass@{K}"]["std"])
     assert row["first_avg_mean"] != same(row["avg_mean"])  # the retries changed something to agree on
-    # seed 1 lost task b_2 to errors: it has fewer scored tasks, not a failed one
-    assert final["per_seed"]["1"]["tasks"] == len(TASKS) - 1
+    # seed 1's task b_2 errored in every run: a failed task (as the authors scored it), not a lost one
+    assert final["per_seed"]["1"]["tasks"] == len(TASKS)
+    b_2 = [t for t in trials if (t.seed, t.task_id) == (1, "b_2")]
+    assert b_2 and not any(t.ok for t in b_2)
     assert row["n_errors"] == final["errors"] > 0 and row["n_units"] == final["units"] == SEEDS * K * len(TASKS)
     assert bool(row["partial"]) is (not final["complete"]) is True
     if appworld:

@@ -22,7 +22,8 @@ from reme_cli.run import lock as lock_mod
 from reme_cli.run.lock import DirLock, lock_path
 from tests.conftest import scripted_server_process
 
-REPLAY = ["model=qwen3-8b", "embedding=minilm", "llm.model=replay", "llm.cache=false"]
+REPLAY = ["model=qwen3-8b", "embedding=minilm", "llm.model=replay", "llm.cache=false",
+          "benchmark.release=current"]  # the replay server replays the pinned release's ground truth
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,7 @@ from reme_cli.report.tables import (DAGGER, DASH, SMOKE_NOTE, comparisons, error
                                     build_table, to_markdown)
 from reme_cli.report.write import choose_tables, write_report
 
-ERR = "E"  # an outcome that errored (not a failure)
+ERR = "E"  # an outcome that errored (scored as a failure, counted as an error)
 
 
 def make_units(run_id: str, outcomes: dict[tuple[int, str], list]) -> pd.DataFrame:
@@ -77,15 +77,18 @@ def test_single_seed_std_is_zero():
     assert row["avg_std"] == 0.0 and row["pass_std"] == 0.0
 
 
-def test_errored_unit_is_excluded_not_failed_and_makes_run_partial():
-    units = make_units("r", {(0, "t1"): [1, ERR], (0, "t2"): [0, 1]})
-    row = one_row(run_metrics(units, pd.DataFrame([make_run("r", tasks=2)])), "r")
-    # t1 keeps only its successful run -> 1.0 (it would be 0.5 if the error counted as a failure)
-    # Avg = (1.0 + 0.5)/2 = 0.75 ; Pass = 2/2 = 1.0
-    assert row["avg_mean"] == pytest.approx(0.75)
-    assert row["pass_mean"] == pytest.approx(1.0)
-    assert row["n_errors"] == 1 and row["n_units"] == 4 and row["expected_units"] == 4
+def test_an_errored_unit_counts_as_a_failure_and_makes_run_partial():
+    units = make_units("r", {(0, "t1"): [1, ERR], (0, "t2"): [0, 1], (0, "t3"): [ERR, ERR]})
+    row = one_row(run_metrics(units, pd.DataFrame([make_run("r", tasks=3)])), "r")
+    # as the authors' harness scores it: t1 0.5 (its errored run failed), t2 0.5, t3 0 (never ran
+    # to a verdict) -> Avg = 1.0/3 ; Pass = t1, t2 solved -> 2/3 ; t3 still counts as a task
+    assert row["avg_mean"] == pytest.approx(1 / 3)
+    assert row["pass_mean"] == pytest.approx(2 / 3)
+    assert row["n_tasks"] == 3 and row["n_errors"] == 3 and row["n_units"] == 6 and row["expected_units"] == 6
     assert row["partial"]
+    # without its errors the same run would read 0.75 / 1.0: the error cannot raise a score
+    clean = make_units("c", {(0, "t1"): [1], (0, "t2"): [0, 1]})
+    assert one_row(run_metrics(clean, pd.DataFrame([make_run("c", tasks=2)])), "c")["avg_mean"] == pytest.approx(0.75)
 
 
 def test_missing_flag_values_do_not_read_as_true():
@@ -411,19 +414,19 @@ def _appworld_runs():
     return pd.concat([aw, bfcl]), runs
 
 
-def test_appworld_sgc_per_run_then_seed_with_errors_left_out_and_difficulty_rates():
+def test_appworld_sgc_per_run_then_seed_with_errors_failed_and_difficulty_rates():
     units, runs = _appworld_runs()
     metrics = run_metrics(units, runs)
     row = one_row(metrics, "aw")
     # seed 0: run 0 s1 passes (1,1), s2 fails -> 1/2 ; run 1 s1 fails, s2 passes -> 1/2 ; SGC 0.5
-    # seed 1: run 0 both pass -> 1 ; run 1 s1 = {s1_2: 1} (the errored s1_1 is no verdict) passes,
-    #         s2 fails -> 1/2 ; SGC 0.75   (0.5 if the error counted as a failure)
-    assert row["sgc_mean"] == pytest.approx(0.625)
-    assert row["sgc_std"] == pytest.approx(0.25 / math.sqrt(2))
-    # TGC Avg: seed 0 (1 + 0.5 + 0.5)/3 = 2/3 ; seed 1 (1 + 1 + 0.5)/3 = 5/6
-    assert row["avg_mean"] == pytest.approx((2 / 3 + 5 / 6) / 2)
-    # level 1 = s1_1: 3 scored units, all solved; level 2 = s1_2: 3/4; level 3 = s2_1: 2/4
-    assert row["by_difficulty"] == pytest.approx({"1": 1.0, "2": 0.75, "3": 0.5})
+    # seed 1: run 0 both pass -> 1 ; run 1 s1 = {s1_1: error = failed, s1_2: 1} fails, s2 fails
+    #         -> 0 ; SGC 0.5   (0.75 if the errored unit were left out)
+    assert row["sgc_mean"] == pytest.approx(0.5)
+    assert row["sgc_std"] == pytest.approx(0.0)
+    # TGC Avg: seed 0 (1 + 0.5 + 0.5)/3 = 2/3 ; seed 1 (0.5 + 1 + 0.5)/3 = 2/3
+    assert row["avg_mean"] == pytest.approx(2 / 3)
+    # level 1 = s1_1: 3 of its 4 units solved (the errored one failed); level 2 = s1_2: 3/4; level 3 = s2_1: 2/4
+    assert row["by_difficulty"] == pytest.approx({"1": 0.75, "2": 0.75, "3": 0.5})
     bf = one_row(metrics, "bf")
     assert math.isnan(bf["sgc_mean"]) and bf["by_difficulty"] == {}
 
@@ -436,7 +439,7 @@ def test_table1_has_an_sgc_column_for_appworld_only_and_says_what_it_is():
     assert columns.index(sgc) == columns.index("Qwen3-8B AppWorld Pass@2 Δ") + 1  # beside TGC Avg/Pass
     assert not any("BFCL-v3 SGC" in c for c in columns)
     (row,) = table.to_dict("records")  # one setting, its BFCL and AppWorld cells side by side
-    assert row[sgc] == f"62.50 ± 17.68 {DAGGER}"  # "aw" has an errored unit: partial, so marked
+    assert row[sgc] == f"50.00 ± 0.00 {DAGGER}"  # "aw" has an errored unit: partial, so marked
     assert row["Qwen3-8B BFCL-v3 Avg@2 ours"] == "50.00 ± 0.00"
     assert any("scenario goal completion" in n for n in table.attrs["notes"])
 
@@ -448,12 +451,12 @@ def test_report_writes_the_appworld_sgc_and_difficulty_table(tmp_path):
     csv = pd.read_csv(tmp_path / "rep" / "table_appworld.csv", dtype=str)
     assert list(csv["run"]) == ["aw"]  # the BFCL run has no row
     (row,) = csv.to_dict("records")
-    assert row["SGC Avg@k"] == f"62.50 ± 17.68 {DAGGER}" and row["TGC Avg@k"] == f"75.00 ± 11.79 {DAGGER}"
-    assert (row["difficulty 1"], row["difficulty 2"], row["difficulty 3"]) == ("100.00", "75.00", "50.00")
+    assert row["SGC Avg@k"] == f"50.00 ± 0.00 {DAGGER}" and row["TGC Avg@k"] == f"66.67 ± 0.00 {DAGGER}"
+    assert (row["difficulty 1"], row["difficulty 2"], row["difficulty 3"]) == ("75.00", "75.00", "50.00")
     md = (tmp_path / "rep" / "report.md").read_text()
     assert "## AppWorld: scenario goal completion and difficulty" in md
     metrics_csv = pd.read_csv(tmp_path / "rep" / "metrics.csv").set_index("run_id")
-    assert metrics_csv.loc["aw", "by_difficulty"] == "1:1.000000;2:0.750000;3:0.500000"
+    assert metrics_csv.loc["aw", "by_difficulty"] == "1:0.750000;2:0.750000;3:0.500000"
     # A report without AppWorld runs has no such section.
     bf_units, bf_runs = units[units["run_id"] == "bf"], runs[runs["run_id"] == "bf"]
     paths = write_report(tmp_path / "bf", bf_units, bf_runs)

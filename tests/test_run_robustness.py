@@ -27,7 +27,8 @@ from reme_cli.testing.scripted_server import (
 )
 from tests.conftest import scripted_server_process
 
-REPLAY = ["model=qwen3-8b", "embedding=minilm", "llm.model=replay", "llm.cache=false", "eval.seeds=1"]
+REPLAY = ["model=qwen3-8b", "embedding=minilm", "llm.model=replay", "llm.cache=false", "eval.seeds=1",
+          "benchmark.release=current"]  # the replay server replays the pinned release's ground truth
 THREE = "benchmark.task_ids=[multi_turn_base_0,multi_turn_base_2,multi_turn_base_4]"
 
 
@@ -142,9 +143,10 @@ def test_step_limits_are_recorded_as_their_stop_reason(reme, limit, reason):
 
 def test_max_tokens_larger_than_the_servers_context_is_refused(reme):
     with ScriptedServer(BFCLReplayPolicy(), max_model_len=4096) as srv:
-        proc = reme("eval", *REPLAY, f"llm.base_url={srv.base_url}", "benchmark.limit=1", "out_dir=run")
-        ok = reme("eval", *REPLAY, f"llm.base_url={srv.base_url}", "benchmark.limit=1", "eval.runs=1",
-                  "model.sampling.max_tokens=1024", "out_dir=run2")
+        proc = reme("eval", *REPLAY, f"llm.base_url={srv.base_url}", "benchmark.limit=1",
+                    "model.sampling.max_tokens=8192", "out_dir=run")
+        # The Qwen3 configs send no max_tokens (as the authors): nothing to refuse.
+        ok = reme("eval", *REPLAY, f"llm.base_url={srv.base_url}", "benchmark.limit=1", "eval.runs=1", "out_dir=run2")
     assert proc.returncode == 2
     (line,) = error_lines(proc.stderr)
     assert "max_tokens=8192" in line and "4096" in line

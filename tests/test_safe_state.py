@@ -30,7 +30,8 @@ from reme_cli.testing.scripted_server import (AgentAndSummarizerPolicy, BFCLRepl
                                               ScriptedSummarizerPolicy)
 from tests.conftest import run_reme, run_reme_together
 
-REPLAY = ["model=qwen3-8b", "embedding=minilm", "llm.model=replay", "llm.cache=false"]
+REPLAY = ["model=qwen3-8b", "embedding=minilm", "llm.model=replay", "llm.cache=false",
+          "benchmark.release=current"]  # the replay server replays the pinned release's ground truth
 ONE_TASK = ["benchmark.task_ids=[multi_turn_base_0]", "eval.runs=1", "eval.seeds=1"]
 
 

@@ -1,6 +1,8 @@
-"""Every sampling parameter a server applies is one reme sent and recorded: top_p, top_k and
-min_p are in the config, in the run hash and in every request (the executor's and the
-summarizer's), checked on the scripted server (a TEST DOUBLE). Also: embedding.device."""
+"""What every request sends, and that a run records it: the Qwen3 configs send the temperature
+and nothing else of the sampling, as the authors' agents did (the server's defaults apply),
+model.sampling.* sends a value instead, the embedded model keeps its own; the manifest says
+which were sent. The model's reasoning goes back to it as the authors' agent kept it. Checked
+on the scripted server (a TEST DOUBLE). Also: embedding.device."""
 
 from __future__ import annotations
 
@@ -18,26 +20,31 @@ from reme_cli.core.errors import UserError
 from reme_cli.llm.client import ChatClient
 from reme_cli.llm.embed import resolve_device
 from reme_cli.methods.summarizer import summarizer_settings
-from reme_cli.testing.scripted_server import BFCLReplayPolicy, FixedPolicy, ScriptedServer
+from reme_cli.testing.scripted_server import BFCLReplayPolicy, FixedPolicy, Reply, ScriptedServer
 from tests.conftest import REPO
 
-FILTERS = ("temperature", "top_p", "top_k", "min_p")
+FILTERS = ("temperature", "top_p", "top_k", "min_p", "max_tokens")
+UNSENT = {"top_p": None, "top_k": None, "min_p": None, "max_tokens": None}
+EXPLICIT = ["model.sampling.top_p=0.95", "model.sampling.top_k=20", "model.sampling.min_p=0",
+            "model.sampling.max_tokens=8192"]
 
 
-def test_qwen3_configs_set_qwen3s_filters_and_concurrency():
+def test_qwen3_configs_send_only_the_temperature_and_the_embedded_model_keeps_its_own():
     for size in ("8b", "14b", "32b"):
         cfg = compose([f"model=qwen3-{size}"])
         s = cfg.model.sampling
-        # Qwen3's generation_config.json; the paper's temperature
-        assert (s.temperature, s.top_p, s.top_k, s.min_p) == (0.9, 0.95, 20, 0.0)
+        assert {k: getattr(s, k) for k in FILTERS} == {"temperature": 0.9, **UNSENT}
+        assert cfg.model.serve_args[-2:] == ["--generation-config", "auto"]  # what vLLM then applies
         assert cfg.llm.concurrency == 64
     local = compose(["model=local"]).model.sampling
-    assert (local.top_k, local.min_p) == (40, 0.05)  # what llama-cpp-python applied unasked
+    # what llama-cpp-python applied unasked, and a cap a 135M model needs on 2 cores
+    assert (local.top_p, local.top_k, local.min_p, local.max_tokens) == (1.0, 40, 0.05, 128)
 
 
 def test_the_filters_are_in_the_run_hash_and_device_and_concurrency_are_not():
     base = compose(["model=qwen3-8b"])
-    for change in ("model.sampling.top_k=5", "model.sampling.min_p=0.1", "model.sampling.top_p=0.8"):
+    for change in ("model.sampling.top_k=5", "model.sampling.min_p=0.1", "model.sampling.top_p=0.8",
+                   "model.sampling.max_tokens=8192"):
         assert config_hash(compose(["model=qwen3-8b", change])) != config_hash(base), change
     for same in ("embedding.device=cpu", "embedding.device=cuda:1", "llm.concurrency=8"):
         assert config_hash(compose(["model=qwen3-8b", same])) == config_hash(base), same
@@ -58,36 +65,80 @@ def test_device_auto_follows_torch():
     assert resolve_device("cuda:1") == "cuda:1"
 
 
-def test_a_run_sends_and_records_every_filter(tmp_path):
+class ThinkingReplay(BFCLReplayPolicy):
+    """The ground truth, each reply with a reasoning text naming its turn and step."""
+
+    def reply(self, body, headers):
+        from reme_cli.testing.scripted_server import conversation_position
+
+        turn, step = conversation_position(body["messages"])
+        return Reply(**{**super().reply(body, headers).__dict__, "reasoning": f"thinking t{turn}s{step}"})
+
+
+def run_replay(tmp_path, srv, *extra: str, out: str = "run") -> list[dict]:
+    env = {**os.environ, "REME_CACHE_DIR": str(tmp_path / "cache"), "PYTHONPATH": str(REPO)}
+    proc = subprocess.run(
+        [sys.executable, "-m", "reme_cli.cli", "eval", "model=qwen3-8b", "embedding=minilm", "llm.model=replay",
+         f"llm.base_url={srv.base_url}", "benchmark.release=current", "benchmark.task_ids=[multi_turn_base_0]",
+         "eval.runs=1", "eval.seeds=1", *extra, f"out_dir={out}"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return [r["body"] for r in srv.requests if r["path"].endswith("/chat/completions")]
+
+
+def test_a_run_sends_the_authors_parameters_and_records_what_it_sent(tmp_path):
     with ScriptedServer(BFCLReplayPolicy()) as srv:
-        env = {**os.environ, "REME_CACHE_DIR": str(tmp_path / "cache"), "PYTHONPATH": str(REPO)}
-        proc = subprocess.run(
-            [sys.executable, "-m", "reme_cli.cli", "eval", "model=qwen3-8b", "embedding=minilm", "llm.model=replay",
-             f"llm.base_url={srv.base_url}", "benchmark.release=current", "benchmark.limit=1", "eval.runs=1",
-             "eval.seeds=1", "model.sampling.top_k=7", "out_dir=run"],
-            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
-        assert proc.returncode == 0, proc.stderr[-3000:]
-        bodies = [r["body"] for r in srv.requests if r["path"].endswith("/chat/completions")]
-    assert bodies and all({k: b.get(k) for k in FILTERS} == {"temperature": 0.9, "top_p": 0.95, "top_k": 7,
-                                                               "min_p": 0.0} for b in bodies)
-    recorded = yaml.safe_load((tmp_path / "run" / "config.yaml").read_text())["model"]["sampling"]
-    assert {k: recorded[k] for k in FILTERS} == {"temperature": 0.9, "top_p": 0.95, "top_k": 7, "min_p": 0.0}
+        bodies = run_replay(tmp_path, srv, out="authors")
+        srv.requests.clear()
+        explicit = run_replay(tmp_path, srv, *EXPLICIT, "model.sampling.top_k=7", out="explicit")
+    assert bodies and all(b["temperature"] == 0.9 and not set(UNSENT) & set(b) for b in bodies)
+    assert all({k: b.get(k) for k in FILTERS} == {"temperature": 0.9, "top_p": 0.95, "top_k": 7, "min_p": 0,
+                                                  "max_tokens": 8192} for b in explicit)
+    manifest = json.loads((tmp_path / "authors" / "manifest.json").read_text())["requests"]
+    assert manifest["sent"]["temperature"] == 0.9 and sorted(manifest["not_sent"]) == sorted(UNSENT)
+    assert manifest["sent"]["extra_body"] == {"chat_template_kwargs": {"enable_thinking": True}}
+    recorded = json.loads((tmp_path / "explicit" / "manifest.json").read_text())["requests"]
+    assert recorded["not_sent"] == [] and recorded["sent"]["top_k"] == 7
+    config = yaml.safe_load((tmp_path / "explicit" / "config.yaml").read_text())["model"]["sampling"]
+    assert {k: config[k] for k in FILTERS} == {"temperature": 0.9, "top_p": 0.95, "top_k": 7, "min_p": 0.0,
+                                               "max_tokens": 8192}
+
+
+def test_the_models_reasoning_goes_back_as_reasoning_content_and_is_recorded(tmp_path):
+    with ScriptedServer(ThinkingReplay()) as srv:
+        kept = run_replay(tmp_path, srv, out="kept")
+        srv.requests.clear()
+        dropped = run_replay(tmp_path, srv, "benchmark.history_reasoning=drop", out="dropped")
+    # Step 1 of turn 0 sees step 0's reply with its reasoning, as the authors' agent sent it.
+    assistant = [m for m in kept[1]["messages"] if m["role"] == "assistant"]
+    assert assistant and assistant[0]["reasoning_content"] == "thinking t0s0"
+    later = [m for b in kept for m in b["messages"] if m["role"] == "assistant"]
+    assert all(m["reasoning_content"].startswith("thinking t") for m in later)
+    assert not any("reasoning_content" in m for b in dropped for m in b["messages"])
+    for out in ("kept", "dropped"):  # the trial records every step's reasoning either way
+        trial = json.loads((tmp_path / out / "trials.jsonl").read_text())
+        steps = [s for turn in trial["trajectory"]["turns"] for s in turn]
+        assert [s["reasoning"] for s in steps[:2]] == ["thinking t0s0", "thinking t0s1"]
 
 
 def test_summarizer_calls_send_the_models_filters_unless_the_caller_sets_them():
-    cfg = compose(["model=qwen3-8b"])
-    with ScriptedServer(FixedPolicy(json.dumps({"score": 1}))) as srv:
-        async def main() -> None:
-            client = ChatClient(srv.base_url, "m")
-            try:
-                summ, own = summarizer_settings(cfg, client)
-                assert own is None
-                await summ.llm.chat([{"role": "user", "content": "judge"}], temperature=summ.temperature)
-                await summ.llm.chat([{"role": "user", "content": "x"}], temperature=0.0, top_k=3)
-            finally:
-                await client.close()
+    for overrides, want in ((["model=qwen3-8b"], {"temperature": 0.6}),
+                            (["model=qwen3-8b", *EXPLICIT[:3]], {"temperature": 0.6, "top_p": 0.95, "top_k": 20,
+                                                                 "min_p": 0})):
+        cfg = compose(overrides)
+        with ScriptedServer(FixedPolicy(json.dumps({"score": 1}))) as srv:
+            async def main() -> None:
+                client = ChatClient(srv.base_url, "m")
+                try:
+                    summ, own = summarizer_settings(cfg, client)
+                    assert own is None
+                    await summ.llm.chat([{"role": "user", "content": "judge"}], temperature=summ.temperature,
+                                        max_tokens=summ.max_tokens)
+                    await summ.llm.chat([{"role": "user", "content": "x"}], temperature=0.0, top_k=3)
+                finally:
+                    await client.close()
 
-        asyncio.run(main())
-        first, second = (r["body"] for r in srv.requests if r["path"].endswith("/chat/completions"))
-    assert {k: first.get(k) for k in FILTERS} == {"temperature": 0.6, "top_p": 0.95, "top_k": 20, "min_p": 0.0}
-    assert second["top_k"] == 3
+            asyncio.run(main())
+            first, second = (r["body"] for r in srv.requests if r["path"].endswith("/chat/completions"))
+        assert {k: first[k] for k in FILTERS if k in first} == want
+        assert second["top_k"] == 3

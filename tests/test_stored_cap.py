@@ -22,7 +22,7 @@ from reme_cli.testing.scripted_server import (
 
 HUGE = 10_000_000
 REPLAY = ["model=qwen3-8b", "embedding=minilm", "llm.model=huge", "llm.cache=false", "eval.seeds=1",
-          "eval.runs=1", "benchmark.task_ids=[multi_turn_base_0]", "out_dir=run"]
+          "eval.runs=1", "benchmark.task_ids=[multi_turn_base_0]", "benchmark.release=current", "out_dir=run"]
 
 
 class HugeArgument:

@@ -37,8 +37,8 @@ class Step:
     code: str | None = None
     code_output: str | None = None
     # The model's reasoning before the reply (a reasoning parser's ``reasoning_content``, or
-    # a ``<think>`` block left in the content): kept for people reading the episode, never
-    # sent back to the model.
+    # a ``<think>`` block left in the content), for people reading the episode; whether it
+    # goes back to the model is ``benchmark.history_reasoning``'s choice.
     reasoning: str | None = None
 
 
@@ -93,12 +93,14 @@ class Trajectory:
 
 @dataclass
 class Sampling:
+    """What each request sends; None: not sent (the server's default applies)."""
+
     temperature: float
-    top_p: float
-    max_tokens: int
+    top_p: float | None
+    max_tokens: int | None
     seed: int | None
     extra_body: dict[str, Any] | None = None
-    top_k: int | None = None  # None: not sent (the server's default applies)
+    top_k: int | None = None
     min_p: float | None = None
 
 
@@ -152,6 +154,7 @@ async def run_episode(
     max_interactions: int = 30,
     max_steps_per_turn: int | None = 20,
     headers: dict[str, str] | None = None,
+    history_reasoning: str = "drop",
 ) -> Trajectory:
     tools = env.tools()
     traj = Trajectory()
@@ -167,6 +170,8 @@ async def run_episode(
         steps: list[Step] = []
         traj.turns.append(steps)
         traj.user.append([msg["content"] for msg in user_messages])
+        if turn_index:  # an environment may offer its tools differently from turn to turn
+            request_extra = protocol.request_kwargs(env.tools())
         for j, msg in enumerate(user_messages):
             content = msg["content"]
             if turn_index == 0 and j == 0:
@@ -195,6 +200,8 @@ async def run_episode(
                 break
             traj.interactions += 1
             reply = protocol.read(result)
+            if history_reasoning != "drop" and result.reasoning and not getattr(protocol, "code_actions", False):
+                reply.message[history_reasoning] = result.reasoning
             traj.messages.append(reply.message)
             calls: list[dict[str, Any]] = []
             outputs: list[str] = []

@@ -30,6 +30,9 @@ class BenchmarkConfig:
     # (AppWorld: code actions, thinking off as in the official runs).
     tool_protocol: Optional[str] = None
     thinking: Optional[bool] = None
+    # The model's reasoning in the history it sees (tool-call protocols; code actions keep
+    # only the code): drop | reasoning_content (the authors' BFCL agent) | reasoning.
+    history_reasoning: str = "reasoning_content"
 
 
 @dataclass(frozen=True)
@@ -87,7 +90,8 @@ class Env(Protocol):
     """One isolated episode of one task. Never shared between episodes."""
 
     def tools(self) -> list[dict[str, Any]]:
-        """OpenAI-style tool schemas (``{"type": "function", "function": {...}}``)."""
+        """OpenAI-style tool schemas (``{"type": "function", "function": {...}}``) offered
+        now; asked again at every new user turn, so they may change between turns."""
 
     async def execute(self, name: str, arguments: Any) -> ToolResult:
         """Run one call the model asked for. Unknown names or bad arguments give an

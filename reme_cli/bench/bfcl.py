@@ -29,7 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache, lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 from reme_cli.core.environ import set_default
 
@@ -44,6 +44,7 @@ from reme_cli.bench.calls import (  # noqa: E402
     is_identifier,
     parse_call_string,
 )
+from reme_cli.bench.bfcl_notes import TOOL_NOTES, annotated, notes_at  # noqa: E402
 from reme_cli.bench.bfcl_release import check_release  # noqa: E402
 from reme_cli.bench.bfcl_release import ensure as ensure_release  # noqa: E402
 from reme_cli.core.config import check_choices  # noqa: E402
@@ -192,11 +193,18 @@ TOOL_DIALECT = ToolDialect(types={"dict": "object", "float": "number", "tuple": 
                            description_marker="Tool description:")
 
 
-@lru_cache(maxsize=64)
-def _tools_json(classes: tuple[str, ...]) -> str:
+@lru_cache(maxsize=256)
+def _tools_json(classes: tuple[str, ...], notes: int = 0, response: bool = True) -> str:
     # Kept as text so every episode gets its own copy cheaply, byte-identical across
     # episodes (prefix caching) and in bfcl's order: classes as listed, docs as filed.
-    tools = [_to_openai_tool(doc) for cls in classes for doc in _func_docs(cls)]
+    # ``notes``: passes of bfcl's language pre-processing over the docs (bench/bfcl_notes.py);
+    # ``response``: keep each doc's response schema, which bfcl's OpenAI handler sends and
+    # the authors' extract_tool_schema (bfcl_utils.py:395-399) removes.
+    docs = annotated([doc for cls in classes for doc in _func_docs(cls)], CATEGORY, notes)
+    tools = [_to_openai_tool(doc) for doc in docs]
+    if not response:
+        for tool in tools:
+            tool["function"].pop("response", None)
     return json.dumps(tools)
 
 
@@ -223,14 +231,30 @@ def _param_names(classes: tuple[str, ...]) -> dict[str, tuple[str, ...]]:
 
 @dataclass
 class BFCLConfig(BenchmarkConfig):
+    """The defaults are BFCL as the ReMe authors' agent ran it (agentscope-ai/ReMe 65971baf,
+    benchmark/bfcl/); README "Fidelity" names each source."""
+
     name: str = "bfcl_v3"
-    max_steps_per_turn: int = 20  # model calls per user turn (bfcl-eval's own limit)
-    # Whose data, backends and checker: the pinned bfcl-eval (current), the authors' (paper)
-    # or any bfcl-eval version (reme_cli/bench/bfcl_release.py).
-    release: str = "current"
+    # Model calls per user turn. None: no cap, only max_interactions over the task (the
+    # authors' agent); 20 is bfcl-eval's own runner's limit.
+    max_steps_per_turn: Optional[int] = None
+    # Whose data, backends and checker: the authors' (paper: bfcl-eval 2025.7.17), the
+    # pinned bfcl-eval (current) or any bfcl-eval version (reme_cli/bench/bfcl_release.py).
+    release: str = "paper"
+    # bfcl's "Note that the provided function is in Python 3 syntax." on each description:
+    # per_turn (turn k carries it k times, as the authors' compile_tools did), once (bfcl-eval's
+    # own handlers), none.
+    tool_note: str = "per_turn"
+    # Each tool's response schema: drop (the authors' extract_tool_schema), keep (bfcl-eval's
+    # OpenAI handler sends it).
+    tool_response: str = "drop"
+    # A user turn in which the model called nothing: drop (the authors' extract_multi_turn_
+    # responses leaves it out and later turns move up), keep (bfcl-eval's runner: an empty turn).
+    empty_turns: str = "drop"
 
     def check(self) -> None:
-        check_choices("benchmark", self, {"split": {"train", "test"}},
+        check_choices("benchmark", self, {"split": {"train", "test"}, "tool_note": set(TOOL_NOTES),
+                                          "tool_response": {"drop", "keep"}, "empty_turns": {"drop", "keep"}},
                       {"limit": 1, "max_interactions": 1, "max_steps_per_turn": 1})
         check_release(self.release)
 
@@ -248,7 +272,8 @@ class BFCLBenchmark:
     @classmethod
     def from_config(cls, cfg: BFCLConfig) -> BFCLBenchmark:
         ensure_release(cfg.release)  # may re-execute the command with that release importable
-        bench = cls(split=cfg.split, limit=cfg.limit, task_ids=cfg.task_ids)
+        bench = cls(split=cfg.split, limit=cfg.limit, task_ids=cfg.task_ids, tool_note=cfg.tool_note,
+                    tool_response=cfg.tool_response, empty_turns=cfg.empty_turns)
         bench.max_steps_per_turn = cfg.max_steps_per_turn
         return bench
 
@@ -259,11 +284,17 @@ class BFCLBenchmark:
         task_ids: list[str] | None = None,
         category: str = CATEGORY,
         irrelevance_gate: bool = False,
+        tool_note: str = "none",
+        tool_response: str = "keep",
+        empty_turns: str = "keep",
     ):
         """``irrelevance_gate``: also fail episodes that call tools in a turn whose ground
         truth is empty. Off by default because bfcl-eval's own multi_turn_runner
         (2026.3.23) does not apply ``multi_turn_irrelevance_checker``; its result is
-        always reported in ``Outcome.details["irrelevance"]``."""
+        always reported in ``Outcome.details["irrelevance"]``. ``tool_note``,
+        ``tool_response`` and ``empty_turns``: as ``BFCLConfig`` (the defaults here are
+        bfcl-eval's plain environment, which tests and tools drive; a run's config gives
+        the authors')."""
         _require_bfcl()
         if category != CATEGORY:
             raise UserError(
@@ -277,6 +308,9 @@ class BFCLBenchmark:
         self.limit = limit
         self.category = category
         self.irrelevance_gate = irrelevance_gate
+        self.tool_note = tool_note
+        self.tool_response = tool_response
+        self.empty_turns = empty_turns
         self._explicit = list(task_ids) if task_ids is not None else None
         if self._explicit is not None:
             known = _dataset()
@@ -330,7 +364,8 @@ class BFCLBenchmark:
 
     def episode(self, task: Task, episode_key: str) -> BFCLEnv:
         """The synchronous environment (tests and tools drive it directly)."""
-        return BFCLEnv(task, episode_key, irrelevance_gate=self.irrelevance_gate)
+        return BFCLEnv(task, episode_key, irrelevance_gate=self.irrelevance_gate, tool_note=self.tool_note,
+                       tool_response=self.tool_response, empty_turns=self.empty_turns)
 
     async def open(self, task: Task, episode_key: str) -> InProcessEnv:
         return InProcessEnv(self.episode(task, episode_key))
@@ -342,7 +377,8 @@ class BFCLBenchmark:
 class BFCLEnv:
     """One isolated episode: its own backend instances, its own record of calls."""
 
-    def __init__(self, task: Task, episode_key: str, irrelevance_gate: bool = False):
+    def __init__(self, task: Task, episode_key: str, irrelevance_gate: bool = False, tool_note: str = "none",
+                 tool_response: str = "keep", empty_turns: str = "keep"):
         _require_bfcl()
         meta = task.meta
         if not {"involved_classes", "initial_config", "ground_truth"} <= meta.keys():
@@ -356,6 +392,9 @@ class BFCLEnv:
         self._initial_config: dict[str, Any] = copy.deepcopy(meta["initial_config"])
         self._ground_truth: list[list[str]] = copy.deepcopy(meta["ground_truth"])
         self._irrelevance_gate = irrelevance_gate
+        self._tool_note = tool_note
+        self._tool_response = tool_response == "keep"
+        self._empty_turns = empty_turns
         safe_key = re.sub(r"[^A-Za-z0-9_]", "_", episode_key)[:48]
         self._name_prefix = f"reme_{safe_key}"
 
@@ -385,7 +424,8 @@ class BFCLEnv:
     # -- Env protocol
 
     def tools(self) -> list[dict[str, Any]]:
-        return json.loads(_tools_json(self._classes))
+        """The schemas of the current turn (the turns ended so far decide the note count)."""
+        return json.loads(_tools_json(self._classes, notes_at(self._tool_note, len(self._turns)), self._tool_response))
 
     def execute(self, name: str, arguments: Any) -> ToolResult:
         if self._closed:
@@ -451,7 +491,19 @@ class BFCLEnv:
             "decoded_calls": copy.deepcopy(decoded),
             "turns_recorded": len(decoded),
             "turns_expected": expected,
+            "empty_turns": self._empty_turns,
         }
+        if self._empty_turns == "drop":
+            # The authors' extract_multi_turn_responses (bfcl_utils.py:254-300): a turn without
+            # a call is no turn, the later ones move up, and nothing fills the end; bfcl's
+            # runner then fails any count that differs from the ground truth's.
+            decoded = [turn for turn in decoded if turn]
+            details["turns_scored"] = len(decoded)
+            if len(decoded) != expected:
+                details["error_type"] = "multi_turn:force_terminated"
+                details["error_message"] = (f"{len(decoded)} turns with calls were recorded but the task has "
+                                            f"{expected} (benchmark.empty_turns=drop)")
+                return Outcome(False, 0.0, details)
         if len(decoded) > expected:
             # What bfcl's runner reports when turn counts differ.
             details["error_type"] = "multi_turn:force_terminated"

@@ -14,6 +14,7 @@ from reme_cli.bench.base import Benchmark
 from reme_cli.bench.registry import make_benchmark
 from reme_cli.core.config import Config, config_hash
 from reme_cli.llm.client import ChatClient
+from reme_cli.llm.embed import check_key_for
 from reme_cli.core.registry import METHODS
 from reme_cli.llm.answer_health import failure_message, summary_line
 from reme_cli.methods.base import MethodContext, memory_class
@@ -59,6 +60,8 @@ def evaluate(cfg: Config, console: Console, wait: bool = False) -> RunResult:
     bench = make_benchmark(cfg.benchmark)
     task_ids = bench.task_ids()  # bad ids fail here, before anything is written
     streams = eval_streams(cfg, task_ids)
+    if cfg.eval.mode != "none":  # only a memory embeds
+        check_key_for(cfg)
     preflight = getattr(method_plugin(cfg), "preflight", None)
     if preflight is not None:
         preflight(cfg)  # e.g. ReMe's missing pool: bad input, refused before anything is written
@@ -91,7 +94,7 @@ def evaluate(cfg: Config, console: Console, wait: bool = False) -> RunResult:
 
 
 async def _run(cfg: Config, bench: Benchmark, session: Session, streams: list[list[Unit]]) -> None:
-    async with eval_runner(cfg, bench, session) as runner:
+    async with eval_runner(cfg, bench, session, streams) as runner:
         await runner.run(streams)
 
 
@@ -99,21 +102,35 @@ def eval_streams(cfg: Config, task_ids: list[str]) -> list[list[Unit]]:
     """The units of an evaluation of ``task_ids``, as the streams the runner walks."""
     return plan_streams(task_ids, cfg.eval.seeds, cfg.eval.runs, cfg.eval.seed_base,
                         sequential=cfg.eval.mode == "dynamic", scope=cfg.eval.scope,
-                        workers=cfg.eval.dynamic_workers)
+                        workers=cfg.eval.dynamic_workers, order=cfg.eval.task_order)
+
+
+def chains_at_once(cfg: Config, streams: list) -> int:
+    """Streams the runner walks at once. In dynamic mode every worker chain of every stream
+    (AppWorld: 3 seeds x 4 runs x 8 workers = 96): a stream's workers must run together, as the
+    authors' did, or the pool they share evolves otherwise, and a chain held back until another
+    finished would start on a pool that had moved on. ``llm.concurrency`` still bounds the
+    requests in flight (the client queues the rest, first come first served), and
+    ``env.concurrency`` / AppWorld's ``benchmark.workers`` the open environments. Independent
+    units: ``llm.concurrency`` at once."""
+    return max(1, len(streams)) if cfg.eval.mode == "dynamic" else cfg.llm.concurrency
 
 
 @contextlib.asynccontextmanager
-async def eval_runner(cfg: Config, bench: Benchmark, session: Session) -> AsyncIterator[Runner]:
-    """The runner `reme eval` drives in a started session (``RunLifecycle.run``): the configured
-    memory method behind the seam, whose own summarizer client is closed afterwards (the
-    lifecycle owns ``session.client``). The harness benchmarks (scripts/bench_*.py) build
-    theirs here too, so they time what a user runs and cannot drift from it."""
+async def eval_runner(cfg: Config, bench: Benchmark, session: Session,
+                      streams: list[list[Unit]]) -> AsyncIterator[Runner]:
+    """The runner `reme eval` drives in a started session (``RunLifecycle.run``) over ``streams``:
+    the configured memory method behind the seam, whose own summarizer client is closed
+    afterwards (the lifecycle owns ``session.client``). The harness benchmarks
+    (scripts/bench_*.py) build theirs here too, so they time what a user runs and cannot drift
+    from it."""
     own_client = None
     try:
         method_for, own_client = make_method_factory(cfg, session.run_dir.path, session.client,
                                                      session.run_dir.finished_units())
-        yield Runner(bench, session.client, session.settings, session.run_dir, method_for, cfg.llm.concurrency,
-                     session.progress, health=session.ep.health, env_concurrency=cfg.env.concurrency)
+        yield Runner(bench, session.client, session.settings, session.run_dir, method_for,
+                     chains_at_once(cfg, streams), session.progress, health=session.ep.health,
+                     env_concurrency=cfg.env.concurrency)
     finally:
         if own_client is not None:
             await own_client.close()

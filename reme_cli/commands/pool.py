@@ -19,7 +19,7 @@ from reme_cli.core.staging import clean_stale, replace_dir
 from reme_cli.run.lock import DirLock
 from reme_cli.methods.reme import pool_commands as reme_pool
 from reme_cli.methods.reme.official import import_official
-from reme_cli.llm.embed import make_embedder_for
+from reme_cli.llm.embed import check_key_for, make_embedder_for
 from reme_cli.methods.reme.method import _other_method
 from reme_cli.methods.reme.pool_commands import list_released
 
@@ -30,6 +30,7 @@ def import_pool(source: str | Path, out: Path, cfg: Config, console: Console) ->
     if cfg.memory.name != "reme":
         raise UserError(f"`reme pool import` makes ReMe pools from the ReMe authors' released files; "
                         f"drop memory={cfg.memory.name}")
+    check_key_for(cfg)
     with DirLock(out):
         if out.exists():
             raise UserError(f"{out} already exists; choose another --out or delete it")

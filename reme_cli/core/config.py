@@ -14,6 +14,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
+from urllib.parse import urlsplit
 
 from omegaconf import MISSING, DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
@@ -24,16 +25,17 @@ from reme_cli.core.registry import BENCHMARKS, EMBEDDERS, METHODS, PROTOCOLS, Re
 
 @dataclass
 class SamplingCfg:
-    """What the executor's requests send, every key of it (and the summarizer's, except
-    temperature and max_tokens): a server applies its own default to any parameter left
-    out (vLLM: the model's generation_config.json), which a run could not record. The
-    defaults here switch top_k and min_p off; the Qwen3 model configs set Qwen3's own."""
+    """What the executor's requests send (and the summarizer's, except temperature and
+    max_tokens). null: not sent, so the server's default applies (vLLM >= 0.8: the model's
+    generation_config.json; llama-cpp-python: its own). The defaults here send every
+    parameter, top_k and min_p off; the Qwen3 model configs send none but the temperature,
+    as the authors' agents did (results/authors_setup_evidence.md section 9)."""
 
     temperature: float = 0.9
-    top_p: float = 1.0
-    top_k: int = 0  # 0: off (vLLM, llama.cpp and llama-cpp-python all read 0 so)
-    min_p: float = 0.0
-    max_tokens: int = 4096
+    top_p: Optional[float] = 1.0
+    top_k: Optional[int] = 0  # 0: off (vLLM, llama.cpp and llama-cpp-python all read 0 so)
+    min_p: Optional[float] = 0.0
+    max_tokens: Optional[int] = 4096  # null: no cap (the server's context is the limit)
 
 
 @dataclass
@@ -105,8 +107,17 @@ class EmbeddingCfg:
 
     kind: str = "sentence_transformers"  # sentence_transformers | openai
     model: str = "all-MiniLM-L6-v2"
-    base_url: Optional[str] = None
+    base_url: Optional[str] = None  # kind=openai: the endpoint (only its host is in the run hash)
     dim: int = 384
+    # kind=openai: sent as `dimensions` on every request when set (the authors' client sends
+    # dimensions=1024 to text-embedding-v4); dim must then equal it.
+    dimensions: Optional[int] = None
+    # kind=openai: the name of the environment variable holding the API key. The key itself
+    # is never written to a config or manifest. None: no key (a local server).
+    api_key_env: Optional[str] = None
+    # Texts per request (kind=openai; DashScope's text-embedding-v4 takes at most 10) or per
+    # forward pass (sentence-transformers). None: 256 / 32.
+    batch_size: Optional[int] = None
     # Where sentence-transformers runs: auto (a GPU when torch sees one, else the CPU) | cpu
     # | cuda | cuda:N. Out of the run hash: the vectors agree across devices to float
     # rounding, far below anything retrieval or dedup thresholds can tell apart.
@@ -142,6 +153,9 @@ class EvalCfg:
     # benchmark's own number, what the authors' scripts ran (BFCL 4, AppWorld 8); 1 runs
     # a stream's tasks one after another (the paper's text describes no concurrency).
     dynamic_workers: Optional[int] = None
+    # Dynamic mode: the order each stream walks the tasks. file: the split's order, worker i
+    # taking tasks i, i+W, ... (the authors' run_bfcl.py); shuffle: a permutation per seed.
+    task_order: str = "file"
     # Longest string a unit record stores (a reply, an argument, an output); longer ones are
     # cut in the middle and the record says so. What the environment receives is not cut.
     max_stored_chars: int = 20_000
@@ -168,10 +182,16 @@ class Config:
 
 PLUGIN_SECTIONS = ("benchmark", "memory")
 
+# How the model's own reasoning goes back to it in the history (benchmark.history_reasoning,
+# read by reme_cli.agent.loop): dropped, or kept on its assistant message under this key
+# (the authors' BFCL agent: ``reasoning_content``; vLLM's chat-message parser reads ``reasoning``).
+HISTORY_REASONING = ("drop", "reasoning_content", "reasoning")
+
 _CHOICES = {
     "model.kind": {"local", "vllm", "openai"},
     "eval.mode": {"none", "fixed", "dynamic"},
     "eval.scope": {"stream", "experiment"},
+    "eval.task_order": {"file", "shuffle"},
 }
 
 _AT_LEAST = {
@@ -185,6 +205,8 @@ _AT_LEAST = {
     "llm.breaker_threshold": 1,
     "env.concurrency": 1,
     "build.samples": 1,
+    "embedding.dimensions": 1,
+    "embedding.batch_size": 1,
     "model.sampling.max_tokens": 1,
     "model.sampling.top_k": 0,
     "model.sampling.top_p": 0.0,
@@ -202,7 +224,7 @@ _AT_MOST = {"summarizer.max_failed_share": 1.0, "summarizer.temperature": 2.0, "
 _EXECUTION_KEYS = ("out_dir", "runs_root", "llm.concurrency", "llm.timeout", "llm.max_retries",
                    "eval.max_stored_chars", "llm.breaker_threshold", "llm.startup_timeout", "env.concurrency",
                    "llm.cache", "llm.cache_dir", "llm.api_key", "llm.base_url", "summarizer.max_failed_share",
-                   "embedding.device",
+                   "embedding.device", "embedding.batch_size", "embedding.api_key_env",
                    # Where a managed server runs, not what it computes.
                    "model.params_b", "model.tensor_parallel", "llm.replicas")
 
@@ -281,6 +303,10 @@ def validate(raw: DictConfig | dict) -> Config:
         raise UserError("model.sampling.temperature must be between 0 and 2")
     if not re.fullmatch(r"auto|cpu|cuda(:\d+)?", str(cfg.embedding.device)):
         raise UserError(f"embedding.device={cfg.embedding.device!r} is not allowed; choose auto, cpu, cuda or cuda:N")
+    _check_embedding(cfg.embedding)
+    history = getattr(cfg.benchmark, "history_reasoning", "drop")
+    if history not in HISTORY_REASONING:
+        raise UserError(f"benchmark.history_reasoning={history!r} is not allowed; choose one of {list(HISTORY_REASONING)}")
     urls = [cfg.llm.base_url] if isinstance(cfg.llm.base_url, str) else cfg.llm.base_url or []
     if not isinstance(urls, list) or not all(isinstance(u, str) and u.startswith(("http://", "https://"))
                                              for u in urls):
@@ -295,6 +321,23 @@ def validate(raw: DictConfig | dict) -> Config:
     if cfg.eval.mode != "none" and cfg.memory.name == "none":
         raise UserError(f"--mode {cfg.eval.mode} needs a memory: add memory=reme")
     return cfg
+
+
+def _check_embedding(e: EmbeddingCfg) -> None:
+    if e.kind == "sentence_transformers":
+        for key in ("dimensions", "api_key_env"):
+            if getattr(e, key) is not None:
+                raise UserError(f"embedding.{key} is for an endpoint (embedding.kind=openai), not a local "
+                                f"sentence-transformers model: drop it")
+    if e.dimensions is not None and e.dimensions != e.dim:
+        raise UserError(f"embedding.dimensions={e.dimensions} asks the endpoint for {e.dimensions}-d vectors but "
+                        f"embedding.dim={e.dim}: set both to the same number")
+    if e.api_key_env is not None and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", e.api_key_env):
+        # A key pasted here would be written to the run's config.yaml.
+        raise UserError("embedding.api_key_env takes the name of an environment variable (e.g. DASHSCOPE_API_KEY), "
+                        "not the key itself")
+    if e.base_url is not None and not e.base_url.startswith(("http://", "https://")):
+        raise UserError(f"embedding.base_url={e.base_url!r} must start with http:// or https://")
 
 
 def _settle_benchmark_defaults(cfg: Config) -> None:
@@ -335,9 +378,9 @@ def to_dict(cfg: Config) -> dict[str, Any]:
 
 # Keys added after runs were made, with the value that behaves as before they existed: at
 # that value they stay out of the hash, so an earlier run directory still resumes.
-_NEUTRAL_WHEN = {"eval.dynamic_workers": 1}
+_NEUTRAL_WHEN = {"eval.dynamic_workers": 1, "embedding.dimensions": None}
 # Keys that change nothing outside one mode: out of the hash in the others.
-_ONLY_IN_MODE = {"eval.dynamic_workers": "dynamic"}
+_ONLY_IN_MODE = {"eval.dynamic_workers": "dynamic", "eval.task_order": "dynamic"}
 
 
 def config_hash(cfg: Config) -> str:
@@ -350,6 +393,9 @@ def config_hash(cfg: Config) -> str:
         for part in filter(None, parent.split(".")):
             node = node[part]
         node.pop(leaf, None)
+    # Which provider computes the vectors is the host; a port or path only says how to reach it.
+    if data["embedding"].get("base_url"):
+        data["embedding"]["base_url"] = urlsplit(data["embedding"]["base_url"]).hostname
     blob = json.dumps(data, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(blob.encode()).hexdigest()[:10]
 

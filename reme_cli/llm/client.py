@@ -139,8 +139,8 @@ class LLM(Protocol):
         tools: list[dict[str, Any]] | None = None,
         response_format: dict[str, Any] | None = None,
         temperature: float = 0.0,
-        top_p: float = 1.0,
-        max_tokens: int = 1024,
+        top_p: float | None = 1.0,
+        max_tokens: int | None = 1024,
         seed: int | None = None,
         extra_body: dict[str, Any] | None = None,
         headers: dict[str, str] | None = None,
@@ -182,28 +182,21 @@ class ChatClient:
         tools: list[dict[str, Any]] | None = None,
         response_format: dict[str, Any] | None = None,
         temperature: float = 0.0,
-        top_p: float = 1.0,
-        max_tokens: int = 1024,
+        top_p: float | None = 1.0,
+        max_tokens: int | None = 1024,
         seed: int | None = None,
         extra_body: dict[str, Any] | None = None,
         headers: dict[str, str] | None = None,
         top_k: int | None = None,
         min_p: float | None = None,
     ) -> ChatResult:
-        request: dict[str, Any] = {
-            "model": self.model,
-            "messages": messages,
-            "temperature": temperature,
-            "top_p": top_p,
-            "max_tokens": max_tokens,
-        }
-        # Outside OpenAI's schema but read from the body by vLLM, llama.cpp's server and
-        # llama-cpp-python alike; unsent, each applies its own default (vLLM: the model's
-        # generation_config.json; llama.cpp: top_k 40, min_p 0.05), which nothing records.
-        if top_k is not None:
-            request["top_k"] = top_k
-        if min_p is not None:
-            request["min_p"] = min_p
+        request: dict[str, Any] = {"model": self.model, "messages": messages, "temperature": temperature}
+        # None: not sent, so the server's default applies (vLLM >= 0.8: the model's
+        # generation_config.json; llama.cpp: top_k 40, min_p 0.05). top_k and min_p are
+        # outside OpenAI's schema but read from the body by vLLM and llama.cpp alike.
+        for name, value in (("top_p", top_p), ("max_tokens", max_tokens), ("top_k", top_k), ("min_p", min_p)):
+            if value is not None:
+                request[name] = value
         if seed is not None:
             request["seed"] = seed
         if tools:

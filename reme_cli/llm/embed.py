@@ -16,6 +16,7 @@ import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Protocol
+from urllib.parse import urlsplit
 
 import numpy as np
 
@@ -133,15 +134,19 @@ class SentenceTransformerEmbedder:
 
 
 class OpenAIEmbedder:
-    """An OpenAI-compatible /v1/embeddings endpoint (e.g. `vllm serve ... --task embed`)."""
+    """Any OpenAI-compatible /v1/embeddings endpoint: a hosted one (DashScope's
+    text-embedding-v4, as the authors embedded) or a local server (`vllm serve ... --task
+    embed`). Requests go in batches of ``batch_size`` texts, send ``dimensions`` when set, and
+    are retried on connection errors, 429 and 5xx."""
 
     @classmethod
     def from_config(cls, cfg: Mapping[str, Any]) -> OpenAIEmbedder:
         if not cfg.get("base_url") or not cfg.get("model"):
             raise UserError("embedding.kind=openai needs embedding.base_url and embedding.model")
-        dim = cfg.get("dim")
-        return cls(cfg["base_url"], cfg["model"], api_key=cfg.get("api_key", "EMPTY"),
-                   dim=int(dim) if dim is not None else None, batch_size=int(cfg.get("batch_size", 256)))
+        dim, dimensions = cfg.get("dim"), cfg.get("dimensions")
+        return cls(cfg["base_url"], cfg["model"], api_key=api_key(cfg),
+                   dim=int(dim) if dim is not None else None, batch_size=int(cfg.get("batch_size", 256)),
+                   dimensions=int(dimensions) if dimensions is not None else None)
 
     def __init__(
         self,
@@ -152,15 +157,21 @@ class OpenAIEmbedder:
         batch_size: int = 256,
         timeout: float = 60.0,
         max_attempts: int = 5,
+        dimensions: int | None = None,
     ):
         import openai
 
-        self.name = f"openai:{model}"
+        # The vector space: the model, at the size asked for. Pools record it.
+        self.name = f"openai:{model}" + (f"@{dimensions}" if dimensions else "")
+        # The cache also keys on the provider: another host serving the same name is not
+        # known to compute the same vectors.
+        self.cache_key = f"{self.name}@{urlsplit(base_url).hostname}"
         self.base_url = base_url
         self.model = model
         self.batch_size = batch_size
         self.max_attempts = max_attempts
-        self._dim = dim
+        self.dimensions = dimensions
+        self._dim = dimensions if dim is None else dim
         # tenacity owns retries so the give-up point (and its message) is ours.
         self._client = openai.OpenAI(base_url=base_url, api_key=api_key, timeout=timeout, max_retries=0)
 
@@ -196,8 +207,12 @@ class OpenAIEmbedder:
             wait=wait_exponential(multiplier=0.5, max=10),
             reraise=True,
         )
+        # Floats, as the authors' client asks (openai-python would otherwise ask for base64).
+        extra: dict[str, Any] = {"encoding_format": "float"}
+        if self.dimensions is not None:
+            extra["dimensions"] = self.dimensions
         try:
-            resp = retrying(self._client.embeddings.create, model=self.model, input=batch)
+            resp = retrying(self._client.embeddings.create, model=self.model, input=batch, **extra)
         except openai.APIConnectionError as exc:  # includes timeouts
             raise UserError(
                 f"embedding endpoint {self.base_url} is unreachable ({_first_line(exc)}); start it "
@@ -208,11 +223,16 @@ class OpenAIEmbedder:
                 f"embedding endpoint {self.base_url} does not serve {self.model!r} ({_first_line(exc)}); "
                 "fix embedding.model, or embedding.base_url (it usually ends in /v1)"
             ) from exc
+        except openai.AuthenticationError as exc:
+            raise UserError(
+                f"embedding endpoint {self.base_url} refused the API key (HTTP {exc.status_code}: "
+                f"{_first_line(exc)}); check the key in the variable embedding.api_key_env names"
+            ) from exc
         except openai.APIStatusError as exc:
             raise UserError(
                 f"embedding endpoint {self.base_url} rejected the request for {self.model!r} "
-                f"(HTTP {exc.status_code}: {_first_line(exc)}); check that it serves an embedding model "
-                "and that embedding.api_key is right"
+                f"(HTTP {exc.status_code}: {_first_line(exc)}); check that it serves an embedding model, "
+                "and embedding.batch_size and embedding.dimensions against its limits"
             ) from exc
         rows = sorted(resp.data, key=lambda d: d.index)
         if len(rows) != len(batch):
@@ -220,8 +240,24 @@ class OpenAIEmbedder:
         return _normalized(np.array([r.embedding for r in rows], dtype=np.float32))
 
 
+def api_key(cfg: Mapping[str, Any]) -> str:
+    """The endpoint's key: ``api_key`` given in code, else the environment variable that
+    ``api_key_env`` names (a config holds only the name), else none (a local server)."""
+    if cfg.get("api_key"):
+        return str(cfg["api_key"])
+    name = cfg.get("api_key_env")
+    if not name:
+        return "EMPTY"
+    value = os.environ.get(name, "").strip()
+    if not value:
+        raise UserError(f"embedding {cfg.get('model')} needs an API key in the environment variable {name}: "
+                        f"export {name}=<your key> (embedding.api_key_env names the variable)")
+    return value
+
+
 class CachedEmbedder:
-    """Vectors cached in sqlite by (embedder name, sha256(text)).
+    """Vectors cached in sqlite by (embedder, sha256(text)), the embedder by its
+    ``cache_key`` if it has one (an endpoint's: name and host), else its name.
 
     sqlite gives cross-process locking for free (parallel runs share one cache); WAL mode
     lets readers proceed while another process writes. `hits`/`misses` count distinct
@@ -237,6 +273,7 @@ class CachedEmbedder:
         self._lock = threading.Lock()
         self._conn: sqlite3.Connection | None = None
         self._conn_pid = -1
+        self._space = getattr(inner, "cache_key", None) or inner.name
         self._db()  # fail now, not mid-run, if the path is unusable
 
     @property
@@ -292,7 +329,7 @@ class CachedEmbedder:
                 part = keys[i : i + chunk]
                 marks = ",".join("?" * len(part))
                 rows = db.execute(
-                    f"SELECT key, vec FROM vectors WHERE model = ? AND key IN ({marks})", [self.name, *part]
+                    f"SELECT key, vec FROM vectors WHERE model = ? AND key IN ({marks})", [self._space, *part]
                 )
                 for key, blob in rows:
                     out[bytes(key)] = np.frombuffer(blob, dtype=np.float32).copy()
@@ -305,7 +342,7 @@ class CachedEmbedder:
                 db.execute("BEGIN")
                 db.executemany(
                     "INSERT OR IGNORE INTO vectors (model, key, vec) VALUES (?, ?, ?)",
-                    [(self.name, k, np.asarray(v, dtype=np.float32).tobytes()) for k, v in items],
+                    [(self._space, k, np.asarray(v, dtype=np.float32).tobytes()) for k, v in items],
                 )
 
     def close(self) -> None:
@@ -315,15 +352,17 @@ class CachedEmbedder:
                 self._conn = None
 
 
-_CFG_KEYS = {"kind", "model", "base_url", "api_key", "dim", "cache_dir", "device", "batch_size"}
+_CFG_KEYS = {"kind", "model", "base_url", "api_key", "api_key_env", "dim", "dimensions", "cache_dir", "device",
+             "batch_size"}
 
 
 def make_embedder(cfg: Mapping[str, Any]) -> Embedder:
     """Build an embedder from the `embedding` config group.
 
-    Keys: kind (a name in the embedder registry: sentence_transformers | openai | a plug-in's), model, base_url (openai), api_key, dim
-    (checked, or saves the openai probe call), device, batch_size, cache_dir (wraps the
-    embedder in a CachedEmbedder at <cache_dir>/embeddings.sqlite). None means unset.
+    Keys: kind (a name in the embedder registry: sentence_transformers | openai | a plug-in's),
+    model, base_url, dimensions, api_key or api_key_env (openai), dim (checked, or saves the
+    openai probe call), device, batch_size, cache_dir (wraps the embedder in a CachedEmbedder
+    at <cache_dir>/embeddings.sqlite). None means unset.
     """
     cfg = {k: v for k, v in dict(cfg).items() if v is not None}
     unknown = sorted(set(cfg) - _CFG_KEYS)
@@ -342,4 +381,24 @@ def make_embedder_for(cfg: Any) -> Embedder:
     and command that embeds uses this one, so they agree on model and cache)."""
     e = cfg.embedding
     return make_embedder({"kind": e.kind, "model": e.model, "base_url": e.base_url, "dim": e.dim,
+                          "dimensions": e.dimensions, "api_key_env": e.api_key_env, "batch_size": e.batch_size,
                           "cache_dir": e.cache_dir, "device": e.device})
+
+
+def check_key_for(cfg: Any) -> None:
+    """A one-line error now, before anything runs or is written, when the run's embedding
+    endpoint needs a key that is not in the environment."""
+    e = cfg.embedding
+    if e.api_key_env:
+        api_key({"model": e.model, "api_key_env": e.api_key_env})
+
+
+def identity(cfg: Any) -> dict[str, Any]:
+    """What the manifest records of the run's embedding (never a key)."""
+    e = cfg.embedding
+    out: dict[str, Any] = {"kind": e.kind, "model": e.model, "dim": e.dim}
+    if e.dimensions is not None:
+        out["dimensions"] = e.dimensions
+    if e.base_url:
+        out["host"] = urlsplit(e.base_url).hostname
+    return out

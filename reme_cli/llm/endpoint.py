@@ -93,7 +93,8 @@ def _external(cfg: Config, urls: list[str], identity: dict[str, Any]) -> Endpoin
 
 def check_fits(cfg: Config, context_len: Any, what: str) -> None:
     """Refuse a config whose answers alone could fill the model's context."""
-    if isinstance(context_len, int) and cfg.model.sampling.max_tokens >= context_len:
+    max_tokens = cfg.model.sampling.max_tokens
+    if isinstance(context_len, int) and max_tokens is not None and max_tokens >= context_len:
         raise UserError(f"model.sampling.max_tokens={cfg.model.sampling.max_tokens} does not fit a context of "
                         f"{context_len} tokens ({what}); lower it or serve the model with a longer context")
 

@@ -24,12 +24,19 @@ def estimate_tokens(text: str) -> int:
     return int(len(text) / CHARS_PER_TOKEN) + 1 if text else 0
 
 
+# An answer with no cap (model.sampling.max_tokens=null, as the authors sent) is planned at
+# this many tokens: the Qwen3 configs' cap before they sent none, room for thinking and a call.
+UNCAPPED_ANSWER_TOKENS = 8192
+
+
 def memory_budget(cfg: Any, share: float) -> int:
     """Tokens the memory may take: ``share`` of what the context leaves after the answer
-    (``model.n_ctx - model.sampling.max_tokens``); the rest is for the task and its steps."""
+    (``model.n_ctx - model.sampling.max_tokens``, or ``UNCAPPED_ANSWER_TOKENS`` without a
+    cap); the rest is for the task and its steps."""
     if not 0 < share <= 1:
         raise ValueError(f"share must be in (0, 1], got {share}")
-    room = cfg.model.n_ctx - cfg.model.sampling.max_tokens
+    answer = cfg.model.sampling.max_tokens
+    room = cfg.model.n_ctx - (UNCAPPED_ANSWER_TOKENS if answer is None else answer)
     return max(0, int(room * share))
 
 

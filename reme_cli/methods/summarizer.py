@@ -5,8 +5,8 @@ Its requests follow the authors' memory service (results/authors_setup_evidence.
 temperature 0.6, no max_tokens, no thinking switch unless ``summarizer.thinking`` sets one
 (the executor's ``model.thinking`` is the agent's, not the summarizer's). The authors' client
 sent no top_p/top_k/min_p, so the endpoint's defaults applied; here the model config's
-``model.sampling`` top_p/top_k/min_p are sent (for the Qwen3 configs, Qwen3's own defaults,
-which a vLLM endpoint would have applied), so the run records them. Reasoning stays out
+``model.sampling`` top_p/top_k/min_p go with every call, each one not sent where it is null
+(the Qwen3 configs: none, as the authors). Reasoning stays out
 of what is parsed: the client keeps ``reasoning_content`` apart and ``llm.json_reply`` drops
 ``<think>`` blocks left in the content by a server without a reasoning parser."""
 
@@ -58,7 +58,7 @@ def thinking_switch(cfg: Config, llama_cpp: bool = False) -> dict[str, Any] | No
 
 
 def sampling_filters(cfg: Config) -> dict[str, Any]:
-    """top_p, top_k, min_p of every summarizer call (``model.sampling``: see the docstring)."""
+    """top_p, top_k, min_p of every summarizer call (``model.sampling``; None: not sent)."""
     s = cfg.model.sampling
     return {"top_p": s.top_p, "top_k": s.top_k, "min_p": s.min_p}
 

@@ -3,8 +3,9 @@
 The numbers come from ``reme_cli.run.metrics`` (the paper's definitions, written once), the
 same functions as a run's own metrics.json; this module adapts the report's frames to them.
 
-Errored units are not failures: they are dropped before any mean is taken, counted, and the
-run is flagged ``partial`` so that no table averages them in silently.
+An errored unit counts as a failure in every Avg@k / Pass@k / SGC (as in the authors'
+harness, ``reme_cli.run.metrics``); it is counted (``n_errors``) and flags the run
+``partial``, so a table marks what it cannot hide. Token columns leave errored units out.
 
 Beside the scored success (a unit's last trial) every run also gets Avg@k / Pass@k over its
 units' first trials (``first_*``), with the same functions: the two differ where a method
@@ -36,8 +37,13 @@ def as_flag(column: pd.Series) -> pd.Series:
 
 
 def scored_units(units: pd.DataFrame) -> pd.DataFrame:
-    """The units that count towards a score: those that did not error."""
+    """The units with a verdict: those that did not error (what token columns average)."""
     return units[~as_flag(units["error"])]
+
+
+def counted_units(units: pd.DataFrame) -> pd.DataFrame:
+    """Every unit as the scores count it: an errored one failed."""
+    return scores.headline(units.assign(success=as_flag(units["success"]), error=as_flag(units["error"])))
 
 
 def first_trial(units: pd.DataFrame) -> pd.Series:
@@ -55,15 +61,13 @@ def retried(units: pd.DataFrame) -> pd.Series:
 
 
 def task_scores(units: pd.DataFrame) -> pd.DataFrame:
-    """One row per (seed, task_id): ``avg`` = mean success over its runs, ``pass`` = any success.
-
-    Errored units are excluded first; a (seed, task) whose units all errored has no row.
-    """
-    scored = scored_units(units)
+    """One row per (seed, task_id): ``avg`` = mean success over its runs, ``pass`` = any
+    success; an errored unit counts as a failed run."""
+    scored = counted_units(units)
     if scored.empty:
         return pd.DataFrame({"seed": pd.Series(dtype=int), "task_id": pd.Series(dtype=str),
                              "avg": pd.Series(dtype=float), "pass": pd.Series(dtype=float)})
-    per_task = scores.task_scores(scored.assign(success=as_flag(scored["success"])))[["avg", "pass"]]
+    per_task = scores.task_scores(scored)[["avg", "pass"]]
     return per_task.reset_index().sort_values(["seed", "task_id"], kind="stable").reset_index(drop=True)
 
 
@@ -78,12 +82,12 @@ def seed_scores(units: pd.DataFrame) -> pd.DataFrame:
 
 def scenario_columns(units: pd.DataFrame) -> dict:
     """sgc_mean, sgc_std and by_difficulty ({level: success rate}) of one run's units; NaN
-    and {} when some scored unit has no scenario (not an AppWorld run)."""
-    scored = scored_units(units)
+    and {} when some unit has no scenario (not an AppWorld run)."""
+    scored = counted_units(units)
     frame = pd.DataFrame({"seed": scored["seed"], "run": scored["run"],
                           "scenario": scored["scenario"] if "scenario" in scored else None,
                           "difficulty": scored["difficulty"] if "difficulty" in scored else None,
-                          "success": as_flag(scored["success"])})
+                          "success": scored["success"]})
     appworld = scores.appworld_scores(frame)
     if not appworld:
         return {"sgc_mean": math.nan, "sgc_std": math.nan, "by_difficulty": {}}
@@ -96,7 +100,7 @@ def _one_run(run: pd.Series, units: pd.DataFrame) -> dict:
     per_seed = seed_scores(units)
     avg_mean, avg_std = scores.mean_std(per_seed["avg"])
     pass_mean, pass_std = scores.mean_std(per_seed["pass"])
-    first = seed_scores(units.assign(success=first_trial(units)))
+    first = seed_scores(units.assign(success=first_trial(units)))  # errored: failed (task_scores)
     first_avg_mean, first_avg_std = scores.mean_std(first["avg"])
     first_pass_mean, first_pass_std = scores.mean_std(first["pass"])
     n_errors = int(as_flag(units["error"]).sum())
@@ -105,7 +109,7 @@ def _one_run(run: pd.Series, units: pd.DataFrame) -> dict:
     return {
         "run_id": run["run_id"], "avg_mean": avg_mean, "avg_std": avg_std,
         "pass_mean": pass_mean, "pass_std": pass_std, "n_seeds": len(per_seed),
-        "n_tasks": int(scored_units(units)["task_id"].nunique()), "n_units": len(units),
+        "n_tasks": int(units["task_id"].nunique()), "n_units": len(units),
         "n_errors": n_errors, "expected_units": expected, "partial": bool(partial),
         "per_seed": {int(r.seed): (float(r.avg), float(r["pass"])) for _, r in per_seed.iterrows()},
         **scenario_columns(units),

@@ -24,12 +24,13 @@ from reme_cli.core.config import Config, config_hash, to_dict
 from reme_cli.core.errors import RunAborted, os_error_message
 from reme_cli.core.io import write_json_atomic
 from reme_cli.llm.client import ChatClient
+from reme_cli.llm.embed import identity as embedding_identity
 from reme_cli.llm.endpoint import Endpoint, endpoint, make_client
 from reme_cli.run.lock import DirLock
 from reme_cli.run.progress import RunProgress
 from reme_cli.run.records import RunDir
 from reme_cli.run.runner import EpisodeSettings
-from reme_cli.run.settings import episode_settings
+from reme_cli.run.settings import episode_settings, request_record
 
 T = TypeVar("T")
 
@@ -92,7 +93,8 @@ class RunLifecycle:
         cfg = self.cfg
         with endpoint(cfg) as ep:
             run_dir = self._run_dir = RunDir.open(self.run_path, to_dict(cfg), config_hash(cfg), kind=self.kind)
-            run_dir.update_manifest(status="running", server=ep.identity, **manifest, **sandbox_fields(self.bench))
+            run_dir.update_manifest(status="running", server=ep.identity, embedding=embedding_identity(cfg),
+                                    requests=request_record(cfg, temperature), **manifest, **sandbox_fields(self.bench))
             settings = episode_settings(cfg, self.bench, temperature=temperature)
             progress = RunProgress(self.console, title)
             try:

@@ -1,10 +1,14 @@
 """Avg@k and Pass@k from unit records (never from re-running anything): the one place they
 are computed, for `reme eval`'s metrics.json and for `reme report` alike.
 
-Per seed: Avg@k = mean over tasks of the task's mean success over its k runs (errored
-units excluded: they are errors, not failures);
+Per seed: Avg@k = mean over tasks of the task's mean success over its k runs;
 Pass@k = fraction of tasks solved in at least one of the k runs. Across seeds: mean and
 sample standard deviation (ddof=1; 0 for a single seed).
+
+An errored unit counts as a failure in both, as in the authors' harness (``get_reward``
+returns 0 on any exception, agentscope-ai/ReMe 65971baf ``benchmark/bfcl/bfcl_agent.py:481-485``):
+a run whose units error cannot score higher for it. That it errored stays visible: the
+``errors`` count, ``complete: false`` (the report's partial mark) and exit 3.
 """
 
 from __future__ import annotations
@@ -18,6 +22,18 @@ import pandas as pd
 from reme_cli.bench.appworld_metrics import sgc_per_seed, success_by_difficulty
 from reme_cli.llm.answer_health import merge
 from reme_cli.run.records import UnitRecord
+
+
+def headline(units: pd.DataFrame) -> pd.DataFrame:
+    """``units`` (columns task_id, success, error; optionally scenario, difficulty) as the
+    headline numbers count them: an errored unit failed. Its scenario and difficulty, which
+    only a verdict carries, are the task's from its other units."""
+    out = units.assign(success=units["success"].eq(True) & ~units["error"].eq(True))
+    for col in ("scenario", "difficulty"):
+        if col in out and out[col].isna().any():
+            known = out.dropna(subset=[col]).drop_duplicates("task_id").set_index("task_id")[col]
+            out[col] = out[col].where(out[col].notna(), out["task_id"].map(known))
+    return out
 
 
 def task_scores(scored: pd.DataFrame) -> pd.DataFrame:
@@ -77,14 +93,8 @@ def compute_metrics(trials: list[UnitRecord], k: int, success_key: str = "succes
             "difficulty": [(t.checker or {}).get("difficulty") for t in trials],
         }
     )
-    # An errored unit is no verdict: it is left out of every mean (and the run is not
-    # complete), never counted as a failure.
-    scored = df[~df["error"]]
+    scored = headline(df)  # an errored unit failed (module docstring)
     stop_reasons = dict(Counter(t.stop_reason for t in trials).most_common())
-    if scored.empty:
-        return {"k": k, "tasks": int(df["task_id"].nunique()), "units": int(len(df)),
-                "errors": int(df["error"].sum()), "complete": False, "per_seed": {},
-                "stop_reasons": stop_reasons}
     per_task = task_scores(scored)
     per_seed = seed_scores(per_task)
     out: dict[str, Any] = {

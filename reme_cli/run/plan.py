@@ -2,8 +2,9 @@
 
 A unit is one attempt of one task: (seed, run, task). Without an evolving memory every
 unit is independent and is its own stream; in dynamic mode each (seed, run) is one stream
-that walks the tasks in a seed-determined order, because the pool it evolves makes each
-task depend on the ones before it.
+that walks the tasks in order, because the pool it evolves makes each task depend on the
+ones before it: the split's file order, as the authors' run_bfcl.py reads it (``file``), or
+a permutation per seed (``shuffle``).
 """
 
 from __future__ import annotations
@@ -31,22 +32,26 @@ class Unit:
         return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
 
 
-def task_order(task_ids: list[str], seed: int, seed_base: int) -> list[str]:
-    order = list(task_ids)
-    random.Random(seed_base + seed).shuffle(order)
-    return order
+def task_order(task_ids: list[str], seed: int, seed_base: int, order: str = "file") -> list[str]:
+    """The order a seed's streams walk the tasks: as given (``file``), or shuffled by the seed."""
+    ids = list(task_ids)
+    if order == "shuffle":
+        random.Random(seed_base + seed).shuffle(ids)
+    return ids
 
 
 def plan_streams(task_ids: list[str], seeds: int, runs: int, seed_base: int,
-                 sequential: bool, scope: str = "stream", workers: int = 1) -> list[list[Unit]]:
+                 sequential: bool, scope: str = "stream", workers: int = 1,
+                 order: str = "file") -> list[list[Unit]]:
     """``scope`` (sequential only): ``stream``, each (seed, run) evolves its own memory;
     ``experiment``, the runs of a seed share one memory, run after run (the official
-    scripts load the pool once per experiment).
+    scripts load the pool once per experiment). ``order`` (sequential only): ``file``, the
+    tasks as given, or ``shuffle``, a permutation per seed (``task_order``).
 
     ``workers`` (sequential only): each memory stream is walked by that many workers at
     once, worker i taking units i, i+W, ... of it (the authors' ``task_ids[i::W]``); they
     share the stream's memory, which then evolves in the order units finish."""
-    planned = _plan(task_ids, seeds, runs, seed_base, sequential, scope)
+    planned = _plan(task_ids, seeds, runs, seed_base, sequential, scope, order)
     if not sequential or workers <= 1:
         return planned
     return [part for stream in planned
@@ -54,10 +59,10 @@ def plan_streams(task_ids: list[str], seeds: int, runs: int, seed_base: int,
 
 
 def _plan(task_ids: list[str], seeds: int, runs: int, seed_base: int, sequential: bool,
-          scope: str) -> list[list[Unit]]:
+          scope: str, how: str) -> list[list[Unit]]:
     streams: list[list[Unit]] = []
     for seed in range(seeds):
-        order = task_order(task_ids, seed, seed_base)
+        order = task_order(task_ids, seed, seed_base, how)
         if sequential and scope == "experiment":
             streams.append([Unit(seed, run, t, run * len(order) + i)
                             for run in range(runs) for i, t in enumerate(order)])

@@ -69,8 +69,8 @@ def on_signals(callback: Callable[[int], None]) -> Iterator[None]:
 class EpisodeSettings:
     protocol: ToolProtocol
     temperature: float
-    top_p: float
-    max_tokens: int
+    top_p: float | None  # None: not sent
+    max_tokens: int | None
     seed_base: int
     extra_body: dict[str, Any] | None
     system_prompt: str | None
@@ -79,6 +79,7 @@ class EpisodeSettings:
     max_stored_chars: int = 20_000  # per stored string of a unit record (eval.max_stored_chars)
     top_k: int | None = None
     min_p: float | None = None
+    history_reasoning: str = "drop"  # benchmark.history_reasoning
 
 
 @dataclass
@@ -251,6 +252,7 @@ class Runner:
                     max_interactions=s.max_interactions,
                     max_steps_per_turn=s.max_steps_per_turn,
                     headers={"X-Reme-Task-Id": unit.task_id, "X-Reme-Episode": episode_key},
+                    history_reasoning=s.history_reasoning,
                 )
                 return Attempt(traj, await env.evaluate())
             finally:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from reme_cli.agent.protocols import make_protocol
 from reme_cli.bench.base import PLAIN_TOOLS, Benchmark
 from reme_cli.core.config import Config
@@ -24,7 +26,22 @@ def episode_settings(cfg: Config, bench: Benchmark, temperature: float | None = 
         max_stored_chars=cfg.eval.max_stored_chars,
         top_k=cfg.model.sampling.top_k,
         min_p=cfg.model.sampling.min_p,
+        history_reasoning=getattr(cfg.benchmark, "history_reasoning", "drop"),
     )
+
+
+def request_record(cfg: Config, temperature: float | None = None) -> dict[str, Any]:
+    """The manifest's record of what every executor request sends: ``sent`` (parameter ->
+    value; the seed differs per unit and trial) and ``not_sent`` (the server's default
+    applies: on vLLM >= 0.8 the model's generation_config.json)."""
+    s = cfg.model.sampling
+    values = {"temperature": s.temperature if temperature is None else temperature, "top_p": s.top_p,
+              "top_k": s.top_k, "min_p": s.min_p, "max_tokens": s.max_tokens}
+    sent: dict[str, Any] = {k: v for k, v in values.items() if v is not None}
+    sent["seed"] = f"per unit and trial (eval.seed_base={cfg.eval.seed_base})"
+    if (extra := request_extra_body(cfg)) is not None:
+        sent["extra_body"] = extra
+    return {"sent": sent, "not_sent": [k for k, v in values.items() if v is None]}
 
 
 def _step_limit(*limits: int | None) -> int | None:

@@ -29,6 +29,13 @@ Policies:
 ``--refuse-chat`` hangs up on every chat request (a server dying under a run);
 ``--max-model-len`` reports a context length in ``/v1/models`` as vLLM does.
 
+``/v1/embeddings`` answers every policy with deterministic vectors (``scripted_vector``: the
+same model, text and ``dimensions`` always give the same vector; 8 numbers when no
+``dimensions`` is sent), in request order. ``embedding_faults`` (``--embedding-fault 429``)
+answers the first embedding requests with those HTTP statuses, one each, before any
+succeeds; ``max_embedding_inputs`` refuses a request with more texts (HTTP 400), as
+DashScope refuses more than 10.
+
 Requests with ``response_format`` get the harness's JSON tool-call protocol in
 ``content`` (``{"tool_calls": [{"name", "arguments"}], "answer"?}``) instead of native
 ``tool_calls``; in that protocol tool results come back as user messages starting with
@@ -38,10 +45,13 @@ Requests with ``response_format`` get the harness's JSON tool-call protocol in
 from __future__ import annotations
 
 import argparse
+import base64
 import copy
+import hashlib
 import itertools
 import json
 import re
+import struct
 import sys
 import threading
 import time
@@ -69,6 +79,7 @@ class Reply:
     tool_calls: list[Call] = field(default_factory=list)
     finish_reason: str | None = None  # default: "tool_calls" or "stop"
     raw: bool = False  # send content as is, even when the request has a response_format
+    reasoning: str | None = None  # sent as the message's reasoning_content, as vLLM's reasoning parser does
 
 
 class Policy(Protocol):
@@ -431,12 +442,49 @@ class FaultPolicy:
         return self.inner.reply(body, headers)
 
 
+# ------------------------------------------------------------------- embeddings
+
+SCRIPTED_EMBEDDING_DIM = 8  # when a request names no dimensions
+
+
+def scripted_vector(model: str, text: str, dimensions: int = SCRIPTED_EMBEDDING_DIM) -> list[float]:
+    """A fixed pseudo-random vector for (model, text, dimensions): not a meaning, an identity."""
+    out: list[float] = []
+    block = 0
+    while len(out) < dimensions:
+        digest = hashlib.sha256(f"{model}\0{dimensions}\0{text}\0{block}".encode()).digest()
+        out.extend(b / 127.5 - 1.0 for b in digest)
+        block += 1
+    return out[:dimensions]
+
+
+def _embeddings(body: dict[str, Any]) -> dict[str, Any]:
+    texts = body.get("input")
+    texts = [texts] if isinstance(texts, str) else texts
+    if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):
+        raise PolicyError("'input' must be a string or a list of strings")
+    model = str(body.get("model") or "scripted")
+    dims = body.get("dimensions") or SCRIPTED_EMBEDDING_DIM
+    rows = []
+    for i, text in enumerate(texts):
+        vec = scripted_vector(model, text, int(dims))
+        embedding: Any = vec
+        if body.get("encoding_format") == "base64":
+            embedding = base64.b64encode(struct.pack(f"<{len(vec)}f", *vec)).decode()
+        rows.append({"object": "embedding", "index": i, "embedding": embedding})
+    tokens = sum(max(1, len(t) // 4) for t in texts)
+    return {"object": "list", "data": rows, "model": model,
+            "usage": {"prompt_tokens": tokens, "total_tokens": tokens}}
+
+
 # ----------------------------------------------------------------------- server
 
 
 def _completion(body: dict[str, Any], reply: Reply, turn_id: int) -> dict[str, Any]:
     json_protocol = body.get("response_format") is not None
     message: dict[str, Any] = {"role": "assistant", "content": reply.content}
+    if reply.reasoning is not None:
+        message["reasoning_content"] = reply.reasoning
     finish = "stop"
     if reply.finish_reason == "length":  # cut off mid-reply: the text is all there is
         message["content"] = reply.content or ""
@@ -481,10 +529,13 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True
     refuse_chat: bool = False
     max_model_len: int | None = None  # reported in /v1/models, as vLLM does
+    embedding_faults: list[int]  # statuses for the next embedding requests, first to last
+    max_embedding_inputs: int | None = None
     policy: Policy
     delay: float
     requests: list[dict[str, Any]]
     counter: itertools.count
+    lock: threading.Lock
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         # A client that hangs up mid-answer (a run stopped by Ctrl-C) is normal, as for a
@@ -537,6 +588,9 @@ class _Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
         path = self.path.split("?", 1)[0].rstrip("/")
+        if path == "/v1/embeddings":
+            self._embed(raw, path)
+            return
         if path != "/v1/chat/completions":
             self._error(404, f"no route for POST {path}")
             return
@@ -566,15 +620,43 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(200, _completion(body, reply, next(self.server.counter)))
 
 
+    def _embed(self, raw: bytes, path: str) -> None:
+        try:
+            body = json.loads(raw or b"{}")
+        except ValueError:
+            self._error(400, "the request body is not valid JSON")
+            return
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        self.server.requests.append({"path": path, "body": body, "headers": headers})
+        with self.server.lock:
+            fault = self.server.embedding_faults.pop(0) if self.server.embedding_faults else None
+        if fault is not None:
+            self._error(fault, f"scripted fault {fault}")
+            return
+        limit = self.server.max_embedding_inputs
+        texts = body.get("input") if isinstance(body, dict) else None
+        if limit and isinstance(texts, list) and len(texts) > limit:
+            self._error(400, f"batch size is invalid, it should not be larger than {limit}")
+            return
+        try:
+            self._send(200, _embeddings(body if isinstance(body, dict) else {}))
+        except PolicyError as exc:
+            self._error(400, str(exc))
+
+
 class ScriptedServer:
     """TEST DOUBLE: serve ``policy`` on 127.0.0.1 from a background thread."""
 
     def __init__(self, policy: Policy, delay: float = 0.0, host: str = "127.0.0.1", port: int = 0,
-                 refuse_chat: bool = False, max_model_len: int | None = None):
+                 refuse_chat: bool = False, max_model_len: int | None = None,
+                 embedding_faults: Iterable[int] = (), max_embedding_inputs: int | None = None):
         self.policy = policy
         self._httpd = _Server((host, port), _Handler)
         self._httpd.refuse_chat = refuse_chat
         self._httpd.max_model_len = max_model_len
+        self._httpd.embedding_faults = list(embedding_faults)
+        self._httpd.max_embedding_inputs = max_embedding_inputs
+        self._httpd.lock = threading.Lock()
         self._httpd.policy = policy
         self._httpd.delay = delay
         self._httpd.requests = []
@@ -591,8 +673,8 @@ class ScriptedServer:
 
     @property
     def requests(self) -> list[dict[str, Any]]:
-        """Every chat request received: ``{"path", "body", "headers"}`` (header names
-        lower-cased)."""
+        """Every chat and embedding request received: ``{"path", "body", "headers"}``
+        (header names lower-cased)."""
         return self._httpd.requests
 
     def start(self) -> ScriptedServer:
@@ -667,6 +749,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="answer /v1/models but hang up on every chat request (a dying server)")
     parser.add_argument("--max-model-len", type=int, help="report this context length in /v1/models")
     parser.add_argument("--appworld-root", help="an AppWorld data root (appworld-gold policies)")
+    parser.add_argument("--embedding-fault", type=int, action="append", default=[], metavar="STATUS",
+                        help="answer the next embedding request with this HTTP status (repeat it)")
+    parser.add_argument("--max-embedding-inputs", type=int, help="refuse embedding requests with more texts")
     args = parser.parse_args(argv)
     if args.corrupt and not args.policy.startswith(("bfcl-replay", "appworld-gold")):
         parser.error("--corrupt needs a bfcl-replay or appworld-gold policy")
@@ -679,7 +764,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.overflow or args.truncate:
         policy = FaultPolicy(policy, overflow=args.overflow, truncate=args.truncate)
     server = ScriptedServer(policy, delay=args.delay, port=args.port, refuse_chat=args.refuse_chat,
-                            max_model_len=args.max_model_len)
+                            max_model_len=args.max_model_len, embedding_faults=args.embedding_fault,
+                            max_embedding_inputs=args.max_embedding_inputs)
     print(server.base_url, flush=True)
     try:
         server.serve_forever()
