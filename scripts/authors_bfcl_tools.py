@@ -9,7 +9,7 @@ without its response schema (``extract_tool_schema``). This script runs their un
 files through a module that imports every vendor SDK), and prints, per task, how many times
 the Python 3 note sits on the descriptions at each turn and whether reme's tools
 (``benchmark.tool_note=per_turn benchmark.tool_response=drop``, the defaults) are the same
-JSON. Output: results/bfcl_tool_notes.md.
+JSON (results/bfcl_authors_agent.md holds a run of it).
 
     git clone https://github.com/agentscope-ai/ReMe && git -C ReMe checkout 65971baf
     python scripts/authors_bfcl_tools.py ReMe/benchmark/bfcl [TASK_ID ...]

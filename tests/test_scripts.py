@@ -371,3 +371,39 @@ def test_bench_tests_times_a_part_of_the_suite(tmp_path):
     wall = float(re.search(r"\| wall time \| (\d+) s", text).group(1))
     assert 0 < wall < 300
     assert "| tests/test_cli_meta.py |" in text  # the per-file table names the file that ran
+
+
+# A stand-in for the authors' benchmark/bfcl/bfcl_utils.py (their checkout is not here): the two
+# functions the script drives, doing what theirs do (their compile_tools: bfcl's pre-processing of
+# the entry's own function list, in place, then OpenAI tools; extract_tool_schema drops each
+# tool's response schema), so the script's plumbing and reme's per-turn tools are exercised.
+AUTHORS_BFCL_UTILS_STAND_IN = '''
+from bfcl_eval.constants.type_mappings import GORILLA_TO_OPENAPI
+from bfcl_eval.model_handler.model_style import ModelStyle
+from bfcl_eval.model_handler.utils import convert_to_tool, func_doc_language_specific_pre_processing
+
+
+def extract_tool_schema(tools):
+    for tool in tools:
+        tool["function"].pop("response", None)
+    return tools
+
+
+def handle_user_turn(entry, turn):
+    functions = func_doc_language_specific_pre_processing(entry["function"], entry["id"].rsplit("_", 1)[0])
+    tools = convert_to_tool(functions, GORILLA_TO_OPENAPI, ModelStyle.OpenAI_Completions)
+    return {"tools": tools} if turn < len(entry["question"]) else {"done": True}
+'''
+
+
+@script("authors_bfcl_tools.py")
+def test_authors_bfcl_tools_compares_their_tool_path_with_reme_per_turn(tmp_path):
+    (tmp_path / "bfcl_utils.py").write_text(AUTHORS_BFCL_UTILS_STAND_IN)
+    proc = subprocess.run([sys.executable, str(SCRIPTS / "authors_bfcl_tools.py"), str(tmp_path), "multi_turn_base_0"],
+                          cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert f"bfcl-eval {RELEASES['paper']}" in proc.stdout
+    row = next(line for line in proc.stdout.splitlines() if line.startswith("| multi_turn_base_0 |"))
+    turns = int(row.split("|")[2])
+    assert turns > 1 and row.split("|")[3].strip() == ", ".join(str(k) for k in range(1, turns + 1))
+    assert row.rstrip().endswith("| yes |") and proc.stdout.rstrip().endswith("every turn: True")
