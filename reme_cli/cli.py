@@ -361,7 +361,7 @@ def appworld_setup_cmd(
     """
 
     def body() -> None:
-        from reme_cli.bench.appworld import setup
+        from reme_cli.bench.appworld_setup import setup
 
         print(setup(venv))
 

@@ -71,7 +71,10 @@ class ToolResult:
     call: str
     output: str
     error: bool = False
-    done: bool = False  # the task is over (AppWorld: the agent called complete_task)
+    done: bool = False  # the task is over (AppWorld: the agent called complete_task, or a bound ended it)
+    # A resource bound this action hit (reme_cli.agent.loop.LIMIT_STOPS names them): with
+    # done, it ended the episode; without, it was only cut (an output past its cap).
+    limit: Optional[str] = None
 
 
 @dataclass

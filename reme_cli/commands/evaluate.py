@@ -8,7 +8,7 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
-from reme_cli.bench.registry import make_benchmark
+from reme_cli.bench.registry import make_benchmark, prepare_benchmark
 from reme_cli.core.config import Config, config_hash
 from reme_cli.llm.client import ChatClient
 from reme_cli.core.registry import METHODS
@@ -55,6 +55,7 @@ def make_method_factory(cfg: Config, run_path: Path, client: ChatClient, finishe
 def evaluate(cfg: Config, console: Console, wait: bool = False) -> RunResult:
     bench = make_benchmark(cfg.benchmark)
     task_ids = bench.task_ids()  # bad ids fail here, before anything is written
+    prepare_benchmark(bench)  # e.g. AppWorld's sandbox: refused here, before anything is written
     streams = plan_streams(task_ids, cfg.eval.seeds, cfg.eval.runs, cfg.eval.seed_base,
                            sequential=cfg.eval.mode == "dynamic", scope=cfg.eval.scope,
                            workers=cfg.eval.dynamic_workers)

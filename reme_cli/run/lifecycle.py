@@ -53,10 +53,13 @@ class Session:
     progress: RunProgress
 
 
-def sandbox_fields(bench: Benchmark) -> dict[str, str]:
-    """The manifest's record of where model-written code ran (benchmarks that run it)."""
+def sandbox_fields(bench: Benchmark) -> dict[str, Any]:
+    """The manifest's record of where model-written code ran (benchmarks that run it): the
+    kind, and its details (which bwrap binary, its version, the bounds) when the benchmark
+    gives them."""
     kind = getattr(bench, "sandbox", None)
-    return {"sandbox": kind} if kind else {}
+    detail = getattr(bench, "sandbox_detail", None)
+    return ({"sandbox": kind} if kind else {}) | ({"sandbox_detail": detail} if detail else {})
 
 
 class RunLifecycle:
