@@ -380,8 +380,22 @@ def bfcl_diff_cmd() -> None:
     _run(body)
 
 
-def main() -> None:
-    app()
+def main(argv: list[str] | None = None) -> None:
+    """The ``reme`` command. A usage error (an unknown option or command, a bad ``--mode``)
+    is one line on stderr and exit 2, like every other bad input."""
+    try:
+        code = app(args=argv, standalone_mode=False)
+    except typer.Abort:  # Ctrl-C outside a command's own handling
+        sys.exit(130)
+    except typer.TyperException as exc:  # click's usage and parameter errors (typer vendors click)
+        ctx = getattr(exc, "ctx", None)
+        if type(exc).__name__ == "NoArgsIsHelpError":  # `reme`, `reme pool`: typer printed the help
+            sys.exit(2)
+        where = f" (see {ctx.command_path} --help)" if ctx else ""
+        console.print(f"[red]error:[/red] {escape(exc.format_message())}{escape(where)}", highlight=False,
+                      soft_wrap=True)
+        sys.exit(getattr(exc, "exit_code", 2))
+    sys.exit(code if isinstance(code, int) else 0)
 
 
 if __name__ == "__main__":

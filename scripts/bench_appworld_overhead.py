@@ -1,19 +1,20 @@
 """Harness overhead per AppWorld step, with the model taken out: reme's own time per step,
-and the AppWorld worker's time per call, measured separately.
+and the time of AppWorld's processes per call, measured separately.
 
 A toy world is built in a temporary directory (tests/fixtures/appworld_toyworld.py, in AppWorld's
 venv; never kept, not the benchmark), and the scripted server (a separate process, zero
 delay) plays the model in two ways: `gold` answers each task with its solution code, which
-completes the task (one step per episode: the whole per-episode cost of opening, evaluating
-and closing a world lands on that step); `loop` answers every step with the same API call
+completes the task (one step per episode: the whole per-episode cost of opening, ending and
+evaluating an episode lands on that step); `loop` answers every step with the same API call
 that never completes the task, so an episode runs `--steps` steps (the steady per-step
-cost). Workers are warmed up first (their start and first world are timed on their own).
+cost). Supervisors and the evaluator are warmed up first (their start is timed on its own).
 
-Per step (one model call): reme's CPU time (its own process: agent loop, records, HTTP
-clients), and at concurrency 1 the wall time left after subtracting the model calls'
-latency and the worker calls, i.e. what an episode waits on reme alone. Per worker call:
-the round trip seen by reme (HTTP on loopback + AppWorld's work). Memory: RSS of each
-worker process (ps), idle after start and at its peak with a world open.
+Per step (one model call): reme's CPU time (its own process: agent loop, records, clients),
+and at concurrency 1 the wall time left after subtracting the model calls' latency and the
+calls to AppWorld's processes, i.e. what an episode waits on reme alone. Per call: the round
+trip seen by reme (pipes + the supervisor's or evaluator's work: `open` forks the episode's
+process and opens its world, `close` ends it and hands back the saved state, `evaluate`
+forks an evaluation). Memory: RSS of each AppWorld process (ps), idle and at its peak.
 
     python scripts/bench_appworld_overhead.py --out results/appworld_overhead.md
 """
@@ -34,7 +35,8 @@ from pathlib import Path
 
 from bench_harness import emit  # scripts/ is on the path when this runs as a script
 from reme_cli.agent.protocols import make_protocol
-from reme_cli.bench.appworld import AppWorldBenchmark, AppWorldConfig, AppWorldEnv, AppWorldServer, default_venv
+from reme_cli.bench.appworld import AppWorldBenchmark, AppWorldConfig, AppWorldEnv, default_venv
+from reme_cli.bench.appworld_workers import Processes
 from reme_cli.llm.client import ChatClient
 from reme_cli.methods.base import NoMemory
 from reme_cli.run.plan import plan_streams
@@ -43,55 +45,86 @@ from reme_cli.run.runner import EpisodeSettings, Runner
 
 REPO = Path(__file__).resolve().parent.parent
 TASKS = ["toy0001_1", "toy0002_1", "toy0003_1"]
-worker_calls: dict[str, list[float]] = defaultdict(list)  # route -> round-trip seconds
-starts: list[float] = []  # seconds from spawn to ready, per worker
-first_worlds: list[float] = []  # a fresh worker's first /initialize (loads AppWorld's code)
-opened: set[int] = set()
-pids: list[int] = []
+calls: dict[str, list[float]] = defaultdict(list)  # call -> round-trip seconds
+starts: list[float] = []  # seconds from spawn to warmed up, per supervisor
 
 
 def _instrument() -> None:
-    """Time every worker call and every worker start, without touching reme's code."""
-    post, start = AppWorldEnv._post, AppWorldServer.start
+    """Time every call to AppWorld's processes and every supervisor start, without touching
+    reme's code."""
+    call, evaluate, acquire = AppWorldEnv._call, Processes.evaluate, Processes.acquire
 
-    async def timed_post(self, route, **payload):
+    async def timed_call(self, method, params=None, timeout=60.0):
         t0 = time.perf_counter()
         try:
-            return await post(self, route, **payload)
+            return await call(self, method, params, timeout)
         finally:
-            took = time.perf_counter() - t0
-            worker_calls[route].append(took)
-            if route == "/initialize" and id(self.server) not in opened:
-                opened.add(id(self.server))
-                first_worlds.append(took)
+            calls[method].append(time.perf_counter() - t0)
 
-    def timed_start(self):
+    async def timed_evaluate(self, task_id, experiment, state):
         t0 = time.perf_counter()
-        out = start(self)
-        starts.append(time.perf_counter() - t0)
-        pids.append(self._proc.pid)
+        try:
+            return await evaluate(self, task_id, experiment, state)
+        finally:
+            calls["evaluate"].append(time.perf_counter() - t0)
+
+    async def timed_acquire(self):
+        fresh, t0 = not self._idle, time.perf_counter()
+        out = await acquire(self)
+        if fresh:
+            starts.append(time.perf_counter() - t0)
         return out
 
-    AppWorldEnv._post, AppWorldServer.start = timed_post, timed_start
+    AppWorldEnv._call, Processes.evaluate, Processes.acquire = timed_call, timed_evaluate, timed_acquire
+
+
+def _appworld_processes() -> list[int]:
+    """AppWorld's processes of this benchmark run: this process's descendants running them
+    (never another run's on the same machine)."""
+    parent, cmds = {}, {}
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            parent[int(d.name)] = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            cmds[int(d.name)] = (d / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+
+    def mine(pid: int) -> bool:
+        while pid > 1:
+            pid = parent.get(pid, 0)
+            if pid == os.getpid():
+                return True
+        return False
+
+    return [p for p, cmd in cmds.items() if cmd.startswith(str(default_venv()))
+            and ("worker.py" in cmd or "evaluator.py" in cmd) and mine(p)]
 
 
 class RssSampler(threading.Thread):
-    """Peak RSS (MB) of every worker seen, from `ps`, every 0.2 s."""
+    """Peak RSS (MB) of every AppWorld process seen (supervisors, episodes, evaluator), from
+    /proc, every 0.2 s."""
 
     def __init__(self):
         super().__init__(daemon=True)
         self.peak: dict[int, float] = {}
         self.first: dict[int, float] = {}
+        self.kind: dict[int, str] = {}
         self.stop = threading.Event()
 
     def run(self) -> None:
         while not self.stop.wait(0.2):
-            for pid in list(pids):
-                out = subprocess.run(["ps", "-o", "rss=", "-p", str(pid)], capture_output=True, text=True).stdout
-                if out.strip():
-                    mb = int(out) / 1024
-                    self.first.setdefault(pid, mb)
-                    self.peak[pid] = max(self.peak.get(pid, 0.0), mb)
+            for pid in _appworld_processes():
+                try:
+                    status = Path(f"/proc/{pid}/status").read_text()
+                    cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
+                except OSError:
+                    continue
+                mb = int(next(l.split()[1] for l in status.splitlines() if l.startswith("VmRSS:"))) / 1024
+                self.kind.setdefault(pid, "evaluator" if b"evaluator.py" in cmd else "worker")
+                self.first.setdefault(pid, mb)
+                self.peak[pid] = max(self.peak.get(pid, 0.0), mb)
 
 
 def _cpu_s(pid: int) -> float:
@@ -102,17 +135,15 @@ def _cpu_s(pid: int) -> float:
 LOOP_CODE = "```python\nprint(len(apis.api_docs.show_app_descriptions()))\n```"
 
 
-async def _episodes(bench, url: str, c: int, runs: int, run_dir: Path, steps: int) -> dict:
-    client = ChatClient(base_url=url, model="stand-in", concurrency=c, cache=None)
+async def _episodes(bench, client, c: int, runs: int, run_dir: Path, steps: int) -> dict:
     settings = EpisodeSettings(make_protocol("code"), 0.0, 1.0, 512, 0, None, bench.system_prompt, steps, None)
     method = NoMemory()
     runner = Runner(bench, client, settings, RunDir.open(run_dir, {}, "bench", kind="bench"),
                     lambda _: method, c)
     streams = plan_streams(TASKS, seeds=1, runs=runs, seed_base=0, sequential=False)
-    cpu0, wall0 = time.process_time(), time.perf_counter()
+    cpu0, wall0, llm0 = time.process_time(), time.perf_counter(), client.usage.latency_s
     await runner.run(streams)
     cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
-    await client.close()
     trials = RunDir(run_dir).trials()
     steps = [s for t in trials for turn in t.trajectory["turns"] for s in turn]
     return {"episodes": len(trials), "ok": sum(t.success for t in trials), "steps": len(steps),
@@ -121,18 +152,25 @@ async def _episodes(bench, url: str, c: int, runs: int, run_dir: Path, steps: in
 
 def measure(root: Path, url: str, c: int, runs: int, tmp: Path, server_pid: int, steps: int) -> dict:
     bench = AppWorldBenchmark(AppWorldConfig(data_dir=str(root), split="train", task_ids=TASKS, workers=c))
-    try:
-        asyncio.run(_episodes(bench, url, c, max(1, -(-c // len(TASKS))), tmp / f"warm{c}-{steps}", steps))  # start c workers
-        worker_calls.clear()
-        server_cpu0 = _cpu_s(server_pid)
-        r = asyncio.run(_episodes(bench, url, c, runs, tmp / f"c{c}-{steps}", steps))
-        r["server_cpu"] = _cpu_s(server_pid) - server_cpu0
-        r["worker_wall"] = sum(sum(v) for v in worker_calls.values())
-        r["calls"] = {route: list(v) for route, v in worker_calls.items()}
-    finally:
-        for server in bench._workers._idle if bench._workers else []:
-            server.stop()
-    return r
+    bench.prepare()
+
+    async def both() -> dict:
+        client = ChatClient(base_url=url, model="stand-in", concurrency=c, cache=None)
+        try:
+            # Warm up c supervisors and the evaluator, then measure in the same loop.
+            await _episodes(bench, client, c, max(1, -(-c // len(TASKS))), tmp / f"warm{c}-{steps}", steps)
+            calls.clear()
+            server_cpu0 = _cpu_s(server_pid)
+            r = await _episodes(bench, client, c, runs, tmp / f"c{c}-{steps}", steps)
+            r["server_cpu"] = _cpu_s(server_pid) - server_cpu0
+            r["worker_wall"] = sum(sum(v) for v in calls.values())
+            r["calls"] = {name: list(v) for name, v in calls.items()}
+            return r
+        finally:
+            await client.close()
+            await bench.aclose()
+
+    return asyncio.run(both())
 
 
 def _ms(values: list[float]) -> str:
@@ -189,19 +227,20 @@ def main() -> None:
         lines.append(f"| {name} | {c} | {r['episodes']} ({r['ok']}) | {n} | {r['wall']:.2f} "
                      f"| {1000 * r['cpu'] / n:.2f} | {residual} | {1000 * r['server_cpu'] / n:.2f} "
                      f"| {1000 * r['worker_wall'] / n:.1f} |")
-    lines += ["", f"AppWorld worker calls at concurrency {args.concurrency[0]} (round trip seen by reme):", "",
+    lines += ["", f"Calls to AppWorld's processes at concurrency {args.concurrency[0]} (round trip seen by reme):", "",
               "| policy | call | n | mean ms | median ms | max ms |", "| --- | --- | ---: | ---: | ---: | ---: |"]
-    for name, calls in by_route.items():
-        for route in ("/initialize", "/execute", "/task_completed", "/evaluate", "/close"):
-            if calls.get(route):
-                lines.append(f"| {name} | {route} | {_ms(calls[route])} |")
-    idle = [sampler.first[p] for p in pids if p in sampler.first]
-    peak = [sampler.peak[p] for p in pids if p in sampler.peak]
-    lines += ["", f"Workers: {len(starts)} started, spawn to ready {min(starts):.1f}-{max(starts):.1f} s, "
-              f"first world (/initialize) {min(first_worlds):.1f}-{max(first_worlds):.1f} s; "
-              f"RSS (ps) idle {min(idle):.0f}-{max(idle):.0f} MB, peak with a world open "
-              f"{min(peak):.0f}-{max(peak):.0f} MB.",
-              f"Machine: {len(os.sched_getaffinity(0))} cores; the scripted server and the workers share them with reme."]
+    for name, made in by_route.items():
+        for call in ("open", "execute", "close", "evaluate"):
+            if made.get(call):
+                lines.append(f"| {name} | {call} | {_ms(made[call])} |")
+    rss = {kind: ([sampler.first[p] for p in sampler.first if sampler.kind[p] == kind],
+                  [sampler.peak[p] for p in sampler.peak if sampler.kind[p] == kind]) for kind in ("worker", "evaluator")}
+    lines += ["", f"Supervisors: {len(starts)} started, spawn to warmed up {min(starts):.1f}-{max(starts):.1f} s "
+              "(each episode then runs in a process it forks). RSS (/proc) of every AppWorld process seen: "
+              + "; ".join(f"{kind} first {min(a):.0f}-{max(a):.0f} MB, peak {min(b):.0f}-{max(b):.0f} MB"
+                          for kind, (a, b) in rss.items() if a) + ".",
+              f"Machine: {len(os.sched_getaffinity(0))} cores, shared with other work while this ran; the scripted "
+              "server and AppWorld's processes share them with reme."]
     emit("\n".join(lines), args.out)
 
 

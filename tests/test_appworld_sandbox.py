@@ -378,20 +378,21 @@ def test_worker_logs_are_in_a_fresh_private_directory(toy_world, tmp_path, monke
         monkeypatch.setattr(tempfile, "tempdir", str(shared))
         bench = AppWorldBenchmark(AppWorldConfig(data_dir=str(toy_world), split="train"))
 
-        async def one_episode() -> Path:
+        async def one_episode() -> tuple[Path, Path]:
             env = await bench.open(bench.load("toy0001_1"), "k")
+            private = bench._processes.dir
             try:
                 assert (await env.execute("execute", {"code": "print(1 + 1)"})).output.strip() == "2"
-                return Path(env.worker.stderr_path)
+                log = Path(env.worker.stderr_path)
             finally:
                 await env.close()
+            info = private.stat()
+            assert stat.S_IMODE(info.st_mode) == 0o700 and info.st_uid == os.getuid()
+            await bench.aclose()
+            return log, private
 
-        log = asyncio.run(one_episode())
-        private = bench._processes.dir
-        assert log.parent == private and private.parent == shared and log.is_file()
-        info = private.stat()
-        assert stat.S_IMODE(info.st_mode) == 0o700 and info.st_uid == os.getuid()
-        bench._processes.close()
+        log, private = asyncio.run(one_episode())
+        assert log.parent == private and private.parent == shared
         assert not private.exists()  # removed at exit when no process failed
         assert victim.read_text() == "untouched"
         assert sorted(p.name for p in shared.iterdir()) == ["reme-appworld-workers"]

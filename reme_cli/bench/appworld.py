@@ -193,6 +193,12 @@ class AppWorldBenchmark:
         return Task(id=task_id, turns=[[{"role": "user", "content": text}]], query=instruction,
                     meta=meta, prompt_family=self.prompt_family)
 
+    async def aclose(self) -> None:
+        """Stop AppWorld's processes at the end of the run, in its loop."""
+        if self._processes is not None:
+            processes, self._processes = self._processes, None
+            await processes.aclose()
+
     def _app_descriptions(self) -> dict[str, str]:
         return appworld_agent.app_descriptions(self.venv)
 

@@ -195,6 +195,15 @@ class Processes:
         finally:
             shutil.rmtree(where, ignore_errors=True)
 
+    async def aclose(self) -> None:
+        """Stop every process and wait for it, inside the loop that started them (their pipes
+        close with it), then ``close``."""
+        if self._evaluator_start is not None and not self._evaluator_start.done():
+            self._evaluator_start.cancel()
+        for worker in self._all:
+            await worker.kill()
+        self.close()
+
     def close(self) -> None:
         for worker in self._all:
             worker.kill_now()

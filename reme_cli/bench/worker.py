@@ -120,6 +120,8 @@ class Worker:
         if self._proc is not None and self._proc.returncode is None:
             self.kill_now()
             await self._proc.wait()
+        if self._proc is not None and self._proc.stdin is not None:
+            self._proc.stdin.close()  # its pipe's transport goes with the loop that made it
         self._close_stderr()
 
     def kill_now(self) -> None:

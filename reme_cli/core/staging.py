@@ -91,11 +91,18 @@ def clean_stale(target: Path, kind: str) -> list[Path]:
     return removed
 
 
-def replace_dir(dest: Path, fill: Any, kind: str = "building") -> Any:
+def replace_dir(dest: Path, fill: Any, kind: str = "building", proof: Any = None) -> Any:
     """Build a directory beside ``dest`` with ``fill(staging)``, then swap it in whole: a
     crash or an error leaves the previous ``dest`` (if any) untouched. Returns ``fill``'s
     result. The staging dir is reme's marked ``.<dest>.<kind>-*``, so
-    a rerun after a kill can clean it up (``clean_stale``)."""
+    a rerun after a kill can clean it up (``clean_stale``).
+
+    A ``dest`` that is a symbolic link is written through (the folder it points to is
+    replaced; the link stays). ``proof(old)``, when given, is called on the previous folder
+    once it is out of the way and must raise if reme cannot prove every file in it is its
+    own: the folder is then put back untouched."""
+    if dest.is_symlink():
+        dest = dest.resolve()
     root = new_staging(dest, kind)
     staging = root / CONTENT
     old = dest.with_name(f".{dest.name}.old-{uuid.uuid4().hex[:8]}")
@@ -105,6 +112,12 @@ def replace_dir(dest: Path, fill: Any, kind: str = "building") -> Any:
         _fsync_tree(staging)  # the content is on disk before the rename makes it the target
         if dest.exists():
             dest.rename(old)
+            if proof is not None:
+                try:
+                    proof(old)
+                except BaseException:
+                    old.rename(dest)
+                    raise
         staging.rename(dest)
         shutil.rmtree(old, ignore_errors=True)
         return result

@@ -113,6 +113,9 @@ class RunLifecycle:
         try:
             return await work(Session(ep, client, run_dir, settings, progress))
         finally:
+            aclose = getattr(self.bench, "aclose", None)
+            if aclose is not None:  # a benchmark's processes end with the run's loop
+                await aclose()
             await client.close()
             u = client.usage
             self.usage = {"calls": u.calls, "cached_calls": u.cached_calls, "prompt_tokens": u.prompt_tokens,
