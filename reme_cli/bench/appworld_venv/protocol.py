@@ -24,6 +24,14 @@ def channel_to_reme():
     return os.fdopen(0, "r"), out
 
 
+def undumpable():
+    """PR_SET_DUMPABLE 0: no other process of the same user reads or writes this one's
+    memory or file descriptors through /proc (nor is a core dumped); inherited by a fork."""
+    import ctypes
+
+    ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)
+
+
 def reply(out, request_id, result=None, error=None):
     message = {"id": request_id}
     if error is not None:
@@ -32,6 +40,26 @@ def reply(out, request_id, result=None, error=None):
         message["result"] = result
     out.write(json.dumps(message) + "\n")
     out.flush()
+
+
+def serve(handlers):
+    """Answer reme's requests until it closes the channel: ``handlers`` maps each method to a
+    callable taking the request's params. An exception is that request's error, and the
+    program goes on."""
+    requests, out = channel_to_reme()
+    undumpable()  # another process of the same user (an episode's) may not reach into this one
+    handlers = {"hello": lambda: {"pid": os.getpid()}, **handlers}
+    for line in requests:
+        request = json.loads(line)
+        method, params = request.get("method"), request.get("params") or {}
+        try:
+            if method not in handlers:
+                raise ValueError(f"unknown method {method!r}")
+            result = handlers[method](**params)
+        except Exception as exc:  # noqa: BLE001 - reme's error for this request
+            reply(out, request.get("id"), error=f"{type(exc).__name__}: {exc}")
+            continue
+        reply(out, request.get("id"), result)
 
 
 def send_line(fd, obj):

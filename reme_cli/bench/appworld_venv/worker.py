@@ -21,7 +21,6 @@ signal or trace it (the filter), and its replies are read with a size cap.
 """
 
 import errno
-import json
 import os
 import re
 import resource
@@ -211,9 +210,9 @@ def _why_it_died(status):
 
 
 def _sweep():
-    """Kill every process in the sandbox but its init and this one (kill(-1) in our own
-    PID namespace), until none is left."""
-    if os.getpid() > 2:  # not the sandbox's own PID namespace: kill(-1) would hit the host
+    """Kill every process in the sandbox but this one, its PID 1 (kill(-1) in our own PID
+    namespace), and reap them, until none is left."""
+    if os.getpid() != 1:  # not the sandbox's own PID namespace: kill(-1) would hit the host
         return
     for _ in range(100):
         try:
@@ -240,7 +239,9 @@ def _wipe(path):
             pass
         func(p)
 
-    if os.path.isdir(path) and not os.path.islink(path):
+    if os.path.islink(path) or (os.path.exists(path) and not os.path.isdir(path)):
+        os.unlink(path)  # a link or file the episode put in a folder's place
+    elif os.path.isdir(path):
         shutil.rmtree(path, onerror=unlock)
     os.makedirs(path, exist_ok=True)
 
@@ -258,6 +259,7 @@ def _episode(fd, task_id, experiment, limits, confine):
         os.closerange(3, fd)
         os.closerange(fd + 1, 1 << 16)
         world = _open_world(task_id, experiment, limits)
+        os.dup2(devnull, 2)  # the log is a host file: the model's code gets no way to fill it
         _limit_self(limits, confine)
     except BaseException as exc:  # noqa: BLE001 - told to the supervisor, then gone
         _tell(fd, {"hit": f"open failed: {type(exc).__name__}: {exc}"})
@@ -315,9 +317,6 @@ def _limit_self(limits, confine):
         # Counted per user namespace and uid: this sandbox's processes and threads. (It does
         # not bind a real uid 0; the filter's ban on new processes does.)
         resource.setrlimit(resource.RLIMIT_NPROC, (limits["max_threads"], limits["max_threads"]))
-        import ctypes
-
-        ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0: nobody here may trace it
         import seccomp
 
         seccomp.install()
@@ -355,28 +354,20 @@ def _tell(fd, obj):
 
 
 def main():
-    requests, out = protocol.channel_to_reme()
     root = os.environ["APPWORLD_ROOT"]
-    confine = "--confine" in sys.argv[1:]
-    warm_up()
-    supervisor = Supervisor(root, confine)
-    for sub in ("experiments", "data/tasks", "tmp"):
-        os.makedirs(os.path.join(root, sub), exist_ok=True)
-    for line in requests:
-        request = json.loads(line)
-        method, params = request.get("method"), request.get("params") or {}
-        try:
-            if method == "hello":
-                result = {"pid": os.getpid()}
-            elif method in ("open", "execute", "close"):
-                result = getattr(supervisor, method)(**params)
-            else:
-                raise ValueError(f"unknown method {method!r}")
-        except Exception as exc:  # noqa: BLE001 - reme's error for this request; we go on
-            protocol.reply(out, request.get("id"), error=f"{type(exc).__name__}: {exc}")
-            continue
-        protocol.reply(out, request.get("id"), result)
-    supervisor.close()
+    supervisor = Supervisor(root, confine="--confine" in sys.argv[1:])
+
+    def hello():
+        warm_up()  # the first request waits for it; reme's channel is open meanwhile
+        for sub in ("experiments", "data/tasks", "tmp"):
+            os.makedirs(os.path.join(root, sub), exist_ok=True)
+        return {"pid": os.getpid()}
+
+    try:
+        protocol.serve({"hello": hello, "open": supervisor.open, "execute": supervisor.execute,
+                        "close": supervisor.close})
+    finally:
+        supervisor.close()
 
 
 if __name__ == "__main__":
