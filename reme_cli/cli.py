@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Callable, Optional
 
 import typer
+from typer.core import TyperCommand, TyperGroup
 from rich.console import Console
 from rich.markup import escape
 
@@ -20,15 +21,80 @@ from reme_cli.core.config import compose
 from reme_cli.core.errors import EXIT_UNIT_ERRORS, Interrupted, Reexec, UserError, os_error_message
 
 console = Console(stderr=True)  # progress and tables; stdout carries only paths, for scripts
-app = typer.Typer(
+
+
+class _FlagsWithoutType:
+    """Flags take no value: Typer >= 0.22 prints ``<bool>`` beside each (``--help``
+    included), which reads as if one were wanted. An empty metavar leaves that column blank."""
+
+    def get_params(self, ctx):
+        params = super().get_params(ctx)
+        for param in params:
+            if getattr(param, "is_flag", False) and param.metavar is None:
+                param.metavar = ""
+        return params
+
+
+class _Group(_FlagsWithoutType, TyperGroup):
+    def main(self, *args, **kwargs):
+        """A usage error (an unknown option or command, a bad ``--mode``) is one line on stderr
+        and exit 2, like every other bad input, not Typer's box."""
+        if not kwargs.get("standalone_mode", True):
+            return super().main(*args, **kwargs)
+        try:
+            code = super().main(*args, **{**kwargs, "standalone_mode": False})
+        except typer.Abort:  # Ctrl-C outside a command's own handling
+            sys.exit(130)
+        except typer.TyperException as exc:  # click's usage and parameter errors (typer vendors click)
+            ctx = getattr(exc, "ctx", None)
+            if type(exc).__name__ == "NoArgsIsHelpError":  # `reme`, `reme pool`: the help is printed
+                sys.exit(2)
+            where = f" (see {ctx.command_path} --help)" if ctx else ""
+            console.print(f"[red]error:[/red] {escape(exc.format_message())}{escape(where)}", highlight=False,
+                          soft_wrap=True)
+            sys.exit(getattr(exc, "exit_code", 2))
+        sys.exit(code if isinstance(code, int) else 0)
+
+
+class _Command(_FlagsWithoutType, TyperCommand):
+    pass
+
+
+def _typer(**kw) -> typer.Typer:
+    return typer.Typer(cls=_Group, no_args_is_help=True, add_completion=False,
+                       pretty_exceptions_show_locals=False, **kw)
+
+
+app = _typer(
     name="reme",
-    help="Reproduce and extend ReMe (dynamic procedural memory for LLM agents) on BFCL-v3.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_show_locals=False,
+    help="Reproduce and extend ReMe (dynamic procedural memory for LLM agents, arXiv 2512.10696) on "
+         "BFCL-v3 multi-turn and AppWorld: build experience pools, evaluate memory methods (ReMe fixed "
+         "and dynamic, A-Mem, LangMem, ACE, Dynamic Cheatsheet, ReasoningBank, or your own plug-in) with "
+         "Avg@k / Pass@k over seeds, run the paper's ablations and regenerate its tables beside the "
+         "paper's numbers. Every command takes Hydra overrides (model=qwen3-8b eval.runs=4).",
 )
-pool_app = typer.Typer(help="Inspect and import experience pools.", no_args_is_help=True)
+pool_app = _typer(help="Inspect and import experience pools.")
 app.add_typer(pool_app, name="pool")
+
+
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            print(f"reme {version('reme-harness')}")
+        except PackageNotFoundError:  # run from a checkout that was never installed
+            print("reme (not installed: pip install -e . from the checkout)")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                 help="Print reme's version and exit."),
+) -> None:
+    """The options before a command."""
+
 
 _OVERRIDES = {"allow_extra_args": True, "ignore_unknown_options": True}
 OverridesArg = typer.Argument(
@@ -122,7 +188,7 @@ def _mode_overrides(mode: Mode | None, overrides: list[str]) -> list[str]:
     return extra + overrides
 
 
-@app.command("eval", context_settings=_OVERRIDES)
+@app.command("eval", cls=_Command, context_settings=_OVERRIDES)
 def eval_cmd(
     mode: Optional[Mode] = typer.Option(None, "--mode", help="none: no memory; fixed: retrieve from a pool; "
                                                              "dynamic: retrieve and refine the pool as tasks go. "
@@ -148,7 +214,7 @@ def eval_cmd(
     _run(body)
 
 
-@app.command("serve", context_settings=_OVERRIDES)
+@app.command("serve", cls=_Command, context_settings=_OVERRIDES)
 def serve_cmd(
     port: int = typer.Option(8000, help="Port to serve on."),
     host: str = typer.Option("127.0.0.1", help="Interface to bind (0.0.0.0: every interface, for other machines)."),
@@ -186,7 +252,7 @@ def serve_cmd(
     _run(body)
 
 
-@app.command("build-pool", context_settings=_OVERRIDES)
+@app.command("build-pool", cls=_Command, context_settings=_OVERRIDES)
 def build_pool_cmd(
     multirun: bool = MultirunOpt,
     wait: bool = WaitOpt,
@@ -209,7 +275,7 @@ def build_pool_cmd(
     _run(body)
 
 
-@app.command("ablate", context_settings=_OVERRIDES)
+@app.command("ablate", cls=_Command, context_settings=_OVERRIDES)
 def ablate_cmd(
     suite: str = typer.Argument(..., help="A suite in configs/ablation/ (table1..table5, topk, alpha_beta) "
                                           "or a path to a suite file."),
@@ -260,7 +326,7 @@ def ablate_cmd(
     _run(body)
 
 
-@app.command("report")
+@app.command("report", cls=_Command)
 def report_cmd(
     dirs: list[Path] = typer.Argument(..., help="Run directories, suite directories, or folders holding them."),
     out: Optional[Path] = typer.Option(None, "--out", help="Where to write (default: DIR/report for one DIR)."),
@@ -285,7 +351,56 @@ def report_cmd(
     _run(body)
 
 
-@pool_app.command("import", context_settings=_OVERRIDES)
+@app.command("view", cls=_Command)
+def view_cmd(
+    dirs: list[Path] = typer.Argument(..., help="Run directories, suite directories, or folders holding them."),
+    host: str = typer.Option("127.0.0.1", help="Interface to serve on (0.0.0.0: every interface, to share it; "
+                                               "run records hold prompts and model output)."),
+    port: int = typer.Option(0, help="Port to serve on (0: a free one)."),
+    export: Optional[Path] = typer.Option(None, "--export", metavar="FILE.html",
+                                          help="Write one self-contained HTML file instead of serving (opens "
+                                               "from disk, no network)."),
+) -> None:
+    """See what memory did, in the browser: runs and suites, the task grid, each unit, the memory, its health.
+
+    Serves a local page until Ctrl-C and prints its URL; reload it to see new units of a run that is still going.
+
+    Example: reme view runs/ablate/table1-bfcl_v3-qwen3-8b-released
+
+    Example: reme view runs/default --export view.html
+    """
+
+    def body() -> None:
+        if not 0 <= port <= 65535:
+            raise UserError(f"--port {port}: choose a port from 1 to 65535 (or 0 for a free one)")
+        from reme_cli.view.runs import Catalog
+
+        catalog = Catalog(dirs)
+        catalog.runs()  # a damaged run is refused now, in one line
+        if export is not None:
+            from reme_cli.view.export import export as write_export
+
+            size = write_export(catalog, export)
+            console.print(f"wrote {len(catalog.paths)} run(s), {size / 1e6:.1f} MB")
+            print(export)
+            return
+        from reme_cli.view.server import ViewServer
+
+        server = ViewServer(catalog, host, port)
+        server.warm()
+        console.print(f"reme view: {len(catalog.paths)} run(s) at {server.url} (Ctrl-C to stop)")
+        print(server.url, flush=True)
+        try:
+            server.serve_forever()
+        except KeyboardInterrupt:  # Ctrl-C (or SIGTERM) is how a viewer ends: nothing was being written
+            console.print("reme view: stopped")
+        finally:
+            server.server_close()
+
+    _run(body)
+
+
+@pool_app.command("import", cls=_Command, context_settings=_OVERRIDES)
 def pool_import_cmd(
     source: Optional[str] = typer.Argument(
         None, metavar="SOURCE",
@@ -313,7 +428,7 @@ def pool_import_cmd(
     _run(body)
 
 
-@pool_app.command("stats", context_settings=_OVERRIDES)
+@pool_app.command("stats", cls=_Command, context_settings=_OVERRIDES)
 def pool_stats_cmd(
     pool: Path = typer.Argument(..., help="A pool directory."),
     overrides: Optional[list[str]] = OverridesArg,
@@ -328,7 +443,7 @@ def pool_stats_cmd(
     _run(body)
 
 
-@pool_app.command("show", context_settings=_OVERRIDES)
+@pool_app.command("show", cls=_Command, context_settings=_OVERRIDES)
 def pool_show_cmd(
     pool: Path = typer.Argument(..., help="A pool directory."),
     query: Optional[str] = typer.Option(None, "--query", help="Show what this query retrieves."),
@@ -347,11 +462,11 @@ def pool_show_cmd(
     _run(body)
 
 
-appworld_app = typer.Typer(help="AppWorld's own environment (separate virtualenv).", no_args_is_help=True)
+appworld_app = _typer(help="AppWorld's own environment (separate virtualenv).")
 app.add_typer(appworld_app, name="appworld")
 
 
-@appworld_app.command("setup")
+@appworld_app.command("setup", cls=_Command)
 def appworld_setup_cmd(
     venv: Optional[Path] = typer.Option(None, help="Where to create it (default <prefix>/share/reme/appworld-venv)."),
 ) -> None:
@@ -368,7 +483,7 @@ def appworld_setup_cmd(
     _run(body)
 
 
-@app.command("bfcl-diff")
+@app.command("bfcl-diff", cls=_Command)
 def bfcl_diff_cmd() -> None:
     """Per-task differences between the pinned BFCL release and the paper's (benchmark.release)."""
 
@@ -380,22 +495,8 @@ def bfcl_diff_cmd() -> None:
     _run(body)
 
 
-def main(argv: list[str] | None = None) -> None:
-    """The ``reme`` command. A usage error (an unknown option or command, a bad ``--mode``)
-    is one line on stderr and exit 2, like every other bad input."""
-    try:
-        code = app(args=argv, standalone_mode=False)
-    except typer.Abort:  # Ctrl-C outside a command's own handling
-        sys.exit(130)
-    except typer.TyperException as exc:  # click's usage and parameter errors (typer vendors click)
-        ctx = getattr(exc, "ctx", None)
-        if type(exc).__name__ == "NoArgsIsHelpError":  # `reme`, `reme pool`: typer printed the help
-            sys.exit(2)
-        where = f" (see {ctx.command_path} --help)" if ctx else ""
-        console.print(f"[red]error:[/red] {escape(exc.format_message())}{escape(where)}", highlight=False,
-                      soft_wrap=True)
-        sys.exit(getattr(exc, "exit_code", 2))
-    sys.exit(code if isinstance(code, int) else 0)
+def main() -> None:
+    app()
 
 
 if __name__ == "__main__":

@@ -2,19 +2,24 @@
 and the time of AppWorld's processes per call, measured separately.
 
 A toy world is built in a temporary directory (tests/fixtures/appworld_toyworld.py, in AppWorld's
-venv; never kept, not the benchmark), and the scripted server (a separate process, zero
+venv; never kept, not the benchmark; `--world ROOT` uses one built already). Episodes run
+through `reme eval`'s own code (run lifecycle, episode settings, runner: ``eval_runner``),
+memory none, the sandbox on, and the scripted server (a TEST DOUBLE, a separate process, zero
 delay) plays the model in two ways: `gold` answers each task with its solution code, which
 completes the task (one step per episode: the whole per-episode cost of opening, ending and
 evaluating an episode lands on that step); `loop` answers every step with the same API call
 that never completes the task, so an episode runs `--steps` steps (the steady per-step
-cost). Supervisors and the evaluator are warmed up first (their start is timed on its own).
+cost). In each run the episode supervisors and the evaluator are started and warmed up
+first, in the run's own loop (their start is timed on its own), then the episodes are timed.
 
 Per step (one model call): reme's CPU time (its own process: agent loop, records, clients),
 and at concurrency 1 the wall time left after subtracting the model calls' latency and the
 calls to AppWorld's processes, i.e. what an episode waits on reme alone. Per call: the round
-trip seen by reme (pipes + the supervisor's or evaluator's work: `open` forks the episode's
-process and opens its world, `close` ends it and hands back the saved state, `evaluate`
-forks an evaluation). Memory: RSS of each AppWorld process (ps), idle and at its peak.
+trip seen by reme (pipes + the work: `open` forks the episode's process and opens its world,
+`execute` runs a step and checks completion, `close` ends the episode and hands back its
+saved world, `evaluate` scores it in the evaluator's forked process). Memory: RSS (/proc) of
+every AppWorld process of the run, idle and at its peak: supervisors, episode processes,
+the evaluator.
 
     python scripts/bench_appworld_overhead.py --out results/appworld_overhead.md
 """
@@ -22,7 +27,6 @@ forks an evaluation). Memory: RSS of each AppWorld process (ps), idle and at its
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
 import statistics
 import subprocess
@@ -33,15 +37,17 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-from bench_harness import emit  # scripts/ is on the path when this runs as a script
-from reme_cli.agent.protocols import make_protocol
-from reme_cli.bench.appworld import AppWorldBenchmark, AppWorldConfig, AppWorldEnv, default_venv
+from rich.console import Console
+
+from bench_harness import emit, machine_note, script_main  # scripts/ is on the path when this runs as a script
+from reme_cli.bench.appworld import AppWorldEnv, default_venv
 from reme_cli.bench.appworld_workers import Processes
-from reme_cli.llm.client import ChatClient
-from reme_cli.methods.base import NoMemory
-from reme_cli.run.plan import plan_streams
+from reme_cli.bench.registry import make_benchmark, prepare_benchmark
+from reme_cli.commands.evaluate import eval_runner, eval_streams, run_dir_for
+from reme_cli.core.config import compose
+from reme_cli.core.errors import UserError
+from reme_cli.run.lifecycle import RunLifecycle, Session
 from reme_cli.run.records import RunDir
-from reme_cli.run.runner import EpisodeSettings, Runner
 
 REPO = Path(__file__).resolve().parent.parent
 TASKS = ["toy0001_1", "toy0002_1", "toy0003_1"]
@@ -78,9 +84,9 @@ def _instrument() -> None:
     AppWorldEnv._call, Processes.evaluate, Processes.acquire = timed_call, timed_evaluate, timed_acquire
 
 
-def _appworld_processes() -> list[int]:
-    """AppWorld's processes of this benchmark run: this process's descendants running them
-    (never another run's on the same machine)."""
+def appworld_processes() -> dict[int, str]:
+    """This run's AppWorld processes (this process's descendants running AppWorld's
+    interpreter; never another run's on the machine): pid -> supervisor | episode | evaluator."""
     parent, cmds = {}, {}
     for d in Path("/proc").iterdir():
         if not d.name.isdigit():
@@ -98,13 +104,19 @@ def _appworld_processes() -> list[int]:
                 return True
         return False
 
-    return [p for p, cmd in cmds.items() if cmd.startswith(str(default_venv()))
-            and ("worker.py" in cmd or "evaluator.py" in cmd) and mine(p)]
+    found = {}
+    for pid, cmd in cmds.items():
+        if not (cmd.startswith(str(default_venv())) and mine(pid)):
+            continue
+        if "evaluator.py" in cmd:
+            found[pid] = "evaluator"
+        elif "worker.py" in cmd:  # an episode's process is a fork of its supervisor
+            found[pid] = "episode" if "worker.py" in cmds.get(parent.get(pid, 0), "") else "supervisor"
+    return found
 
 
 class RssSampler(threading.Thread):
-    """Peak RSS (MB) of every AppWorld process seen (supervisors, episodes, evaluator), from
-    /proc, every 0.2 s."""
+    """First and peak RSS (MB) of every AppWorld process seen, every 0.2 s."""
 
     def __init__(self):
         super().__init__(daemon=True)
@@ -115,14 +127,13 @@ class RssSampler(threading.Thread):
 
     def run(self) -> None:
         while not self.stop.wait(0.2):
-            for pid in _appworld_processes():
+            for pid, kind in appworld_processes().items():
                 try:
                     status = Path(f"/proc/{pid}/status").read_text()
-                    cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
                 except OSError:
                     continue
-                mb = int(next(l.split()[1] for l in status.splitlines() if l.startswith("VmRSS:"))) / 1024
-                self.kind.setdefault(pid, "evaluator" if b"evaluator.py" in cmd else "worker")
+                mb = next((int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS:")), 0) / 1024
+                self.kind.setdefault(pid, kind)
                 self.first.setdefault(pid, mb)
                 self.peak[pid] = max(self.peak.get(pid, 0.0), mb)
 
@@ -135,42 +146,58 @@ def _cpu_s(pid: int) -> float:
 LOOP_CODE = "```python\nprint(len(apis.api_docs.show_app_descriptions()))\n```"
 
 
-async def _episodes(bench, client, c: int, runs: int, run_dir: Path, steps: int) -> dict:
-    settings = EpisodeSettings(make_protocol("code"), 0.0, 1.0, 512, 0, None, bench.system_prompt, steps, None)
-    method = NoMemory()
-    runner = Runner(bench, client, settings, RunDir.open(run_dir, {}, "bench", kind="bench"),
-                    lambda _: method, c)
-    streams = plan_streams(TASKS, seeds=1, runs=runs, seed_base=0, sequential=False)
-    cpu0, wall0, llm0 = time.process_time(), time.perf_counter(), client.usage.latency_s
-    await runner.run(streams)
-    cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
-    trials = RunDir(run_dir).trials()
-    steps = [s for t in trials for turn in t.trajectory["turns"] for s in turn]
-    return {"episodes": len(trials), "ok": sum(t.success for t in trials), "steps": len(steps),
-            "wall": wall, "cpu": cpu, "llm": sum(s["latency_s"] for s in steps)}
+def _config(root: Path, url: str, c: int, runs: int, out: Path, steps: int):
+    """`reme eval --mode none benchmark=appworld` on the toy tasks against the scripted server."""
+    return compose(["benchmark=appworld", f"benchmark.data_dir={root}", "benchmark.split=train",
+                    f"benchmark.task_ids=[{','.join(TASKS)}]", f"benchmark.workers={c}",
+                    f"benchmark.max_interactions={steps}", "model=qwen3-8b", "embedding=minilm", "eval.mode=none",
+                    f"llm.base_url={url}", "llm.model=stand-in", "llm.cache=false", f"llm.concurrency={c}",
+                    "model.sampling.temperature=0", "eval.seeds=1", f"eval.runs={runs}", f"out_dir={out}"])
 
 
-def measure(root: Path, url: str, c: int, runs: int, tmp: Path, server_pid: int, steps: int) -> dict:
-    bench = AppWorldBenchmark(AppWorldConfig(data_dir=str(root), split="train", task_ids=TASKS, workers=c))
-    bench.prepare()
+async def _warm_up(bench, c: int) -> None:
+    """Start ``c`` supervisors and the evaluator and wait until they are warm: the run then
+    times episodes, not starts."""
+    processes = bench._processes
+    workers = [await processes.acquire() for _ in range(c)]
+    for worker in workers:
+        processes.release(worker, healthy=True)
+    processes.start_evaluator()
+    await processes._evaluator_start
 
-    async def both() -> dict:
-        client = ChatClient(base_url=url, model="stand-in", concurrency=c, cache=None)
-        try:
-            # Warm up c supervisors and the evaluator, then measure in the same loop.
-            await _episodes(bench, client, c, max(1, -(-c // len(TASKS))), tmp / f"warm{c}-{steps}", steps)
+
+def _episodes(cfg, server_pid: int) -> dict:
+    """One `reme eval` run of ``cfg`` (AppWorld's processes warmed up first, in its loop)."""
+    bench = make_benchmark(cfg.benchmark)
+    streams = eval_streams(cfg, bench.task_ids())
+    prepare_benchmark(bench)
+
+    async def work(session: Session) -> dict:
+        async with eval_runner(cfg, bench, session) as runner:
+            await _warm_up(bench, cfg.llm.concurrency)
             calls.clear()
-            server_cpu0 = _cpu_s(server_pid)
-            r = await _episodes(bench, client, c, runs, tmp / f"c{c}-{steps}", steps)
-            r["server_cpu"] = _cpu_s(server_pid) - server_cpu0
-            r["worker_wall"] = sum(sum(v) for v in calls.values())
-            r["calls"] = {name: list(v) for name, v in calls.items()}
-            return r
-        finally:
-            await client.close()
-            await bench.aclose()
+            cpu0, wall0, server0 = time.process_time(), time.perf_counter(), _cpu_s(server_pid)
+            await runner.run(streams)
+            return {"cpu": time.process_time() - cpu0, "wall": time.perf_counter() - wall0,
+                    "server_cpu": _cpu_s(server_pid) - server0}
 
-    return asyncio.run(both())
+    with RunLifecycle(cfg, bench, Console(quiet=True), run_dir_for(cfg), kind="eval") as life:
+        r = life.run("bench", work, manifest={})
+    trials = RunDir(run_dir_for(cfg)).trials()
+    failed = [t.error for t in trials if t.error]
+    if failed:  # a table over broken episodes would time the wrong thing
+        raise SystemExit(f"{len(failed)} episode(s) failed with an error, e.g. {failed[0]}")
+    steps = [s for t in trials for turn in t.trajectory["turns"] for s in turn]
+    return {**r, "episodes": len(trials), "ok": sum(t.success for t in trials), "steps": len(steps),
+            "llm": sum(s["latency_s"] for s in steps), "worker_wall": sum(sum(v) for v in calls.values()),
+            "calls": {name: list(v) for name, v in calls.items()}}
+
+
+def measure(root: Path, servers: dict[str, tuple[str, int]], c: int, runs: int, tmp: Path,
+            steps: dict[str, int]) -> dict[str, dict]:
+    """Each policy's episodes at concurrency ``c``."""
+    return {name: _episodes(_config(root, url, c, runs, tmp / f"c{c}-{name}", steps[name]), server_pid)
+            for name, (url, server_pid) in servers.items()}
 
 
 def _ms(values: list[float]) -> str:
@@ -183,45 +210,56 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 3])
     parser.add_argument("--runs", type=int, default=5, help="episodes per task at each concurrency")
     parser.add_argument("--steps", type=int, default=10, help="steps per episode of the loop policy")
+    parser.add_argument("--world", type=Path, help="a toy world built already (appworld_toyworld.py ROOT), "
+                        "instead of one built here")
     parser.add_argument("--out", type=Path, help="also write the tables (markdown) here")
     args = parser.parse_args()
     python = default_venv() / "bin" / "python"
     if not python.exists():
-        sys.exit("AppWorld is not set up: reme appworld setup")
+        raise UserError("AppWorld is not set up: reme appworld setup")
+    if args.world and not all((args.world / "data" / "tasks" / t).is_dir() for t in TASKS):
+        raise UserError(f"--world {args.world} is not a toy world (no data/tasks/{TASKS[0]}); build one with "
+                        "tests/fixtures/appworld_toyworld.py ROOT, or leave --world out")
+    load = os.getloadavg()[0]
     _instrument()
     sampler = RssSampler()
     sampler.start()
     rows, by_route = [], {}
     with tempfile.TemporaryDirectory(prefix="reme-aw-overhead-") as tmp:
-        root = Path(tmp) / "toyworld"
-        subprocess.run([str(python), str(REPO / "tests" / "fixtures" / "appworld_toyworld.py"), str(root), "--force"],
-                       check=True, capture_output=True)
+        root = args.world or Path(tmp) / "toyworld"
+        if not args.world:
+            subprocess.run([str(python), str(REPO / "tests" / "fixtures" / "appworld_toyworld.py"), str(root),
+                            "--force"], check=True, capture_output=True)
         policies = {"gold": ["--policy", "appworld-gold", "--appworld-root", str(root)],
                     "loop": ["--policy", "fixed", "--text", LOOP_CODE]}
-        for name, policy in policies.items():
-            server = subprocess.Popen([sys.executable, "-m", "reme_cli.testing.scripted_server", *policy],
-                                      stdout=subprocess.PIPE, text=True)
-            try:
-                url = server.stdout.readline().strip()
-                for c in args.concurrency:
-                    r = measure(root, url, c, args.runs, Path(tmp), server.pid, 30 if name == "gold" else args.steps)
+        procs = {name: subprocess.Popen([sys.executable, "-m", "reme_cli.testing.scripted_server", *policy],
+                                        stdout=subprocess.PIPE, text=True) for name, policy in policies.items()}
+        try:
+            servers = {name: (proc.stdout.readline().strip(), proc.pid) for name, proc in procs.items()}
+            for c in args.concurrency:
+                for name, r in measure(root, servers, c, args.runs, Path(tmp),
+                                       {"gold": 30, "loop": args.steps}).items():
                     rows.append((name, c, r))
                     if c == args.concurrency[0]:
                         by_route[name] = r["calls"]
-            finally:
-                server.kill()
-                server.wait()
+        finally:
+            for proc in procs.values():
+                proc.kill()
+                proc.wait()
     sampler.stop.set()
     sampler.join()
 
-    lines = ["Toy world (3 tasks, built at run time); the scripted server (zero delay) plays the model: "
+    lines = ["Toy world (3 tasks, tests/fixtures/appworld_toyworld.py); the scripted server (a test double, "
+             "zero delay) plays the model: "
              f"gold = each task's solution code (1 step per episode, solved), loop = the same API call every "
-             f"step ({args.steps} steps per episode, unsolved). Workers warmed up first.", "",
+             f"step ({args.steps} steps per episode, unsolved). Episodes run by `reme eval`'s code (memory none, "
+             "model=qwen3-8b at temperature 0, the sandbox on); each run's supervisors and evaluator are "
+             "warmed up first. Each episode runs in a process forked for it and is scored in the evaluator.", "",
              "| policy | concurrency | episodes (solved) | steps | wall s | reme CPU ms / step "
              "| reme wall ms / step, model and worker time taken out | scripted server CPU ms / step "
              "| worker round trips ms / step |",
              "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
-    for name, c, r in rows:
+    for name, c, r in sorted(rows, key=lambda row: (list(policies).index(row[0]), row[1])):
         n = r["steps"]
         residual = f"{1000 * (r['wall'] - r['llm'] - r['worker_wall']) / n:.2f}" if c == 1 else "—"
         lines.append(f"| {name} | {c} | {r['episodes']} ({r['ok']}) | {n} | {r['wall']:.2f} "
@@ -233,16 +271,19 @@ def main() -> None:
         for call in ("open", "execute", "close", "evaluate"):
             if made.get(call):
                 lines.append(f"| {name} | {call} | {_ms(made[call])} |")
-    rss = {kind: ([sampler.first[p] for p in sampler.first if sampler.kind[p] == kind],
-                  [sampler.peak[p] for p in sampler.peak if sampler.kind[p] == kind]) for kind in ("worker", "evaluator")}
+    rss = []
+    for kind in ("supervisor", "episode", "evaluator"):
+        pids = [p for p, k in sampler.kind.items() if k == kind]
+        if pids:
+            rss.append(f"{kind} {min(sampler.first[p] for p in pids):.0f}-{max(sampler.first[p] for p in pids):.0f} MB "
+                       f"first seen, peak {min(sampler.peak[p] for p in pids):.0f}-{max(sampler.peak[p] for p in pids):.0f} MB")
     lines += ["", f"Supervisors: {len(starts)} started, spawn to warmed up {min(starts):.1f}-{max(starts):.1f} s "
-              "(each episode then runs in a process it forks). RSS (/proc) of every AppWorld process seen: "
-              + "; ".join(f"{kind} first {min(a):.0f}-{max(a):.0f} MB, peak {min(b):.0f}-{max(b):.0f} MB"
-                          for kind, (a, b) in rss.items() if a) + ".",
-              f"Machine: {len(os.sched_getaffinity(0))} cores, shared with other work while this ran; the scripted "
-              "server and AppWorld's processes share them with reme."]
+              "(importing AppWorld and building its apps, once per supervisor). RSS (/proc) of AppWorld's "
+              f"processes: {'; '.join(rss)} (an episode's process shares its supervisor's pages until it writes them).",
+              "The scripted server and AppWorld's processes share the machine's cores with reme.", "",
+              machine_note(load)]
     emit("\n".join(lines), args.out)
 
 
 if __name__ == "__main__":
-    main()
+    script_main(main)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -30,7 +31,7 @@ from pathlib import Path
 from rich.console import Console
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_harness import emit, ideal_makespan  # noqa: E402
+from bench_harness import emit, ideal_makespan, machine_note, script_main  # noqa: E402
 
 from reme_cli.commands.evaluate import evaluate  # noqa: E402
 from reme_cli.commands.pool import import_pool  # noqa: E402
@@ -82,6 +83,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, help="also write the table (markdown) here")
     args = parser.parse_args()
 
+    load = os.getloadavg()[0]
     server = subprocess.Popen([sys.executable, "-m", "reme_cli.testing.scripted_server",
                                "--policy", "bfcl-replay+summarizer", "--delay", str(args.delay)],
                               stdout=subprocess.PIPE, text=True)
@@ -131,9 +133,9 @@ def main() -> None:
     lines += ["", "Critical path: the longest worker's (executor + memory-side calls) x delay, i.e. the wall "
               "time with zero harness cost (no memory: the units on llm.concurrency slots). Memory-side "
               "calls: every summarizer answer a unit asked for (each trial's summary and its judging, "
-              "rerank + rewrite of the retrieved experiences when on)."]
+              "rerank + rewrite of the retrieved experiences when on).", "", machine_note(load)]
     emit("\n".join(lines), args.out)
 
 
 if __name__ == "__main__":
-    main()
+    script_main(main)

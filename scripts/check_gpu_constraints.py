@@ -4,6 +4,7 @@
     python scripts/check_gpu_constraints.py            # check; exit 1 with one line per problem
     python scripts/check_gpu_constraints.py --write    # ... and rewrite constraints-gpu.txt
     python scripts/check_gpu_constraints.py --vllm 0.34.0 --write   # try (and pin) another vLLM
+    python scripts/check_gpu_constraints.py --root OTHER_CHECKOUT      # another copy's files
 
 pip's own resolver does the work, metadata only (`pip install --dry-run --report`), for
 CPython 3.11 on manylinux x86-64 whatever machine runs it, so the pins can be refreshed on a
@@ -29,8 +30,8 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
-ROOT = Path(__file__).resolve().parent.parent
-OUT = ROOT / "constraints-gpu.txt"
+ROOT = Path(__file__).resolve().parent.parent  # the project checked, unless --root names another
+OUT_NAME = "constraints-gpu.txt"
 # Every extra but `gpu` (which is vLLM itself), so any flag combination of install.sh --gpu
 # installs from one consistent set.
 EXTRAS = ("local", "baselines", "dev", "cluster")
@@ -193,14 +194,14 @@ def resolve(reqs: list[str], tmp: Path, tag: str, constraints: Path | None = Non
     return json.loads(report.read_text())
 
 
-def stub_wheels(tmp: Path) -> Path:
+def stub_wheels(tmp: Path, root: Path) -> Path:
     """A folder of metadata-only wheels standing in for the sdist-only packages, at the versions
     the CPU set tested (constraints.txt), so the platform-targeted resolve can take them. Their
     metadata is the sdist's own, read with this interpreter (their requirements are static, the
     same on every platform); that downloads each such sdist once (llama-cpp-python's: 77 MB)."""
     folder = tmp / "stubs"
     folder.mkdir()
-    tested = read_pins((ROOT / "constraints.txt").read_text())
+    tested = read_pins((root / "constraints.txt").read_text())
     for name in sorted(SDIST_ONLY):
         report = tmp / f"sdist-{name}.json"
         pip("install", "--dry-run", "--ignore-installed", "--no-deps", "--quiet",
@@ -231,23 +232,31 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--write", action="store_true", help="rewrite constraints-gpu.txt")
     ap.add_argument("--vllm", help="check this vLLM version instead of pyproject's pin")
+    ap.add_argument("--root", type=Path, default=ROOT,
+                    help="the project folder (pyproject.toml, constraints*.txt, requirements-bfcl.txt; default: this one)")
     args = ap.parse_args(argv)
+    missing = [name for name in ("pyproject.toml", "constraints.txt", "requirements-bfcl.txt")
+               if not (args.root / name).is_file()]
+    if missing:
+        print(f"error: {args.root} has no {', '.join(missing)}; give --root the project folder", file=sys.stderr)
+        return 2
     try:
-        return run(args.write, args.vllm)
+        return run(args.write, args.vllm, args.root)
     except CheckError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
 
 
-def run(write: bool, vllm_version: str | None) -> int:
-    vllm, reqs = project_requirements(tomllib.loads((ROOT / "pyproject.toml").read_text()))
+def run(write: bool, vllm_version: str | None, root: Path = ROOT) -> int:
+    out = root / OUT_NAME
+    vllm, reqs = project_requirements(tomllib.loads((root / "pyproject.toml").read_text()))
     if vllm_version:
         vllm = f"vllm=={vllm_version}"
     version = pinned_version(Requirement(vllm))
     with tempfile.TemporaryDirectory() as tmp_dir:
         tmp = Path(tmp_dir)
-        stub_wheels(tmp)
-        extra_pins = read_pins((ROOT / "requirements-bfcl.txt").read_text())  # installed --no-deps
+        stub_wheels(tmp, root)
+        extra_pins = read_pins((root / "requirements-bfcl.txt").read_text())  # installed --no-deps
         try:
             alone = read_report(resolve([vllm], tmp, "alone"))
         except CheckError as exc:
@@ -260,17 +269,17 @@ def run(write: bool, vllm_version: str | None) -> int:
         problems = inconsistencies(combined, [vllm, *reqs], report["environment"])
         problems += downgrades(alone, combined)
         fresh = constraints_text(combined, version, extra_pins)
-        committed = OUT.read_text() if OUT.exists() else ""
+        committed = out.read_text() if out.exists() else ""
         if not problems and write:
-            OUT.write_text(fresh)
+            write_atomic(out, fresh)
             committed = fresh
-            print(f"wrote {OUT.name} ({len(read_pins(fresh))} pins)")
+            print(f"wrote {OUT_NAME} ({len(read_pins(fresh))} pins)")
             if vllm_version:
-                repin_pyproject(vllm)
+                repin_pyproject(vllm, root)
         elif committed and read_pins(committed) != read_pins(fresh):
             problems += check_committed(committed, vllm, reqs, extra_pins, tmp)
         elif not committed:
-            problems.append(f"{OUT.name} is missing: run with --write")
+            problems.append(f"{OUT_NAME} is missing: run with --write")
     for line in problems:
         print(f"error: {line}", file=sys.stderr)
     torch = combined.get("torch")
@@ -280,13 +289,20 @@ def run(write: bool, vllm_version: str | None) -> int:
     return 1 if problems else 0
 
 
-def repin_pyproject(vllm: str) -> None:
-    path = ROOT / "pyproject.toml"
+def repin_pyproject(vllm: str, root: Path) -> None:
+    path = root / "pyproject.toml"
     text, n = re.subn(r'(?m)^(gpu = \[)"vllm[^"]*"', rf'\1"{vllm}"', path.read_text())
     if n != 1:
         raise CheckError("pyproject.toml has no `gpu = [\"vllm...\"]` line to repin")
-    path.write_text(text)
+    write_atomic(path, text)
     print(f"pinned {vllm} in pyproject.toml (extra gpu)")
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Replace ``path`` whole or not at all (an interrupted write keeps the old file)."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text)
+    tmp.replace(path)
 
 
 def check_committed(committed: str, vllm: str, reqs: list[str], extra_pins: dict[str, str],
@@ -295,23 +311,23 @@ def check_committed(committed: str, vllm: str, reqs: list[str], extra_pins: dict
     consistent set that pins everything install.sh --gpu installs."""
     want = read_pins(committed)
     if want.get("vllm") != pinned_version(Requirement(vllm)):
-        return [f"{OUT.name} pins vllm {want.get('vllm')}, not {vllm}: run with --write"]
+        return [f"{OUT_NAME} pins vllm {want.get('vllm')}, not {vllm}: run with --write"]
     path = tmp / "committed.txt"
     path.write_text(committed)
     try:
         report = resolve([vllm, *reqs], tmp, "committed", constraints=path)
     except CheckError as exc:
-        return [f"{OUT.name} does not resolve: {exc}"]
+        return [f"{OUT_NAME} does not resolve: {exc}"]
     packages = read_report(report)
     problems = inconsistencies(packages, [vllm, *reqs], report["environment"])
     unpinned = sorted(set(packages) - set(want))
     if unpinned:
-        problems.append(f"{OUT.name} does not pin {', '.join(unpinned)}: run with --write")
+        problems.append(f"{OUT_NAME} does not pin {', '.join(unpinned)}: run with --write")
     missing = sorted(set(want) - set(packages) - {canonicalize_name(n) for n in extra_pins})
     if missing:
-        problems.append(f"{OUT.name} pins {', '.join(missing)}, no longer in the set: run with --write")
+        problems.append(f"{OUT_NAME} pins {', '.join(missing)}, no longer in the set: run with --write")
     if not problems:
-        print(f"note: {OUT.name} is older than today's resolve but still consistent "
+        print(f"note: {OUT_NAME} is older than today's resolve but still consistent "
               "(--write refreshes it)")
     return problems
 

@@ -13,14 +13,68 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def run_reme(args: list[str], cwd: Path, timeout: float = 600, env: dict | None = None,
-             check: bool = False) -> subprocess.CompletedProcess:
-    """The real CLI in a subprocess, as a user runs it."""
-    full_env = {**os.environ, "REME_CACHE_DIR": str(cwd / ".reme_cache"), **(env or {})}
-    proc = subprocess.run([sys.executable, "-m", "reme_cli.cli", *args], cwd=cwd, env=full_env,
+             check: bool = False, process: bool = False) -> subprocess.CompletedProcess:
+    """The real CLI, as a user runs it, from ``cwd``: in this process (Typer's runner: no
+    interpreter start and no imports, 2-3 s of CPU each) unless ``process=True`` or the
+    command must re-execute itself (another BFCL release). Tests of what only a process
+    shows (signals, kill -9, exit on a crash, the processes left behind) pass ``process=True``."""
+    env = {"REME_CACHE_DIR": str(cwd / ".reme_cache"), **(env or {})}
+    if not process:
+        done = _in_process(args, cwd, env)
+        if done is not None:
+            if check and done.returncode != 0:
+                raise AssertionError(f"reme {' '.join(args)} failed ({done.returncode}):\n{done.stderr[-3000:]}")
+            return done
+    proc = subprocess.run([sys.executable, "-m", "reme_cli.cli", *args], cwd=cwd, env={**os.environ, **env},
                           capture_output=True, text=True, timeout=timeout)
     if check and proc.returncode != 0:
         raise AssertionError(f"reme {' '.join(args)} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
     return proc
+
+
+class _Reexec(Exception):
+    """The command asked to run again in a fresh process: the test runs it as a subprocess."""
+
+
+_in_process_lock = threading.Lock()  # the working directory and environment are the process's
+
+
+def _in_process(args: list[str], cwd: Path, env: dict) -> subprocess.CompletedProcess | None:
+    """One CLI invocation in this process, with the working directory, environment and signal
+    handlers it had restored afterwards; ``None`` if the command must re-execute itself."""
+    import signal
+    import traceback
+
+    from typer.testing import CliRunner
+
+    import reme_cli.cli as cli
+
+    def no_reexec(_env):
+        raise _Reexec()
+
+    with _in_process_lock:
+        saved_env, saved_cwd = dict(os.environ), os.getcwd()
+        main = threading.current_thread() is threading.main_thread()
+        saved_signals = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)} if main else {}
+        os.environ.update(env)
+        os.chdir(cwd)
+        real_reexec, cli._reexec = cli._reexec, no_reexec
+        try:
+            result = CliRunner().invoke(cli.app, args, prog_name="reme")
+        finally:
+            cli._reexec = real_reexec
+            os.chdir(saved_cwd)
+            os.environ.clear()
+            os.environ.update(saved_env)
+            for s, handler in saved_signals.items():
+                signal.signal(s, handler)
+    if isinstance(result.exception, _Reexec):
+        return None
+    stderr = result.stderr
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        # What a user would see: the traceback (a test that expects one line fails on it).
+        stderr += "".join(traceback.format_exception(result.exception))
+    return subprocess.CompletedProcess(["reme", *args], result.exit_code, result.stdout, stderr)
 
 
 @pytest.fixture(scope="session")

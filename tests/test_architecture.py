@@ -11,7 +11,7 @@ from collections import defaultdict
 from tests.conftest import REPO
 
 # Lowest first. A package may import its own modules and any package before it.
-LAYERS = ["core", "llm", "bench", "agent", "methods", "run", "report", "commands", "testing", "cli"]
+LAYERS = ["core", "llm", "bench", "agent", "methods", "run", "report", "commands", "view", "testing", "cli"]
 
 
 def package_of(module: str) -> str | None:

@@ -53,6 +53,7 @@ def test_install_hints_name_the_projects_own_command():
     assert not found, "\n".join(found)
 
 
+@pytest.mark.script("install.sh")  # the whole install takes minutes: CI's install step runs it
 @pytest.mark.parametrize("args", [["--bogus"], ["--gpu", "--cuda"], ["--dev", "gpu"]])
 def test_install_sh_refuses_an_unknown_flag_in_one_line_before_installing(args):
     proc = subprocess.run(["bash", str(REPO / "scripts" / "install.sh"), *args],
@@ -61,6 +62,19 @@ def test_install_sh_refuses_an_unknown_flag_in_one_line_before_installing(args):
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: unknown option ") and "--gpu" in lines[0], proc.stderr
     assert proc.stdout == ""
+
+
+@pytest.mark.script("install.sh")
+def test_install_sh_refuses_an_old_python_in_one_line_before_installing(tmp_path):
+    python = tmp_path / "python"  # a stand-in Python 3.10 first on PATH: nothing may be installed into it
+    python.write_text('#!/bin/sh\n[ "$1" = -V ] && { echo "Python 3.10.12"; exit 0; }\n'
+                      '[ "$1" = -c ] && exit 1\necho "installed into the old python: $*" >&2; exit 9\n')
+    python.chmod(0o755)
+    proc = subprocess.run(["bash", str(REPO / "scripts" / "install.sh")], capture_output=True, text=True,
+                          timeout=30, env={**os.environ, "PATH": f"{tmp_path}:{os.environ['PATH']}"})
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.strip().splitlines() == [
+        "error: reme needs Python >= 3.11 (this is Python 3.10.12); create the venv with python3.11"]
 
 
 def _report(*packages):
@@ -178,6 +192,7 @@ def torch_indexes(tmp_path_factory):
     httpd.shutdown()
 
 
+@pytest.mark.script("install_torch.sh")
 @pytest.mark.parametrize("machine", ["cpu", "cpu_index_unreachable", "gpu"])
 def test_install_torch_takes_the_cpu_build_unless_a_gpu_is_visible(tmp_path, torch_indexes, machine):
     root, url = torch_indexes

@@ -57,3 +57,27 @@ def test_the_methods_suite_runs_every_row_and_the_online_rows_learn_from_empty(r
     assert set(table) == set(ROWS.values())
     tokens = next(c for c in next(iter(table.values())) if c.endswith("tokens/task"))
     assert all(int(row[tokens].replace(",", "")) > 0 for row in table.values())
+
+    # `reme view` reads every method's memory through the method's own Memory.describe: each
+    # retrieved id of each unit is an item of a state it can read, with its text, and each
+    # online row's stream shows what its units added (DC-Cu: rewrote).
+    from reme_cli.view.api import answer
+    from reme_cli.view.runs import Catalog
+
+    catalog = Catalog([suite])
+    index = {row["label"]: row for row in answer(catalog, "index")["runs"]}
+    assert set(index) == set(ROWS)
+    for label in ROWS:
+        row = index[label]
+        if label == "no_memory":
+            continue
+        memory = answer(catalog, f"memory/{row['id']}")
+        assert memory["streams"] and "note" not in memory, label
+        for unit in units[label]:
+            shown = answer(catalog, f"unit/{row['id']}/{unit['unit']}")["retrieved"]
+            assert [r["id"] for r in shown] == unit["retrieved_ids"], label
+            assert all(r["known"] and r["text"] for r in shown), (label, shown)
+        if label in ONLINE:
+            (stream,) = memory["streams"]
+            changed = stream["timeline"]["updated" if label == "dc_cu_online" else "added"]
+            assert sum(changed) >= 2, (label, stream["timeline"])

@@ -43,12 +43,19 @@ class Step:
     cached: bool
     code: str | None = None
     code_output: str | None = None
+    # The model's reasoning before the reply (a reasoning parser's ``reasoning_content``, or
+    # a ``<think>`` block left in the content): kept for people reading the episode, never
+    # sent back to the model.
+    reasoning: str | None = None
 
 
 @dataclass
 class Trajectory:
     turns: list[list[Step]] = field(default_factory=list)
     messages: list[dict[str, Any]] = field(default_factory=list)
+    # Each turn's user messages as the task gives them; the first one went out followed by
+    # the unit's guidance (``with_guidance``), which the unit's record holds as ``guidance``.
+    user: list[list[str]] = field(default_factory=list)
     interactions: int = 0
     stop_reason: str = "answered"  # one of STOP_REASONS
     stop_detail: str | None = None  # the server's words for context_overflow
@@ -74,6 +81,7 @@ class Trajectory:
     def to_dict(self) -> dict[str, Any]:
         return {
             "turns": [[asdict(s) for s in turn] for turn in self.turns],
+            "user": self.user,
             "interactions": self.interactions,
             "stop_reason": self.stop_reason,
             "stop_detail": self.stop_detail,
@@ -85,6 +93,7 @@ class Trajectory:
         """A recorded trajectory (messages are not recorded: turns hold what happened)."""
         return cls(
             turns=[[Step(**s) for s in turn] for turn in data.get("turns", [])],
+            user=data.get("user") or [],
             interactions=data.get("interactions", 0),
             stop_reason=_OLD_STOP_REASONS.get(data.get("stop_reason"), data.get("stop_reason") or "answered"),
             stop_detail=data.get("stop_detail"),
@@ -110,6 +119,18 @@ def with_guidance(text: str, guidance: str | None) -> str:
     goes alone. Experiences come after the task text, so the system prompt and tools stay a
     shared prefix."""
     return f"Task:\n{text}\n\n{guidance}" if guidance else text
+
+
+_THINK = re.compile(r"<think>(.*?)</think>", re.DOTALL)
+
+
+def reasoning_of(reasoning: str | None, content: str | None) -> str | None:
+    """What the model thought before replying: the server's separate reasoning, else the
+    ``<think>`` blocks of the content (a server without a reasoning parser)."""
+    if reasoning:
+        return reasoning
+    found = [block.strip() for block in _THINK.findall(content or "")]
+    return "\n\n".join(b for b in found if b) or None
 
 
 _EXPERIENCE_LABEL = re.compile(r"\bExperience\s*(\d+)\s*:")
@@ -155,6 +176,7 @@ async def run_episode(
     for turn_index, user_messages in enumerate(task.turns):
         steps: list[Step] = []
         traj.turns.append(steps)
+        traj.user.append([msg["content"] for msg in user_messages])
         for j, msg in enumerate(user_messages):
             content = msg["content"]
             if turn_index == 0 and j == 0:
@@ -201,7 +223,8 @@ async def run_episode(
             # Code-action protocols record the step as code and its output (AppWorld).
             code = reply.calls[0].arguments["code"] if getattr(protocol, "code_actions", False) and reply.calls else None
             steps.append(Step(reply.text, calls, result.prompt_tokens, result.completion_tokens,
-                              result.latency_s, result.cached, code=code, code_output=outputs[0] if code is not None else None))
+                              result.latency_s, result.cached, code=code, code_output=outputs[0] if code is not None else None,
+                              reasoning=reasoning_of(result.reasoning, result.content)))
             if done:  # the environment says the task is over: no further turn or step
                 if stopped:
                     traj.stop_reason = stopped

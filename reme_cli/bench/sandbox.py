@@ -140,7 +140,8 @@ _found_lock = threading.Lock()
 def find_binary(layout: Bwrap, probe: Sequence[str] = ("/bin/true",)) -> Binary:
     """The first candidate bwrap that runs ``probe`` in ``layout`` here (checked once per
     process and layout), with its version; else a one-line ``UserError`` saying how to get one."""
-    key = (layout.read_only, layout.scratch, layout.symlinks, tuple(probe))
+    # Per layout and per $REME_BWRAP (commands run in one process, tests, may name another).
+    key = (layout.read_only, layout.scratch, layout.symlinks, tuple(probe), os.environ.get("REME_BWRAP"))
     with _found_lock:
         if key in _found:
             return _found[key]

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
 
+from reme_cli.bench.base import Benchmark
 from reme_cli.bench.registry import make_benchmark, prepare_benchmark
 from reme_cli.core.config import Config, config_hash
 from reme_cli.llm.client import ChatClient
@@ -15,9 +18,9 @@ from reme_cli.core.registry import METHODS
 from reme_cli.llm.answer_health import failure_message, summary_line
 from reme_cli.methods.base import MethodContext, memory_class
 from reme_cli.methods.streams import MemoryStreams
-from reme_cli.run.lifecycle import RunLifecycle, RunResult
+from reme_cli.run.lifecycle import RunLifecycle, RunResult, Session
 from reme_cli.run.metrics import final_metrics
-from reme_cli.run.plan import plan_streams
+from reme_cli.run.plan import Unit, plan_streams
 from reme_cli.run.records import METRICS_FILE
 from reme_cli.run.summary import errors_summary, metrics_table, sandbox_notes
 from reme_cli.run.runner import Runner
@@ -55,10 +58,8 @@ def make_method_factory(cfg: Config, run_path: Path, client: ChatClient, finishe
 def evaluate(cfg: Config, console: Console, wait: bool = False) -> RunResult:
     bench = make_benchmark(cfg.benchmark)
     task_ids = bench.task_ids()  # bad ids fail here, before anything is written
+    streams = eval_streams(cfg, task_ids)
     prepare_benchmark(bench)  # e.g. AppWorld's sandbox: refused here, before anything is written
-    streams = plan_streams(task_ids, cfg.eval.seeds, cfg.eval.runs, cfg.eval.seed_base,
-                           sequential=cfg.eval.mode == "dynamic", scope=cfg.eval.scope,
-                           workers=cfg.eval.dynamic_workers)
     preflight = getattr(method_plugin(cfg), "preflight", None)
     if preflight is not None:
         preflight(cfg)  # e.g. ReMe's missing pool: bad input, refused before anything is written
@@ -66,8 +67,7 @@ def evaluate(cfg: Config, console: Console, wait: bool = False) -> RunResult:
 
     with RunLifecycle(cfg, bench, console, run_dir_for(cfg), kind="eval", wait=wait) as life:
         life.run(f"{cfg.benchmark.name} {cfg.model.name} {cfg.eval.mode}",
-                 lambda session: _run(cfg, session.ep, bench, session.settings, session.run_dir, session.progress,
-                                      streams, session.client),
+                 lambda session: _run(cfg, bench, session, streams),
                  manifest={"task_ids": task_ids,
                            "streams": [[u.key for u in s] for s in streams] if cfg.eval.mode == "dynamic" else None,
                            "units_total": units_total})
@@ -91,14 +91,30 @@ def evaluate(cfg: Config, console: Console, wait: bool = False) -> RunResult:
     return RunResult(run_dir.path, metrics["errors"], failure)
 
 
-async def _run(cfg, ep, bench, settings, run_dir, progress, streams, client) -> None:
-    """The run's units with the configured memory method (the lifecycle owns ``client``)."""
+async def _run(cfg: Config, bench: Benchmark, session: Session, streams: list[list[Unit]]) -> None:
+    async with eval_runner(cfg, bench, session) as runner:
+        await runner.run(streams)
+
+
+def eval_streams(cfg: Config, task_ids: list[str]) -> list[list[Unit]]:
+    """The units of an evaluation of ``task_ids``, as the streams the runner walks."""
+    return plan_streams(task_ids, cfg.eval.seeds, cfg.eval.runs, cfg.eval.seed_base,
+                        sequential=cfg.eval.mode == "dynamic", scope=cfg.eval.scope,
+                        workers=cfg.eval.dynamic_workers)
+
+
+@contextlib.asynccontextmanager
+async def eval_runner(cfg: Config, bench: Benchmark, session: Session) -> AsyncIterator[Runner]:
+    """The runner `reme eval` drives in a started session (``RunLifecycle.run``): the configured
+    memory method behind the seam, whose own summarizer client is closed afterwards (the
+    lifecycle owns ``session.client``). The harness benchmarks (scripts/bench_*.py) build
+    theirs here too, so they time what a user runs and cannot drift from it."""
     own_client = None
     try:
-        method_for, own_client = make_method_factory(cfg, run_dir.path, client, run_dir.finished_units())
-        runner = Runner(bench, client, settings, run_dir, method_for, cfg.llm.concurrency, progress,
-                        health=ep.health, env_concurrency=cfg.env.concurrency)
-        await runner.run(streams)
+        method_for, own_client = make_method_factory(cfg, session.run_dir.path, session.client,
+                                                     session.run_dir.finished_units())
+        yield Runner(bench, session.client, session.settings, session.run_dir, method_for, cfg.llm.concurrency,
+                     session.progress, health=session.ep.health, env_concurrency=cfg.env.concurrency)
     finally:
         if own_client is not None:
             await own_client.close()

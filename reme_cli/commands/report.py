@@ -55,12 +55,12 @@ def find_runs(dirs: list[Path]) -> list[Path]:
     return sorted(found)
 
 
-def _flatten(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+def flatten(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in data.items():
         name = f"{prefix}{key}"
         if isinstance(value, dict):
-            out.update(_flatten(value, name + "."))
+            out.update(flatten(value, name + "."))
         else:
             out[name] = value
     return out
@@ -100,27 +100,33 @@ def load_frames(paths: list[Path], order: list[str] | None = None
             "memory": memory,
             "k": cfg["eval"]["runs"], "seeds": cfg["eval"]["seeds"],
             "tasks": len(manifest.get("task_ids") or []), "status": manifest.get("status", "running"),
-            "variant": path.name, "params": _flatten(cfg), SUITE_RANK: rank.get(path.name),
+            "variant": path.name, "params": flatten(cfg), SUITE_RANK: rank.get(path.name),
         })
-        for t in trials:
-            checker = t.checker or {}
-            unit_rows.append({"run_id": run_id, "seed": t.seed, "run": t.run, "task_id": t.task_id,
-                              "success": t.success, "first_success": first_trial_success(t),
-                              "attempts": t.attempts, "error": not t.ok, "stop_reason": t.stop_reason,
-                              "checker_error_type": None if t.success else checker.get("error_type"),
-                              # AppWorld's checker names both; SGC and the difficulty table need them.
-                              "scenario": checker.get("scenario"), "difficulty": checker.get("difficulty"),
-                              # The executor's tokens over the unit's trials (the methods table's cost).
-                              "tokens": (t.tokens.get("prompt", 0) + t.tokens.get("completion", 0)) if t.tokens else None,
-                              "max_prompt": t.tokens.get("max_prompt") if t.tokens else None})
+        unit_rows += [unit_row(run_id, t) for t in trials]
         if mode == "dynamic":
             fields = list(method_columns(memory).series)
             series_rows += [{"run_id": run_id, **row} for row in _series(trials, fields)]
-    units = pd.DataFrame(unit_rows, columns=["run_id", "seed", "run", "task_id", "success", "first_success",
-                                             "attempts", "error", "stop_reason", "checker_error_type",
-                                             "scenario", "difficulty", "tokens", "max_prompt"])
+    units = pd.DataFrame(unit_rows, columns=UNIT_COLUMNS)
     series = pd.DataFrame(series_rows) if series_rows else None
     return units, pd.DataFrame(run_rows), series
+
+
+UNIT_COLUMNS = ["run_id", "seed", "run", "task_id", "success", "first_success", "attempts", "error",
+                "stop_reason", "checker_error_type", "scenario", "difficulty", "tokens", "max_prompt"]
+
+
+def unit_row(run_id: str, t: UnitRecord) -> dict[str, Any]:
+    """One unit as the report's unit frame holds it (``UNIT_COLUMNS``)."""
+    checker = t.checker or {}
+    return {"run_id": run_id, "seed": t.seed, "run": t.run, "task_id": t.task_id,
+            "success": t.success, "first_success": first_trial_success(t),
+            "attempts": t.attempts, "error": not t.ok, "stop_reason": t.stop_reason,
+            "checker_error_type": None if t.success else checker.get("error_type"),
+            # AppWorld's checker names both; SGC and the difficulty table need them.
+            "scenario": checker.get("scenario"), "difficulty": checker.get("difficulty"),
+            # The executor's tokens over the unit's trials (the methods table's cost).
+            "tokens": (t.tokens.get("prompt", 0) + t.tokens.get("completion", 0)) if t.tokens else None,
+            "max_prompt": t.tokens.get("max_prompt") if t.tokens else None}
 
 
 def first_trial_success(t: UnitRecord) -> bool:
@@ -174,7 +180,7 @@ def report(dirs: list[Path], out: Path | None = None, suite: str | None = None,
     units, runs, series = load_frames(paths, order)
     target = out or (dirs[0] / "report" if len(dirs) == 1 else Path("report"))
     _check_target(target)
-    doubles = [_run_id(p, paths) for p in paths if _scored_by_test_double(p)]
+    doubles = [_run_id(p, paths) for p in paths if scored_by_test_double(p)]
 
     def fill(staging: Path) -> list[Path]:
         written = write_report(staging, units, runs, pool_series=series, suite=suite)
@@ -227,6 +233,7 @@ def _check_target(target: Path, shown: Path | None = None) -> None:
                             "or move them away")
 
 
-def _scored_by_test_double(path: Path) -> bool:
+def scored_by_test_double(path: Path) -> bool:
+    """Whether the run was scored against reme's scripted server (its numbers are no model's)."""
     served = (json.loads((path / MANIFEST_FILE).read_text()).get("server") or {}).get("served_models") or []
     return any(str(m).startswith("scripted-") for m in served)

@@ -24,6 +24,7 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 from reme_cli.agent.loop import Trajectory
 from reme_cli.bench.base import Outcome, Task
 from reme_cli.core.errors import UserError
+from reme_cli.methods.state_view import StateView
 
 
 @dataclass
@@ -33,6 +34,7 @@ class Retrieval:
     scores: list[float] = field(default_factory=list)
     # More the method records about it; in fixed mode this is the unit's `method` record.
     details: dict[str, Any] = field(default_factory=dict)
+    latency_s: float | None = None  # set by the seam: how long ``retrieve`` took
 
 
 @dataclass
@@ -197,6 +199,17 @@ class Memory:
         """For the dry-run's cost: per training task, the build's units, the episodes they are
         expected to run (a trajectory succeeds with probability ``success_rate``), and at most."""
         return cfg.build.samples, float(cfg.build.samples), cfg.build.samples
+
+    # ------------------------------------------------------------------ what it holds
+    @classmethod
+    def describe(cls, where: Path) -> StateView | None:
+        """The saved state at ``where`` told for readers (``reme view``; ``reme pool stats|show``):
+        its items, summary statistics, its whole text if it is one, and, when ``where`` is a
+        dynamic stream's folder (``streams/sN_rM/``, holding the commit log), what each
+        committed unit changed (``reme_cli/methods/state_view.py``). ``where`` is a pool (or
+        the ``reme build-pool`` directory holding it) or a stream's folder. None: nothing
+        of this method's is there (or the method does not say)."""
+        return None
 
     # ------------------------------------------------------------------ state
     @classmethod

@@ -16,15 +16,16 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
 from reme_cli.bench.base import Task
 from reme_cli.core.io import append_lines, keep_units, read_lines
 from reme_cli.methods.base import Episode, Learned, Memory, MethodContext, NoMemory, Solved
+from reme_cli.methods.state_view import COMMIT_LOG
 
 STREAMS_DIR = "streams"
-COMMIT_LOG = "commits.jsonl"
 
 
 def stream_dir(run_path: Path, stream: tuple[int, int]) -> Path:
@@ -119,7 +120,9 @@ class StateStream:
 
     async def solve(self, task: Task, episode: Episode, unit: str) -> Solved:
         state = self.state
+        started = time.perf_counter()
         retrieval = await state.retrieve(task, unit)
+        retrieval.latency_s = round(time.perf_counter() - started, 4)
         tried = await state.attempt(task, episode, retrieval)
         if self.log is None:
             return Solved(retrieval, {**retrieval.details, **tried.record})

@@ -78,3 +78,18 @@ def paired_bootstrap(units_a: pd.DataFrame, units_b: pd.DataFrame, metric: Metri
                           **_rng_kwarg(seed))
     lo, hi = float(res.confidence_interval.low), float(res.confidence_interval.high)
     return {**result, "lo": lo, "hi": hi, "distinguishable": bool(lo > 0 or hi < 0)}
+
+
+def task_interval(units: pd.DataFrame, metric: Metric = "avg", n_resamples: int = 2000,
+                  seed: int = 0) -> tuple[float, float]:
+    """A 95% interval of one run's Avg@k or Pass@k: the tasks resampled (each task's score the
+    mean over its seeds), percentile bootstrap as in ``paired_bootstrap``. NaN with fewer than
+    two tasks; the point itself when every task scores the same."""
+    per_task = task_scores(units).groupby("task_id")[metric].mean().to_numpy(float)
+    if len(per_task) < 2:
+        return math.nan, math.nan
+    if np.all(per_task == per_task[0]):
+        return float(per_task[0]), float(per_task[0])
+    res = stats.bootstrap((per_task,), np.mean, vectorized=True, n_resamples=n_resamples,
+                          confidence_level=0.95, method="percentile", **_rng_kwarg(seed))
+    return float(res.confidence_interval.low), float(res.confidence_interval.high)

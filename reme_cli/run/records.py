@@ -80,6 +80,7 @@ class UnitRecord:
     earlier_attempts: list[dict[str, Any]] = field(default_factory=list)  # success, checker, trajectory
     retrieved_ids: list[str] = field(default_factory=list)
     retrieval_scores: list[float] = field(default_factory=list)
+    retrieval_s: float | None = None  # how long the method's retrieval took (None: before it was recorded)
     guidance: str | None = None  # the exact text injected into the first user message
     method: dict[str, Any] = field(default_factory=dict)  # what the memory method records
     # The method's summarizer answers by role: {role: {calls, invalid, truncated, failed}}

@@ -217,6 +217,7 @@ class Runner:
         record.summarizer_answers = answers.to_dict()
         record.retrieved_ids = solved.retrieval.ids
         record.retrieval_scores = solved.retrieval.scores
+        record.retrieval_s = solved.retrieval.latency_s
         record.guidance = guidance_as_sent(task, solved.retrieval.guidance)  # the text the model saw
         if attempts:
             trajs = [a.trajectory for a in attempts]

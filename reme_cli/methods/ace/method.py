@@ -24,6 +24,8 @@ from reme_cli.methods.base import (Applied, BuildContext, BuildResult, Episode, 
 from reme_cli.methods.context_guard import estimate_tokens, fit_items, memory_budget
 from reme_cli.methods.pool_dirs import find_pool
 from reme_cli.methods.streams import stream_dir
+from reme_cli.methods.ace.describe import describe as describe_state
+from reme_cli.methods.state_view import StateView
 
 BUILD_LOG = "ace_build.jsonl"
 
@@ -251,6 +253,10 @@ class Ace(Memory):
         return BuildResult(report, rows)
 
     # ------------------------------------------------------------------ eval
+    @classmethod
+    def describe(cls, where: Path) -> StateView | None:
+        return describe_state(where)
+
     @classmethod
     def preflight(cls, cfg: Any) -> None:
         if cfg.memory.pool:

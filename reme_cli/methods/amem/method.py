@@ -21,6 +21,8 @@ from reme_cli.methods.base import BuildContext, BuildResult, Learned, Memory, Me
 from reme_cli.methods.pool_dirs import find_pool
 from reme_cli.agent.render import render_trajectory
 from reme_cli.llm.embed import make_embedder_for
+from reme_cli.methods.amem.describe import describe as describe_state
+from reme_cli.methods.state_view import StateView
 
 BUILD_EVENTS = "amem_events.jsonl"
 
@@ -129,6 +131,10 @@ class AMem(Memory):
                 ("invalid analyses / evolutions", f"{stats.invalid_analyses} / {stats.invalid_evolutions}"),
                 ("neighbours updated", str(stats.neighbors_updated))]
         return BuildResult(report, rows)
+
+    @classmethod
+    def describe(cls, where: Path) -> StateView | None:
+        return describe_state(where)
 
     # ------------------------------------------------------------------ eval
     @classmethod

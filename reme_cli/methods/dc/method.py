@@ -20,6 +20,8 @@ from reme_cli.methods.dc import curator, pool
 from reme_cli.methods.dc.cheatsheet import EMPTY, Cheatsheet, digest, guidance, render_pairs
 from reme_cli.methods.dc.config import DCConfig
 from reme_cli.methods.dc.pairs import Pair, PairStore
+from reme_cli.methods.dc.describe import describe as describe_state
+from reme_cli.methods.state_view import StateView
 
 FOLD_FILE = "dc_curator.jsonl"  # build-pool: one line per training task folded into the cheatsheet
 
@@ -115,6 +117,10 @@ class DynamicCheatsheet(Memory):
             rows += [("curator calls / unusable answers", f"{len(lines)} / {unusable}"),
                      ("cheatsheet", f"{sheet.rewrites} rewrites, {len(sheet.text)} chars, {digest(sheet.text)}")]
         return BuildResult(report, rows)
+
+    @classmethod
+    def describe(cls, where: Path) -> StateView | None:
+        return describe_state(where)
 
     # ------------------------------------------------------------------ eval
     @classmethod

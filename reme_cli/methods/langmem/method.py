@@ -64,6 +64,8 @@ from reme_cli.methods.langmem.conversation import trajectory_messages
 from reme_cli.methods.langmem.install import require
 from reme_cli.methods.langmem.store import METHOD, EpisodeStore, proposing_store
 from reme_cli.methods.pool_dirs import find_pool
+from reme_cli.methods.langmem.describe import describe as describe_state
+from reme_cli.methods.state_view import StateView
 
 BUILD_EVENTS = "langmem_episodes.jsonl"
 ROLE = "langmem_episodes"
@@ -194,6 +196,10 @@ class LangMem(Memory):
         rows = [("episodes", str(len(store))), ("tasks given to the manager", str(len(lines))),
                 ("manager LLM calls / failed extractions", f"{calls} / {failed}")]
         return BuildResult(report, rows)
+
+    @classmethod
+    def describe(cls, where: Path) -> StateView | None:
+        return describe_state(where)
 
     # ------------------------------------------------------------------ eval
     @classmethod

@@ -20,6 +20,8 @@ from reme_cli.methods.pool_dirs import find_pool
 from reme_cli.methods.reasoningbank import prompting
 from reme_cli.methods.reasoningbank.induce import InduceStats, induce
 from reme_cli.methods.reasoningbank.items import METHOD, ItemStore
+from reme_cli.methods.reasoningbank.describe import describe as describe_state
+from reme_cli.methods.state_view import StateView
 
 BUILD_LINES = "reasoningbank_build.jsonl"
 
@@ -115,6 +117,10 @@ class ReasoningBank(Memory):
         return BuildResult(report, rows)
 
     # ------------------------------------------------------------------ eval
+    @classmethod
+    def describe(cls, where: Path) -> StateView | None:
+        return describe_state(where)
+
     @classmethod
     def preflight(cls, cfg: Any) -> None:
         if cfg.memory.pool:

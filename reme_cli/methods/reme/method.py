@@ -28,6 +28,8 @@ from reme_cli.methods.reme.formats import sampling
 from reme_cli.methods.reme.experience import Experience, assign_stable_ids
 from reme_cli.methods.reme.pool import Pool
 from reme_cli.methods.reme.reuse import format_guidance, rerank, rewrite
+from reme_cli.methods.reme.describe import describe as describe_state
+from reme_cli.methods.state_view import StateView
 
 
 def resolve_pool_path(path: str | Path) -> Path:
@@ -145,6 +147,10 @@ class ReMe(Memory):
         return assemble(ctx, staging)
 
     @classmethod
+    def describe(cls, where: Path) -> StateView | None:
+        return describe_state(where)
+
+    @classmethod
     def preflight(cls, cfg: Config) -> None:
         # A missing or damaged pool is bad input: refused before anything is written.
         Pool.check(require_pool(cfg))
@@ -243,6 +249,7 @@ class ReMe(Memory):
             carry.append((current, summary))
             trials.append({"guided_by": "retrieval" if current is not None else "previous_summary",
                            "retrieved_ids": current.ids if current is not None else [],
+                           **(current.details if current is not None else {}),
                            **({"guidance": guidance} if i > 0 else {}),
                            "success": outcome.success, "summarized": len(summary)})
             if outcome.success:
@@ -285,7 +292,8 @@ class ReMe(Memory):
             if lesson is None:
                 break
             lessons.append(lesson)
-        return Tried(attempts, {"lessons": lessons} if lessons else {})
+        record = dict(retrieval.details) if self.learning else {}  # (fixed mode records them as it is)
+        return Tried(attempts, {**record, "lessons": lessons} if lessons else record)
 
     async def retrieve(self, task: Task, unit: str = "") -> Retrieval:
         k = self.cfg.top_k
@@ -293,8 +301,9 @@ class ReMe(Memory):
             return Retrieval()
         # The paper reranks the retrieved top K (an earlier version here took 2K).
         hits = await asyncio.to_thread(self._search, task.query, k)
-        scores = {e.id: s for e, s in hits}
-        exps = [e for e, _ in hits]
+        scores = {e.id: s for e, s, _ in hits}
+        numbers = {e.id: n for e, _, n in hits}
+        exps = [e for e, _, _ in hits]
         if self.cfg.rerank and len(exps) > 1:
             exps = await rerank(self.summ.llm, task.query, exps, k, family=task.prompt_family,
                                 **self._sampling("rerank"))
@@ -302,11 +311,15 @@ class ReMe(Memory):
         guidance = (await rewrite(self.summ.llm, task.query, exps, family=task.prompt_family,
                                   **self._sampling("rewrite"))
                     if self.cfg.rewrite else format_guidance(exps))
-        return Retrieval(guidance, [e.id for e in exps], [scores[e.id] for e in exps])
+        # f and u as the task found them (a dynamic stream's change as other units commit).
+        details: dict[str, Any] = {"retrieved_numbers": {e.id: numbers[e.id] for e in exps}}
+        if self.cfg.rewrite:  # whether the LLM's rewrite was used (an unusable answer is not)
+            details["rewritten"] = guidance != format_guidance(exps)
+        return Retrieval(guidance, [e.id for e in exps], [scores[e.id] for e in exps], details)
 
-    def _search(self, query: str, k: int) -> list[tuple[Experience, float]]:
+    def _search(self, query: str, k: int) -> list[tuple[Experience, float, dict[str, int]]]:
         with self.guard:
-            return self.pool.search(query, k)
+            return [(e, s, {"f": e.f, "u": e.u}) for e, s in self.pool.search(query, k)]
 
     async def learn(self, task: Task, tried: Tried, retrieval: Retrieval, unit: str) -> Learned:
         if self.cfg.reflection.style == "lesson":

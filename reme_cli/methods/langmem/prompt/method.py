@@ -42,6 +42,7 @@ from reme_cli.core.io import append_lines, now, read_lines, write_json_atomic
 from reme_cli.methods.base import BuildContext, BuildResult, Learned, Memory, MethodContext, Retrieval, Tried
 from reme_cli.methods.langmem.prompt.config import LangMemPromptConfig
 from reme_cli.methods.langmem.prompt.optimizer import optimize, prompt_version, require_langmem
+from reme_cli.methods.state_view import StateChange, StateItem, StateView, stream_changes
 
 POOL_FILE = "langmem_prompt.json"
 PROMPT_FILE = "prompt.txt"
@@ -95,6 +96,46 @@ def require_pool(cfg: Config) -> dict[str, Any]:
         raise UserError(f"--mode {cfg.eval.mode} memory=langmem_prompt needs memory.pool=DIR "
                         "(build one with `reme build-pool memory=langmem_prompt out_dir=DIR`)")
     return load_pool(cfg.memory.pool)
+
+
+# ---------------------------------------------------------------------- what it holds
+# The instructions are the one item, named by their version (the id every unit records as
+# retrieved); an optimizer step that changed them retires one version and adds the next.
+def _version_item(prompt: str, origin: str = "") -> StateItem:
+    return StateItem(id=prompt_version(prompt), text=prompt, title="the learned instructions", kind="prompt",
+                     origin=origin)
+
+
+def _change(unit: str, seq: int, events: list[dict[str, Any]]) -> StateChange:
+    out = StateChange(unit, seq)
+    for e in events:
+        if e.get("changed") and isinstance(e.get("prompt"), str):
+            out.deleted.append(str(e.get("prompt_before", "")))
+            out.added.append(_version_item(e["prompt"], unit))
+    return out
+
+
+def _prompt(where: Path) -> tuple[str | None, dict[str, Any]]:
+    for candidate in (where, where / "pool"):
+        try:
+            data = json.loads((candidate / POOL_FILE).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(data, dict) and data.get("method") == "langmem_prompt" and isinstance(data.get("prompt"), str):
+            return data["prompt"], {k: data[k] for k in ("kind", "steps", "trajectories") if k in data}
+    if (where / PROMPT_FILE).is_file():  # a dynamic stream's saved prompt
+        text = (where / PROMPT_FILE).read_text(encoding="utf-8")
+        return (text[:-1] if text.endswith("\n") else text), {}  # save() adds one newline
+    return None, {}
+
+
+def describe_state(where: Path) -> StateView | None:
+    prompt, summary = _prompt(where)
+    changes = stream_changes(where, _change)
+    if prompt is None and changes is None:
+        return None
+    items = [_version_item(prompt)] if prompt is not None else []
+    return StateView("langmem_prompt", items, {**summary, "prompt chars": len(prompt or "")}, text=prompt, changes=changes)
 
 
 class LangMemPrompt(Memory):
@@ -180,6 +221,10 @@ class LangMemPrompt(Memory):
     def load(cls, ctx: MethodContext) -> LangMemPrompt:
         require_langmem()
         return cls(require_pool(ctx.cfg)["prompt"], ctx.cfg.memory, ctx.summarizer)
+
+    @classmethod
+    def describe(cls, where: Path) -> StateView | None:
+        return describe_state(where)
 
     def fork(self, where: Path) -> LangMemPrompt:
         return LangMemPrompt(self.prompt, self.cfg, self.summ)
