@@ -110,13 +110,14 @@ def appworld_processes() -> dict[int, str]:
             continue
         if "evaluator.py" in cmd:
             found[pid] = "evaluator"
-        elif "worker.py" in cmd:  # an episode's process is a fork of its supervisor
-            found[pid] = "episode" if "worker.py" in cmds.get(parent.get(pid, 0), "") else "supervisor"
+        elif "worker.py" in cmd:  # an episode's process is a fork of its supervisor (bwrap runs that)
+            parent_cmd = cmds.get(parent.get(pid, 0), "")
+            found[pid] = "episode" if parent_cmd.startswith(str(default_venv())) else "supervisor"
     return found
 
 
 class RssSampler(threading.Thread):
-    """First and peak RSS (MB) of every AppWorld process seen, every 0.2 s."""
+    """Peak RSS (MB) of every AppWorld process seen, every 0.2 s."""
 
     def __init__(self):
         super().__init__(daemon=True)
@@ -273,13 +274,13 @@ def main() -> None:
                 lines.append(f"| {name} | {call} | {_ms(made[call])} |")
     rss = []
     for kind in ("supervisor", "episode", "evaluator"):
-        pids = [p for p, k in sampler.kind.items() if k == kind]
-        if pids:
-            rss.append(f"{kind} {min(sampler.first[p] for p in pids):.0f}-{max(sampler.first[p] for p in pids):.0f} MB "
-                       f"first seen, peak {min(sampler.peak[p] for p in pids):.0f}-{max(sampler.peak[p] for p in pids):.0f} MB")
+        peaks = [sampler.peak[p] for p, k in sampler.kind.items() if k == kind]
+        if peaks:
+            rss.append(f"{kind} {min(peaks):.0f}-{max(peaks):.0f} MB")
     lines += ["", f"Supervisors: {len(starts)} started, spawn to warmed up {min(starts):.1f}-{max(starts):.1f} s "
-              "(importing AppWorld and building its apps, once per supervisor). RSS (/proc) of AppWorld's "
-              f"processes: {'; '.join(rss)} (an episode's process shares its supervisor's pages until it writes them).",
+              "(importing AppWorld and building its apps, once per supervisor). Peak RSS (/proc) of AppWorld's "
+              f"processes: {'; '.join(rss)} (an episode's process is a fork of its supervisor: it shares the "
+              "supervisor's pages until it writes them, so the two together take less than their sum).",
               "The scripted server and AppWorld's processes share the machine's cores with reme.", "",
               machine_note(load)]
     emit("\n".join(lines), args.out)

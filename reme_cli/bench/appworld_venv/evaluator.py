@@ -24,11 +24,8 @@ RESULT_CAP = 64 << 20
 
 def warm_up():
     import appworld.evaluator  # noqa: F401
-    from appworld.apps import get_all_apps
-    from appworld.common.utils import import_apis_module
 
-    for app in get_all_apps():  # the evaluation's models come from the apps' modules
-        import_apis_module(app)
+    protocol.warm_up_common()  # the evaluation's models come from the apps' modules
 
 
 def evaluate(task_id, experiment):

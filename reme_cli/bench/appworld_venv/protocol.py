@@ -24,6 +24,26 @@ def channel_to_reme():
     return os.fdopen(0, "r"), out
 
 
+def warm_up_common():
+    """What every world opening and every evaluation pays on first use, paid once in the
+    process that forks them: AppWorld and its apps imported, freezegun's scan of every loaded
+    module cached (it runs whenever a world's clock is frozen), and pytest imported (AppWorld's
+    test assertions import it lazily)."""
+    import datetime
+
+    from appworld.apps import get_all_apps
+    from appworld.apps.api_lib import set_local_date_and_time, unset_local_date_and_time
+    from appworld.common.utils import import_apis_module
+
+    for app in get_all_apps():
+        import_apis_module(app)
+    try:
+        import pytest  # noqa: F401
+    except ImportError:
+        pass
+    unset_local_date_and_time(set_local_date_and_time(datetime.datetime(2023, 5, 18)))
+
+
 def undumpable():
     """PR_SET_DUMPABLE 0: no other process of the same user reads or writes this one's
     memory or file descriptors through /proc (nor is a core dumped); inherited by a fork."""

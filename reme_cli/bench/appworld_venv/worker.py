@@ -41,12 +41,9 @@ DISK_FULL = 256 << 10  # free bytes under which the scratch space counts as full
 def warm_up():
     """Import AppWorld and every app's API module: building the apps is most of a world's
     first opening, and the same for every task."""
-    from appworld.apps import get_all_apps
-    from appworld.common.utils import import_apis_module
     from appworld.environment import AppWorld  # noqa: F401
 
-    for app in get_all_apps():
-        import_apis_module(app)
+    protocol.warm_up_common()
 
 
 class Supervisor:
