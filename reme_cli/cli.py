@@ -36,7 +36,24 @@ class _FlagsWithoutType:
 
 
 class _Group(_FlagsWithoutType, TyperGroup):
-    pass
+    def main(self, *args, **kwargs):
+        """A usage error (an unknown option or command, a bad ``--mode``) is one line on stderr
+        and exit 2, like every other bad input, not Typer's box."""
+        if not kwargs.get("standalone_mode", True):
+            return super().main(*args, **kwargs)
+        try:
+            code = super().main(*args, **{**kwargs, "standalone_mode": False})
+        except typer.Abort:  # Ctrl-C outside a command's own handling
+            sys.exit(130)
+        except typer.TyperException as exc:  # click's usage and parameter errors (typer vendors click)
+            ctx = getattr(exc, "ctx", None)
+            if type(exc).__name__ == "NoArgsIsHelpError":  # `reme`, `reme pool`: the help is printed
+                sys.exit(2)
+            where = f" (see {ctx.command_path} --help)" if ctx else ""
+            console.print(f"[red]error:[/red] {escape(exc.format_message())}{escape(where)}", highlight=False,
+                          soft_wrap=True)
+            sys.exit(getattr(exc, "exit_code", 2))
+        sys.exit(code if isinstance(code, int) else 0)
 
 
 class _Command(_FlagsWithoutType, TyperCommand):
@@ -459,7 +476,7 @@ def appworld_setup_cmd(
     """
 
     def body() -> None:
-        from reme_cli.bench.appworld import setup
+        from reme_cli.bench.appworld_setup import setup
 
         print(setup(venv))
 

@@ -1,23 +1,25 @@
 """Harness overhead per AppWorld step, with the model taken out: reme's own time per step,
-and the AppWorld worker's time per call, measured separately.
+and the time of AppWorld's processes per call, measured separately.
 
 A toy world is built in a temporary directory (tests/fixtures/appworld_toyworld.py, in AppWorld's
 venv; never kept, not the benchmark; `--world ROOT` uses one built already). Episodes run
 through `reme eval`'s own code (run lifecycle, episode settings, runner: ``eval_runner``),
 memory none, the sandbox on, and the scripted server (a TEST DOUBLE, a separate process, zero
 delay) plays the model in two ways: `gold` answers each task with its solution code, which
-completes the task (one step per episode: the whole per-episode cost of opening, evaluating
-and closing a world lands on that step); `loop` answers every step with the same API call
+completes the task (one step per episode: the whole per-episode cost of opening, ending and
+evaluating an episode lands on that step); `loop` answers every step with the same API call
 that never completes the task, so an episode runs `--steps` steps (the steady per-step
-cost). Each concurrency's workers are warmed up first (their start and first world are timed
-on their own) and serve both policies.
+cost). In each run the episode supervisors and the evaluator are started and warmed up
+first, in the run's own loop (their start is timed on its own), then the episodes are timed.
 
-Per step (one model call): reme's CPU time (its own process: agent loop, records, HTTP
-clients), and at concurrency 1 the wall time left after subtracting the model calls'
-latency and the worker calls, i.e. what an episode waits on reme alone. Per worker call:
-the round trip seen by reme (HTTP on its socket + AppWorld's work). Memory: RSS of each
-worker's process tree (bubblewrap and AppWorld's server under it; /proc), idle after start
-and at its peak with a world open.
+Per step (one model call): reme's CPU time (its own process: agent loop, records, clients),
+and at concurrency 1 the wall time left after subtracting the model calls' latency and the
+calls to AppWorld's processes, i.e. what an episode waits on reme alone. Per call: the round
+trip seen by reme (pipes + the work: `open` forks the episode's process and opens its world,
+`execute` runs a step and checks completion, `close` ends the episode and hands back its
+saved world, `evaluate` scores it in the evaluator's forked process). Memory: RSS (/proc) of
+every AppWorld process of the run, idle and at its peak: supervisors, episode processes,
+the evaluator.
 
     python scripts/bench_appworld_overhead.py --out results/appworld_overhead.md
 """
@@ -38,8 +40,9 @@ from pathlib import Path
 from rich.console import Console
 
 from bench_harness import emit, machine_note, script_main  # scripts/ is on the path when this runs as a script
-from reme_cli.bench.appworld import AppWorldEnv, AppWorldServer, default_venv
-from reme_cli.bench.registry import make_benchmark
+from reme_cli.bench.appworld import AppWorldEnv, default_venv
+from reme_cli.bench.appworld_workers import Processes
+from reme_cli.bench.registry import make_benchmark, prepare_benchmark
 from reme_cli.commands.evaluate import eval_runner, eval_streams, run_dir_for
 from reme_cli.core.config import compose
 from reme_cli.core.errors import UserError
@@ -48,71 +51,92 @@ from reme_cli.run.records import RunDir
 
 REPO = Path(__file__).resolve().parent.parent
 TASKS = ["toy0001_1", "toy0002_1", "toy0003_1"]
-worker_calls: dict[str, list[float]] = defaultdict(list)  # route -> round-trip seconds
-starts: list[float] = []  # seconds from spawn to ready, per worker
-first_worlds: list[float] = []  # a fresh worker's first /initialize (loads AppWorld's code)
-opened: set[int] = set()
-pids: list[int] = []
+calls: dict[str, list[float]] = defaultdict(list)  # call -> round-trip seconds
+starts: list[float] = []  # seconds from spawn to warmed up, per supervisor
 
 
 def _instrument() -> None:
-    """Time every worker call and every worker start, without touching reme's code."""
-    post, start = AppWorldEnv._post, AppWorldServer.start
+    """Time every call to AppWorld's processes and every supervisor start, without touching
+    reme's code."""
+    call, evaluate, acquire = AppWorldEnv._call, Processes.evaluate, Processes.acquire
 
-    async def timed_post(self, route, **payload):
+    async def timed_call(self, method, params=None, timeout=60.0):
         t0 = time.perf_counter()
         try:
-            return await post(self, route, **payload)
+            return await call(self, method, params, timeout)
         finally:
-            took = time.perf_counter() - t0
-            worker_calls[route].append(took)
-            if route == "/initialize" and id(self.server) not in opened:
-                opened.add(id(self.server))
-                first_worlds.append(took)
+            calls[method].append(time.perf_counter() - t0)
 
-    def timed_start(self):
+    async def timed_evaluate(self, task_id, experiment, state):
         t0 = time.perf_counter()
-        out = start(self)
-        starts.append(time.perf_counter() - t0)
-        pids.append(self._proc.pid)
+        try:
+            return await evaluate(self, task_id, experiment, state)
+        finally:
+            calls["evaluate"].append(time.perf_counter() - t0)
+
+    async def timed_acquire(self):
+        fresh, t0 = not self._idle, time.perf_counter()
+        out = await acquire(self)
+        if fresh:
+            starts.append(time.perf_counter() - t0)
         return out
 
-    AppWorldEnv._post, AppWorldServer.start = timed_post, timed_start
+    AppWorldEnv._call, Processes.evaluate, Processes.acquire = timed_call, timed_evaluate, timed_acquire
 
 
-def tree_rss_mb(pid: int) -> float | None:
-    """RSS (MB) of a process and all its descendants (Linux /proc): a sandboxed worker is
-    bwrap, its namespace's init and AppWorld's server below them. None once it is gone."""
-    total, todo, seen = 0, [pid], False
-    while todo:
-        p = todo.pop()
-        try:
-            status = Path(f"/proc/{p}/status").read_text()
-            for task in Path(f"/proc/{p}/task").iterdir():
-                todo += [int(c) for c in (task / "children").read_text().split()]
-        except OSError:  # gone meanwhile
+def appworld_processes() -> dict[int, str]:
+    """This run's AppWorld processes (this process's descendants running AppWorld's
+    interpreter; never another run's on the machine): pid -> supervisor | episode | evaluator."""
+    parent, cmds = {}, {}
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
             continue
-        seen = True
-        total += next((int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS:")), 0)
-    return total / 1024 if seen else None
+        try:
+            parent[int(d.name)] = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            cmds[int(d.name)] = (d / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+
+    def mine(pid: int) -> bool:
+        while pid > 1:
+            pid = parent.get(pid, 0)
+            if pid == os.getpid():
+                return True
+        return False
+
+    found = {}
+    for pid, cmd in cmds.items():
+        if not (cmd.startswith(str(default_venv())) and mine(pid)):
+            continue
+        if "evaluator.py" in cmd:
+            found[pid] = "evaluator"
+        elif "worker.py" in cmd:  # an episode's process is a fork of its supervisor (bwrap runs that)
+            parent_cmd = cmds.get(parent.get(pid, 0), "")
+            found[pid] = "episode" if parent_cmd.startswith(str(default_venv())) else "supervisor"
+    return found
 
 
 class RssSampler(threading.Thread):
-    """Peak RSS (MB) of every worker seen (its process tree), every 0.2 s."""
+    """Peak RSS (MB) of every AppWorld process seen, every 0.2 s."""
 
     def __init__(self):
         super().__init__(daemon=True)
         self.peak: dict[int, float] = {}
         self.first: dict[int, float] = {}
+        self.kind: dict[int, str] = {}
         self.stop = threading.Event()
 
     def run(self) -> None:
         while not self.stop.wait(0.2):
-            for pid in list(pids):
-                mb = tree_rss_mb(pid)
-                if mb is not None:
-                    self.first.setdefault(pid, mb)
-                    self.peak[pid] = max(self.peak.get(pid, 0.0), mb)
+            for pid, kind in appworld_processes().items():
+                try:
+                    status = Path(f"/proc/{pid}/status").read_text()
+                except OSError:
+                    continue
+                mb = next((int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS:")), 0) / 1024
+                self.kind.setdefault(pid, kind)
+                self.first.setdefault(pid, mb)
+                self.peak[pid] = max(self.peak.get(pid, 0.0), mb)
 
 
 def _cpu_s(pid: int) -> float:
@@ -132,15 +156,31 @@ def _config(root: Path, url: str, c: int, runs: int, out: Path, steps: int):
                     "model.sampling.temperature=0", "eval.seeds=1", f"eval.runs={runs}", f"out_dir={out}"])
 
 
-def _episodes(bench, cfg) -> dict:
-    """One `reme eval` run of ``cfg`` on ``bench`` (its workers stay up for the next run)."""
+async def _warm_up(bench, c: int) -> None:
+    """Start ``c`` supervisors and the evaluator and wait until they are warm: the run then
+    times episodes, not starts."""
+    processes = bench._processes
+    workers = [await processes.acquire() for _ in range(c)]
+    for worker in workers:
+        processes.release(worker, healthy=True)
+    processes.start_evaluator()
+    await processes._evaluator_start
+
+
+def _episodes(cfg, server_pid: int) -> dict:
+    """One `reme eval` run of ``cfg`` (AppWorld's processes warmed up first, in its loop)."""
+    bench = make_benchmark(cfg.benchmark)
     streams = eval_streams(cfg, bench.task_ids())
+    prepare_benchmark(bench)
 
     async def work(session: Session) -> dict:
         async with eval_runner(cfg, bench, session, streams) as runner:
-            cpu0, wall0 = time.process_time(), time.perf_counter()
+            await _warm_up(bench, cfg.llm.concurrency)
+            calls.clear()
+            cpu0, wall0, server0 = time.process_time(), time.perf_counter(), _cpu_s(server_pid)
             await runner.run(streams)
-            return {"cpu": time.process_time() - cpu0, "wall": time.perf_counter() - wall0}
+            return {"cpu": time.process_time() - cpu0, "wall": time.perf_counter() - wall0,
+                    "server_cpu": _cpu_s(server_pid) - server0}
 
     with RunLifecycle(cfg, bench, Console(quiet=True), run_dir_for(cfg), kind="eval") as life:
         r = life.run("bench", work, manifest={})
@@ -150,30 +190,15 @@ def _episodes(bench, cfg) -> dict:
         raise SystemExit(f"{len(failed)} episode(s) failed with an error, e.g. {failed[0]}")
     steps = [s for t in trials for turn in t.trajectory["turns"] for s in turn]
     return {**r, "episodes": len(trials), "ok": sum(t.success for t in trials), "steps": len(steps),
-            "llm": sum(s["latency_s"] for s in steps)}
+            "llm": sum(s["latency_s"] for s in steps), "worker_wall": sum(sum(v) for v in calls.values()),
+            "calls": {name: list(v) for name, v in calls.items()}}
 
 
 def measure(root: Path, servers: dict[str, tuple[str, int]], c: int, runs: int, tmp: Path,
             steps: dict[str, int]) -> dict[str, dict]:
-    """Each policy's episodes at concurrency ``c`` on one set of ``c`` workers, warmed up first."""
-    out = {}
-    first_url = next(iter(servers.values()))[0]
-    warm = _config(root, first_url, c, max(1, -(-c // len(TASKS))), tmp / f"warm{c}", 1)
-    bench = make_benchmark(warm.benchmark)
-    try:
-        _episodes(bench, warm)  # starts c workers, each with its first world
-        for name, (url, server_pid) in servers.items():
-            worker_calls.clear()
-            server_cpu0 = _cpu_s(server_pid)
-            r = _episodes(bench, _config(root, url, c, runs, tmp / f"c{c}-{name}", steps[name]))
-            r["server_cpu"] = _cpu_s(server_pid) - server_cpu0
-            r["worker_wall"] = sum(sum(v) for v in worker_calls.values())
-            r["calls"] = {route: list(v) for route, v in worker_calls.items()}
-            out[name] = r
-    finally:
-        if bench._workers is not None:
-            bench._workers.close()
-    return out
+    """Each policy's episodes at concurrency ``c``."""
+    return {name: _episodes(_config(root, url, c, runs, tmp / f"c{c}-{name}", steps[name]), server_pid)
+            for name, (url, server_pid) in servers.items()}
 
 
 def _ms(values: list[float]) -> str:
@@ -229,8 +254,8 @@ def main() -> None:
              "zero delay) plays the model: "
              f"gold = each task's solution code (1 step per episode, solved), loop = the same API call every "
              f"step ({args.steps} steps per episode, unsolved). Episodes run by `reme eval`'s code (memory none, "
-             "model=qwen3-8b at temperature 0, the sandbox on); the workers of each concurrency, warmed up "
-             "first, serve both policies.", "",
+             "model=qwen3-8b at temperature 0, the sandbox on); each run's supervisors and evaluator are "
+             "warmed up first. Each episode runs in a process forked for it and is scored in the evaluator.", "",
              "| policy | concurrency | episodes (solved) | steps | wall s | reme CPU ms / step "
              "| reme wall ms / step, model and worker time taken out | scripted server CPU ms / step "
              "| worker round trips ms / step |",
@@ -241,20 +266,23 @@ def main() -> None:
         lines.append(f"| {name} | {c} | {r['episodes']} ({r['ok']}) | {n} | {r['wall']:.2f} "
                      f"| {1000 * r['cpu'] / n:.2f} | {residual} | {1000 * r['server_cpu'] / n:.2f} "
                      f"| {1000 * r['worker_wall'] / n:.1f} |")
-    lines += ["", f"AppWorld worker calls at concurrency {args.concurrency[0]} (round trip seen by reme):", "",
+    lines += ["", f"Calls to AppWorld's processes at concurrency {args.concurrency[0]} (round trip seen by reme):", "",
               "| policy | call | n | mean ms | median ms | max ms |", "| --- | --- | ---: | ---: | ---: | ---: |"]
-    for name, calls in by_route.items():
-        for route in ("/initialize", "/execute", "/task_completed", "/evaluate", "/close"):
-            if calls.get(route):
-                lines.append(f"| {name} | {route} | {_ms(calls[route])} |")
-    idle = [sampler.first[p] for p in pids if p in sampler.first]
-    peak = [sampler.peak[p] for p in pids if p in sampler.peak]
-    lines += ["", f"Workers: {len(starts)} started, spawn to ready {min(starts):.1f}-{max(starts):.1f} s, "
-              f"first world (/initialize) {min(first_worlds):.1f}-{max(first_worlds):.1f} s; "
-              f"RSS (process tree: the sandbox and AppWorld's server) idle {min(idle):.0f}-{max(idle):.0f} MB, "
-              "peak with a world open "
-              f"{min(peak):.0f}-{max(peak):.0f} MB.",
-              "The scripted server and the workers share the machine's cores with reme.", "", machine_note(load)]
+    for name, made in by_route.items():
+        for call in ("open", "execute", "close", "evaluate"):
+            if made.get(call):
+                lines.append(f"| {name} | {call} | {_ms(made[call])} |")
+    rss = []
+    for kind in ("supervisor", "episode", "evaluator"):
+        peaks = [sampler.peak[p] for p, k in sampler.kind.items() if k == kind]
+        if peaks:
+            rss.append(f"{kind} {min(peaks):.0f}-{max(peaks):.0f} MB")
+    lines += ["", f"Supervisors: {len(starts)} started, spawn to warmed up {min(starts):.1f}-{max(starts):.1f} s "
+              "(importing AppWorld and building its apps, once per supervisor). Peak RSS (/proc) of AppWorld's "
+              f"processes: {'; '.join(rss)} (an episode's process is a fork of its supervisor: it shares the "
+              "supervisor's pages until it writes them, so the two together take less than their sum).",
+              "The scripted server and AppWorld's processes share the machine's cores with reme.", "",
+              machine_note(load)]
     emit("\n".join(lines), args.out)
 
 

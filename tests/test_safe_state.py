@@ -14,6 +14,7 @@ The LLM is the scripted server (a TEST DOUBLE: it replays BFCL ground truth).
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -100,25 +101,67 @@ def user_project(path: Path) -> dict[str, bytes]:
     return files_under(path)
 
 
-def test_appworld_setup_refuses_a_folder_it_did_not_make_before_any_venv_work(tmp_path, monkeypatch):
-    from reme_cli.bench import appworld
+def test_appworld_setup_refuses_a_folder_it_cannot_prove_is_its_own_before_any_venv_work(tmp_path, monkeypatch):
+    from reme_cli.bench import appworld_setup as setup
 
     calls = []
-    monkeypatch.setattr(appworld.subprocess, "run", lambda cmd, **kw: calls.append(cmd))
+
+    def run(cmd, **kw):
+        calls.append(cmd)
+        if cmd[2:4] == ["venv", str(tmp_path / "old")] or cmd[-2:] == ["appworld.cli", "install"]:
+            (tmp_path / "old" / "bin").mkdir(parents=True, exist_ok=True)
+        return subprocess.CompletedProcess(cmd, 0, "", "")
+
+    monkeypatch.setattr(setup.subprocess, "run", run)
     before = user_project(tmp_path / "proj")
     with pytest.raises(UserError, match="not a reme AppWorld venv"):
-        appworld.setup(tmp_path / "proj")
+        setup.setup(tmp_path / "proj")
     assert calls == [] and files_under(tmp_path / "proj") == before
 
-    # A venv reme made (its stamp, an older version) may be rebuilt; a new folder is made plain.
-    (tmp_path / "old").mkdir()
-    (tmp_path / "old" / "REME_APPWORLD").write_text("0.0.1\n")
-    appworld.setup(tmp_path / "old")
-    assert "--clear" in calls[0]
+    # A marker's name is not proof: a bare stamp, or one saying "incomplete", clears nothing.
+    for stamp in ("incomplete\n", "0.0.1\n", json.dumps({"status": "building", "pid": dead_pid()})):
+        (tmp_path / "proj" / "REME_APPWORLD").write_text(stamp)
+        (tmp_path / "proj" / ".hidden").write_text("mine\n")
+        (tmp_path / "proj" / "sub").mkdir(exist_ok=True)
+        (tmp_path / "proj" / "sub" / "data.bin").write_bytes(b"\0\1")
+        kept = files_under(tmp_path / "proj")
+        with pytest.raises(UserError, match="REME_APPWORLD|interrupted setup"):
+            setup.setup(tmp_path / "proj")
+        assert calls == [] and files_under(tmp_path / "proj") == kept
+
+    # A complete venv of another version whose manifest lists every file as it is: rebuilt,
+    # only its listed files removed; one file more (the user's) and it is refused.
+    old = tmp_path / "old"
+    (old / "bin").mkdir(parents=True)
+    (old / "bin" / "python").write_text("#!/bin/sh\n")
+    (old / "REME_APPWORLD").write_text(json.dumps({"status": "complete", "appworld": "0.0.1",
+                                                   "files": setup._listing(old)}))
+    (old / "notes.txt").write_text("mine\n")
+    with pytest.raises(UserError, match="notes.txt"):
+        setup.setup(old)
+    assert calls == []
+    (old / "notes.txt").unlink()
+    setup.setup(old)
+    # The network step first, apart from the venv (a throwaway venv for its pip).
+    assert calls[0][2] == "venv" and calls[1][2:4] == ["pip", "wheel"] and str(old) not in " ".join(calls[1])
+    assert json.loads((old / "REME_APPWORLD").read_text())["status"] == "complete"
+    assert not (old / "bin" / "python").exists()  # the listed file went; nothing else was there
     calls.clear()
-    appworld.setup(tmp_path / "fresh")
-    assert "--clear" not in calls[0]
-    assert (tmp_path / "fresh" / "REME_APPWORLD").read_text().strip() == appworld.APPWORLD_VERSION
+    setup.setup(tmp_path / "fresh")
+    stamp = json.loads((tmp_path / "fresh" / "REME_APPWORLD").read_text())
+    assert stamp["appworld"] == setup.APPWORLD_VERSION and stamp["status"] == "complete"
+
+
+def test_appworld_setup_without_network_is_one_line_exit_4_and_touches_no_folder(reme):
+    """The packages are fetched before the venv folder is made: a machine without a package
+    index stops there."""
+    no_index = {"PIP_CONFIG_FILE": os.devnull, "PIP_INDEX_URL": "http://127.0.0.1:9/simple", "PIP_FIND_LINKS": "",
+                "PIP_EXTRA_INDEX_URL": "", "PIP_RETRIES": "0", "PIP_DEFAULT_TIMEOUT": "2", "PIP_NO_CACHE_DIR": "1"}
+    proc = reme("appworld", "setup", "--venv", "venv", env=no_index, timeout=300)
+    assert proc.returncode == 4, proc.stderr[-2000:]
+    lines = [l for l in proc.stderr.splitlines() if l.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: reme appworld setup could not fetch"), proc.stderr
+    assert not (reme.cwd / "venv").exists()
 
 
 def test_appworld_setup_cli_refuses_the_users_folder_in_one_line(reme):
@@ -263,22 +306,55 @@ def test_report_with_a_bad_table_writes_nothing(finished_run, tmp_path):
     assert not (tmp_path / "rep").exists() and not list(tmp_path.glob(".rep*"))
 
 
-def test_report_replaces_its_own_earlier_report_whole_and_refuses_a_foreign_folder(finished_run, tmp_path):
+def test_report_replaces_only_a_folder_whose_every_file_it_can_prove_it_wrote(finished_run, tmp_path):
     run_reme(["report", str(finished_run), "--out", "rep"], tmp_path, check=True)
     first = files_under(tmp_path / "rep")
     assert "REME_REPORT" in first and "report.md" in first and "metrics.csv" in first
-    (tmp_path / "rep" / "table_old.csv").write_text("from an older report\n")
+    listed = json.loads(first["REME_REPORT"])["files"]
+    assert set(listed) == set(first) - {"REME_REPORT"}  # every file, with its sha256
     stale = stale_staging(tmp_path / "rep", "building")  # a report killed mid-write
 
     run_reme(["report", str(finished_run), "--out", "rep"], tmp_path, check=True)
     again = files_under(tmp_path / "rep")
-    assert set(again) == set(first)  # the old report's extra file went with it: replaced whole
-    assert again["report.md"] == first["report.md"]
+    assert set(again) == set(first) and again["report.md"] == first["report.md"]
     assert not stale.exists() and not list(tmp_path.glob(".rep.*"))
 
-    before = user_project(tmp_path / "mine")
-    refused(run_reme(["report", str(finished_run), "--out", "mine"], tmp_path), "not a reme report", "mine")
-    assert files_under(tmp_path / "mine") == before
+    # One file more, or one changed: the user's now. Refused before anything is written.
+    for change in ("added", "changed"):
+        if change == "added":
+            (tmp_path / "rep" / "figure_mine.png").write_bytes(b"my figure")
+        else:
+            (tmp_path / "rep" / "figure_mine.png").unlink()
+            (tmp_path / "rep" / "report.md").write_text("# my paper draft\n")
+        kept = files_under(tmp_path / "rep")
+        line = refused(run_reme(["report", str(finished_run), "--out", "rep"], tmp_path), "rep")
+        assert ("figure_mine.png" if change == "added" else "report.md changed") in line
+        assert files_under(tmp_path / "rep") == kept and not list(tmp_path.glob(".rep.*"))
+
+    # Files named like a report's, no manifest (the user's draft); a bare marker; another folder.
+    draft = tmp_path / "draft"
+    draft.mkdir()
+    for name in ("report.md", "metrics.csv", "figure.png", "table_budget.csv"):
+        (draft / name).write_text(f"my {name}\n")
+    bare = user_project(tmp_path / "bare")
+    (tmp_path / "bare" / "REME_REPORT").write_text("")
+    (tmp_path / "bare" / ".hidden").write_text("mine\n")
+    for folder in ("draft", "bare", "mine"):
+        if folder == "mine":
+            user_project(tmp_path / "mine")
+        kept = files_under(tmp_path / folder)
+        refused(run_reme(["report", str(finished_run), "--out", folder], tmp_path), "cannot prove", folder)
+        assert files_under(tmp_path / folder) == kept
+
+
+def test_a_report_out_that_is_a_link_is_written_through_and_the_link_kept(finished_run, tmp_path):
+    (tmp_path / "real").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    for _ in range(2):  # a new report, then its replacement
+        run_reme(["report", str(finished_run), "--out", "link"], tmp_path, check=True)
+        assert (tmp_path / "link").is_symlink() and (tmp_path / "link").resolve() == tmp_path / "real"
+        assert (tmp_path / "real" / "report.md").is_file()
+        assert not [p.name for p in tmp_path.iterdir() if ".old-" in p.name or ".building-" in p.name]
 
 
 def test_two_reports_into_one_folder_do_not_mix(finished_run, tmp_path):

@@ -301,12 +301,14 @@ def test_bench_appworld_overhead_runs_both_policies_on_the_toy_world(started):
     for r in steps.values():
         assert float(r["reme CPU ms / step"]) > 0 and float(r["worker round trips ms / step"]) > 0
     calls = {(r["policy"], r["call"]): int(r["n"]) for r in table(text.split("round trip seen by reme")[1], "policy")}
-    assert calls[("gold", "/initialize")] == calls[("loop", "/evaluate")] == 3
-    assert (calls[("gold", "/execute")], calls[("loop", "/execute")]) == (3, 6)
-    workers = re.search(r"Workers: (\d+) started.* idle (\d+)-(\d+) MB, peak with a world open (\d+)-(\d+) MB", text)
-    assert workers and workers[1] == "1", text
-    # A sandboxed worker's memory is AppWorld's server under bwrap, not the few MB of bwrap itself.
-    assert 50 < int(workers[2]) <= int(workers[4])
+    # One episode process opened, ended and evaluated per episode; the steps in it.
+    assert calls[("gold", "open")] == calls[("gold", "close")] == calls[("loop", "evaluate")] == 3
+    assert (calls[("gold", "execute")], calls[("loop", "execute")]) == (3, 6)
+    started_ = re.search(r"Supervisors: (\d+) started", text)
+    assert started_ and started_[1] == "2", text  # one per run (concurrency 1), each warmed up once
+    # AppWorld's memory is counted in its own processes (the supervisor's, under bwrap), not bwrap's few MB.
+    rss = {kind: re.search(rf"{kind} (\d+)-(\d+) MB", text) for kind in ("supervisor", "episode", "evaluator")}
+    assert all(rss.values()) and all(50 < int(m[1]) <= int(m[2]) for m in rss.values()), text
 
     bad = run_script("bench_appworld_overhead.py", "--world", str(run.cwd / "nowhere"), cwd=run.cwd, ok=False)
     assert bad.returncode == 2 and "is not a toy world" in one_line_error(bad)

@@ -6,7 +6,10 @@ Every episode ends with a stop reason. All but ``error`` are results the checker
 an answer), ``turn_step_limit`` (a turn used all its steps: bfcl force-quits the entry),
 ``interaction_limit`` (the task's model-call budget ran out), ``context_overflow`` (the
 server refused the prompt for length), ``truncated`` (a reply hit ``max_tokens`` with no
-usable call). ``error`` is set by the runner for a unit that failed.
+usable call), or a bound the environment put on the model's code (``LIMIT_STOPS``: its
+time, memory, processes, disk or output; ``crashed``: the code killed its own process).
+``error`` is set by the runner for a unit that failed. Every bound hit, also one that only
+cut an output, is listed in the trajectory's ``limits``.
 """
 
 from __future__ import annotations
@@ -20,7 +23,11 @@ from reme_cli.bench.base import Env, Task
 from reme_cli.llm.client import LLM, ContextOverflow
 
 GUIDANCE_HEADER = "Some Related Experience to help you to complete the task"
-STOP_REASONS = ("answered", "turn_step_limit", "interaction_limit", "context_overflow", "truncated", "error")
+# The environment's bounds (ToolResult.limit) -> the stop reason when one ends the episode.
+LIMIT_STOPS = {"time": "time_limit", "memory": "memory_limit", "processes": "process_limit", "disk": "disk_limit",
+               "output": "output_limit", "crashed": "crashed"}
+STOP_REASONS = ("answered", "turn_step_limit", "interaction_limit", "context_overflow", "truncated",
+                *LIMIT_STOPS.values(), "error")
 _OLD_STOP_REASONS = {"completed": "answered", "max_interactions": "interaction_limit"}  # records before 0.2
 
 
@@ -52,6 +59,7 @@ class Trajectory:
     interactions: int = 0
     stop_reason: str = "answered"  # one of STOP_REASONS
     stop_detail: str | None = None  # the server's words for context_overflow
+    limits: list[dict[str, Any]] = field(default_factory=list)  # bounds hit: {limit, interaction}
 
     @property
     def max_prompt_tokens(self) -> int:
@@ -77,6 +85,7 @@ class Trajectory:
             "interactions": self.interactions,
             "stop_reason": self.stop_reason,
             "stop_detail": self.stop_detail,
+            "limits": self.limits,
         }
 
     @classmethod
@@ -88,6 +97,7 @@ class Trajectory:
             interactions=data.get("interactions", 0),
             stop_reason=_OLD_STOP_REASONS.get(data.get("stop_reason"), data.get("stop_reason") or "answered"),
             stop_detail=data.get("stop_detail"),
+            limits=list(data.get("limits") or []),
         )
 
 
@@ -206,10 +216,15 @@ async def run_episode(
             calls: list[dict[str, Any]] = []
             outputs: list[str] = []
             done = False
+            stopped = None
             for call in reply.calls:
                 res = await env.execute(call.name, call.arguments)
                 outputs.append(res.output)
                 done = done or res.done
+                if res.limit:
+                    traj.limits.append({"limit": res.limit, "interaction": traj.interactions})
+                    if res.done:
+                        stopped = LIMIT_STOPS.get(res.limit, res.limit)
                 calls.append({"name": call.name, "arguments": call.arguments, "call": res.call,
                               "output": res.output, "error": res.error})
             # Code-action protocols record the step as code and its output (AppWorld).
@@ -218,6 +233,8 @@ async def run_episode(
                               result.latency_s, result.cached, code=code, code_output=outputs[0] if code is not None else None,
                               reasoning=reasoning_of(result.reasoning, result.content)))
             if done:  # the environment says the task is over: no further turn or step
+                if stopped:
+                    traj.stop_reason = stopped
                 await env.end_step()
                 await env.end_turn()
                 return traj

@@ -38,7 +38,6 @@ from __future__ import annotations
 import ast
 import functools
 import json
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -85,19 +84,18 @@ def compact_user_message(supervisor: dict[str, Any], instruction: str) -> str:
             f"{supervisor['email']} and phone number is {supervisor['phone_number']}.\nTask:\n\n{instruction}")
 
 
-_APPS_SCRIPT = ("import json\nfrom appworld.apps import APP_TO_DESCRIPTION, get_all_apps\n"
-                "print(json.dumps({a: APP_TO_DESCRIPTION[a] for a in get_all_apps(skip_admin=True)}))")
-
-
-def app_descriptions(python: Path) -> dict[str, str]:
-    """``world.task.app_descriptions``: every app but admin, from the installed AppWorld
-    (``appworld.task.Task.__init__``). It lives in AppWorld's venv, so it is asked there,
-    once per benchmark; this is AppWorld's own code, not the model's, so no sandbox."""
-    if not python.exists():
+def app_descriptions(venv: Path) -> dict[str, str]:
+    """``world.task.app_descriptions``: every app but admin (``appworld.task.Task.__init__``:
+    ``APP_TO_DESCRIPTION`` of ``appworld/apps/__init__.py``, whose keys are
+    ``get_all_apps(skip_admin=True)``), read from the installed file as a literal, never
+    executed: no AppWorld code runs on the host for it."""
+    found = sorted(venv.glob("lib/python3*/site-packages/appworld/apps/__init__.py"))
+    if not found:
         raise UserError("AppWorld is not set up: reme appworld setup")
-    proc = subprocess.run([str(python), "-c", _APPS_SCRIPT], capture_output=True, text=True, timeout=300)
-    if proc.returncode != 0:
-        tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-        raise UserError(f"AppWorld's app descriptions could not be read from {python}: {tail}")
-    return json.loads(proc.stdout)
+    for node in ast.parse(found[-1].read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "APP_TO_DESCRIPTION" for t in node.targets):
+            apps = ast.literal_eval(node.value)
+            if isinstance(apps, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in apps.items()):
+                return apps
+    raise UserError(f"{found[-1]} has no APP_TO_DESCRIPTION: reinstall AppWorld (reme appworld setup)")
 

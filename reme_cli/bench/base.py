@@ -74,7 +74,10 @@ class ToolResult:
     call: str
     output: str
     error: bool = False
-    done: bool = False  # the task is over (AppWorld: the agent called complete_task)
+    done: bool = False  # the task is over (AppWorld: the agent called complete_task, or a bound ended it)
+    # A resource bound this action hit (reme_cli.agent.loop.LIMIT_STOPS names them): with
+    # done, it ended the episode; without, it was only cut (an output past its cap).
+    limit: Optional[str] = None
 
 
 @dataclass
@@ -117,7 +120,12 @@ class Benchmark(Protocol):
     ``PLAIN_TOOLS``): how its tool schemas are written; ``sandbox`` (str): where
     model-written code runs, for the manifest; ``dynamic_workers`` (int, default 1): the
     workers that share one dynamic stream's memory when ``eval.dynamic_workers`` is unset,
-    i.e. how many tasks at once the paper's scripts ran against one pool on this benchmark."""
+    i.e. how many tasks at once the paper's scripts ran against one pool on this benchmark;
+    ``prepare()``: checks what running episodes needs (AppWorld: its venv, data, sandbox),
+    called by commands that run episodes before they write anything, never by plans;
+    ``plan_size()`` -> (tasks, note or None): the task count for a plan made where the data
+    is not (AppWorld: its official split sizes); ``async aclose()``: stops the benchmark's
+    processes at the end of a run, in the run's event loop."""
 
     name: str
     config_class: ClassVar[type[BenchmarkConfig]]

@@ -8,10 +8,12 @@ talks to it with one JSON object per line over stdin/stdout:
     response {"id": 7, "result": ...}  or  {"id": 7, "error": "message"}
 
 ``Worker`` owns one such process:
-- ``start()`` launches it in its own session (Ctrl-C reaches reme, not the worker);
+- ``start()`` launches it in its own session (Ctrl-C reaches reme, not the worker), dying
+  with reme even on ``kill -9`` (Linux: a parent-death signal);
 - ``call()`` sends one request and waits at most ``timeout`` seconds; a worker that hangs
   past it is killed and ``WorkerCrashed`` raised, as is one that exits mid-call;
-- ``close()`` (also on cancellation and Ctrl-C) asks it to exit, then kills it;
+- ``close()`` asks it to exit, then kills it; ``kill()`` (on cancellation and Ctrl-C, and
+  ``kill_now()`` at interpreter exit) does not wait for a step to end;
 - ``restart()`` replaces a crashed worker, so the next episode gets a fresh one.
 The episode that was running when a worker crashed gets the ``WorkerCrashed`` error,
 which the runner records with its traceback: the unit is an error, retried on resume,
@@ -25,6 +27,7 @@ import contextlib
 import json
 import os
 import signal
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -35,12 +38,13 @@ class WorkerCrashed(RuntimeError):
 
 class Worker:
     def __init__(self, argv: Sequence[str], timeout: float = 100.0, env: dict[str, str] | None = None,
-                 cwd: str | None = None, stderr_path: str | None = None):
+                 cwd: str | None = None, stderr_path: str | None = None, line_limit: int = 64 * 1024 * 1024):
         self.argv = list(argv)
         self.timeout = timeout
         self.env = env
         self.cwd = cwd
         self.stderr_path = stderr_path
+        self.line_limit = line_limit  # the longest answer read (an untrusted worker may send more)
         self._proc: asyncio.subprocess.Process | None = None
         self._stderr = None
         self._ids = 0
@@ -50,13 +54,20 @@ class Worker:
     def pid(self) -> int | None:
         return self._proc.pid if self._proc else None
 
+    @property
+    def running(self) -> bool:
+        return self._proc is not None and self._proc.returncode is None
+
     async def start(self) -> Worker:
         if self._proc is None or self._proc.returncode is not None:
+            from reme_cli.llm.local_server import die_with_parent
+
             self._stderr = open(self.stderr_path, "ab") if self.stderr_path else None  # noqa: SIM115
             self._proc = await asyncio.create_subprocess_exec(
                 *self.argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
                 stderr=self._stderr or asyncio.subprocess.DEVNULL, env=self.env, cwd=self.cwd,
-                start_new_session=True, limit=64 * 1024 * 1024)
+                start_new_session=True, limit=self.line_limit,
+                preexec_fn=die_with_parent if sys.platform == "linux" else None)  # noqa: PLW1509 - only prctl
         return self
 
     async def call(self, method: str, params: dict[str, Any] | None = None, timeout: float | None = None) -> Any:
@@ -75,6 +86,10 @@ class Worker:
                                     "killed") from None
             except (BrokenPipeError, ConnectionResetError):
                 raw = b""
+            except (ValueError, asyncio.LimitOverrunError):  # a line past line_limit
+                await self.kill()
+                raise WorkerCrashed(f"worker answered {method!r} with more than {self.line_limit} bytes; "
+                                    "killed") from None
             if not raw:
                 await self._reap()
                 raise WorkerCrashed(f"worker exited during {method!r} ({self._exit_text()})")
@@ -103,10 +118,17 @@ class Worker:
 
     async def kill(self) -> None:
         if self._proc is not None and self._proc.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self._proc.pid, signal.SIGKILL)
+            self.kill_now()
             await self._proc.wait()
+        if self._proc is not None and self._proc.stdin is not None:
+            self._proc.stdin.close()  # its pipe's transport goes with the loop that made it
         self._close_stderr()
+
+    def kill_now(self) -> None:
+        """SIGKILL to the worker's process group, without waiting (usable outside the loop)."""
+        if self._proc is not None and self._proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self._proc.pid, signal.SIGKILL)
 
     async def close(self, grace: float = 5.0) -> None:
         """Ask the worker to exit (EOF on stdin), then kill it; safe to call twice, and

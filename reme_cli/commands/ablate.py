@@ -82,6 +82,7 @@ class SuitePlan:
     pools: list[PoolJob] = field(default_factory=list)
     runs: list[RunJob] = field(default_factory=list)
     start: str | None = None  # the suite's start if it has two-form pools
+    notes: list[str] = field(default_factory=list)  # how the plan was made, where it is not from the data
 
     @property
     def units(self) -> int:
@@ -202,8 +203,17 @@ def pool_memory(pool_spec: list[str] | str) -> str:
     return named[-1] if named else "reme"
 
 
-def _units(cfg: Config, samples: int | None = None) -> tuple[int, int]:
-    tasks = len(make_benchmark(cfg.benchmark).task_ids())
+def _units(cfg: Config, samples: int | None = None, notes: list[str] | None = None) -> tuple[int, int]:
+    """Units and executor calls of one job. A benchmark that can plan without its data
+    (``plan_size``: AppWorld from its official split sizes) says so in ``notes``."""
+    bench = make_benchmark(cfg.benchmark)
+    plan_size = getattr(bench, "plan_size", None)
+    if plan_size is None:
+        tasks = len(bench.task_ids())
+    else:
+        tasks, note = plan_size()
+        if note and notes is not None and note not in notes:
+            notes.append(note)
     units = tasks * (samples if samples is not None else cfg.eval.seeds * cfg.eval.runs)
     return units, units * cfg.benchmark.max_interactions
 
@@ -258,7 +268,7 @@ def plan(name: str, overrides: list[str], only: list[str] | None = None) -> Suit
         job_overrides = ["benchmark.split=train", f"memory={memory[pname]}", *_for_method(memory[pname], overrides),
                          *(suite["pools"][pname] or []), f"out_dir={root / 'pools' / pname}"]
         cfg = compose(job_overrides)
-        units, calls = _units(cfg, samples=build_shape(cfg, 0.0)[0])  # build.samples, or ACE's epochs
+        units, calls = _units(cfg, samples=build_shape(cfg, 0.0)[0], notes=out.notes)  # build.samples, or ACE's epochs
         out.pools.append(PoolJob(pname, cfg, job_overrides, units, calls))
 
     for vname, variant in suite["variants"].items():
@@ -278,7 +288,7 @@ def plan(name: str, overrides: list[str], only: list[str] | None = None) -> Suit
                 head += memory_head
             job_overrides = [*head, *_for_method(method, overrides), *job, f"out_dir={root / 'runs' / label}"]
             cfg = compose(job_overrides)
-            units, calls = _units(cfg)
+            units, calls = _units(cfg, notes=out.notes)
             out.runs.append(RunJob(label, vname, variant.get("pool"), cfg, job_overrides, units, calls))
     if only:
         unknown = sorted(set(only) - {j.label for j in out.runs})
@@ -317,7 +327,8 @@ def plan_table(p: SuitePlan) -> Table:
     table.caption = (f"{len(p.pools)} pool(s) to build or import, {len(p.runs)} run(s), {p.units} units, "
                      f"at most {sum(most.values())} executor LLM calls (units x trials x benchmark.max_interactions; "
                      "the estimate below adds summarizer calls)"
-                     + (f"; start: {p.start} (suite.start={other} for the other)" if p.start else ""))
+                     + (f"; start: {p.start} (suite.start={other} for the other)" if p.start else "")
+                     + "".join(f"; {note}" for note in p.notes))
     return table
 
 

@@ -26,7 +26,7 @@ from rich.table import Table
 
 from reme_cli.agent.loop import Trajectory
 from reme_cli.bench.base import Benchmark, Outcome
-from reme_cli.bench.registry import make_benchmark
+from reme_cli.bench.registry import make_benchmark, prepare_benchmark
 from reme_cli.core.config import Config, config_hash
 from reme_cli.core.errors import UserError
 from reme_cli.core.integrity import is_pool
@@ -64,6 +64,7 @@ def build_pool(cfg: Config, console: Console, wait: bool = False) -> RunResult:
     method = pool_builder(cfg)
     bench = make_benchmark(cfg.benchmark)
     task_ids = bench.task_ids()
+    prepare_benchmark(bench)  # e.g. AppWorld's sandbox: refused here, before anything is written
     adapts = getattr(method, "adapts_on_training", lambda _: False)(cfg)
     if adapts:
         passes = method.build_episodes(cfg, 1.0)[0]

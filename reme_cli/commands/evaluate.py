@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from reme_cli.bench.base import Benchmark
-from reme_cli.bench.registry import make_benchmark
+from reme_cli.bench.registry import make_benchmark, prepare_benchmark
 from reme_cli.core.config import Config, config_hash
 from reme_cli.llm.client import ChatClient
 from reme_cli.llm.embed import check_key_for
@@ -60,6 +60,7 @@ def evaluate(cfg: Config, console: Console, wait: bool = False) -> RunResult:
     bench = make_benchmark(cfg.benchmark)
     task_ids = bench.task_ids()  # bad ids fail here, before anything is written
     streams = eval_streams(cfg, task_ids)
+    prepare_benchmark(bench)  # e.g. AppWorld's sandbox: refused here, before anything is written
     if cfg.eval.mode != "none":  # only a memory embeds
         check_key_for(cfg)
     preflight = getattr(method_plugin(cfg), "preflight", None)

@@ -6,19 +6,22 @@ recomputed from episodes, and the runs are not locked: it only reads them.
 
 The report is written whole into a staging folder and swapped in at the end (the inputs are
 validated first), so a failed or killed report leaves the previous one untouched and two
-reports to one folder never mix. Only a folder reme wrote as a report is replaced.
+reports to one folder never mix. Only a folder reme can prove it wrote is replaced: its
+``REME_REPORT`` manifest lists every file with its sha256, and any other file, or a changed
+one, makes reme refuse in one line before it writes anything. An ``--out`` that is a
+symbolic link is written through.
 """
 
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import yaml
 
+from reme_cli.core import integrity
 from reme_cli.core.errors import UserError
 from reme_cli.core.io import now
 from reme_cli.core.staging import replace_dir
@@ -26,9 +29,7 @@ from reme_cli.core.staging import clean_stale
 from reme_cli.run.lock import DirLock
 from reme_cli.run.records import CONFIG_FILE, MANIFEST_FILE, TRIALS_FILE, RunDir, UnitRecord
 
-REPORT_MARK = "REME_REPORT"  # in every report folder: reme wrote it, a rerun may replace it
-# What reports written before the marker existed hold; such a folder is reme's too.
-_LEGACY_FILES = re.compile(r"report\.md|metrics\.csv|table_\w+\.csv|comparisons\.csv|error_analysis\.csv|\w+\.png")
+REPORT_MARK = "REME_REPORT"  # in every report folder: the files reme wrote there, with their sha256
 
 
 def find_runs(dirs: list[Path]) -> list[Path]:
@@ -188,31 +189,48 @@ def report(dirs: list[Path], out: Path | None = None, suite: str | None = None,
             md.write_text(f"> **Test double:** {', '.join(doubles)} ran against reme's scripted server, which "
                           "answers from a script (e.g. replays the ground truth); their numbers are not model "
                           "results.\n\n" + md.read_text())
-        (staging / REPORT_MARK).write_text(json.dumps({"runs": [str(p) for p in paths], "created_at": now()}))
+        files = sorted(str(p.relative_to(staging)) for p in staging.rglob("*") if p.is_file())
+        (staging / REPORT_MARK).write_text(json.dumps({"runs": [str(p) for p in paths], "created_at": now(),
+                                                       "files": integrity.record(staging, files)}, indent=1))
         return [target / p.relative_to(staging) for p in written]
 
     with DirLock(target, wait=True, what="report"):  # two reports to one folder take turns
         clean_stale(target, "building")  # left by a killed report
         _check_target(target)
         try:
-            return target, replace_dir(target, fill)
+            return target, replace_dir(target, fill, proof=lambda old: _check_target(old, shown=target))
         except ValueError as exc:
             raise UserError(str(exc).splitlines()[0]) from None
 
 
-def _check_target(target: Path) -> None:
-    """Refuse to replace a folder reme did not write as a report."""
+def _check_target(target: Path, shown: Path | None = None) -> None:
+    """Refuse (one line) to replace a folder unless it is empty or every file in it is one
+    its ``REME_REPORT`` manifest lists, unchanged."""
+    shown = shown or target
     if not target.exists():
         return
     if not target.is_dir():
-        raise UserError(f"--out {target} is a file; choose another --out")
-    entries = list(target.iterdir())
-    if not entries or (target / REPORT_MARK).is_file():
+        raise UserError(f"--out {shown} is a file; choose another --out")
+    entries = sorted(p for p in target.rglob("*") if not p.is_dir() or p.is_symlink())
+    if not entries:
         return
-    if (target / "report.md").is_file() and all(e.is_file() and _LEGACY_FILES.fullmatch(e.name) for e in entries):
-        return
-    raise UserError(f"--out {target} exists and is not a reme report (no {REPORT_MARK} marker); "
-                    "choose another --out, or move its files away")
+    try:
+        listed = json.loads((target / REPORT_MARK).read_text()).get("files")
+    except (OSError, ValueError, AttributeError):
+        listed = None
+    if not isinstance(listed, dict):
+        raise UserError(f"--out {shown} exists and holds files reme cannot prove it wrote (no {REPORT_MARK} "
+                        "manifest listing them); choose another --out, or move its files away")
+    for path in entries:
+        rel = str(path.relative_to(target))
+        if rel == REPORT_MARK:
+            continue
+        problem = f"{rel} is not one of its files" if rel not in listed else (
+            None if path.is_file() and not path.is_symlink() and integrity.damage(target, listed, [rel]) is None
+            else f"{rel} changed since reme wrote it")
+        if problem:
+            raise UserError(f"--out {shown} holds files reme did not write ({problem}); choose another --out, "
+                            "or move them away")
 
 
 def scored_by_test_double(path: Path) -> bool:

@@ -9,9 +9,10 @@ becomes a ``UserError`` with one line that says what to fix.
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, is_dataclass
 from pathlib import Path
 from typing import Any, Optional
 from urllib.parse import urlsplit
@@ -217,7 +218,10 @@ _AT_LEAST = {
     "summarizer.max_failed_share": 0.0,
 }
 _AT_MOST = {"summarizer.max_failed_share": 1.0, "summarizer.temperature": 2.0, "model.sampling.top_p": 1.0,
-            "model.sampling.min_p": 1.0}
+            "model.sampling.min_p": 1.0,
+            # Far past any experiment (the paper: 4 runs x 3 seeds, 8 samples); a typo's extra
+            # zeros would otherwise plan billions of units before anything is said.
+            "eval.runs": 1000, "eval.seeds": 1000, "build.samples": 1000}
 
 # Keys that change how fast a run goes (or how much of it is stored), not what it computes:
 # excluded from the run hash, so a resume with more concurrency continues the same run.
@@ -293,6 +297,8 @@ def validate(raw: DictConfig | dict) -> Config:
     # The named plug-ins validate their own sections as strictly as the schema above.
     cfg.benchmark = _plugin_section("benchmark", cfg.benchmark, BENCHMARKS)
     cfg.memory = _plugin_section("memory", cfg.memory, METHODS)
+    _check_finite(cfg)
+    _check_task_ids(getattr(cfg.benchmark, "task_ids", None))
     _settle_benchmark_defaults(cfg)
     check_choices("", cfg, _CHOICES, _AT_LEAST, _AT_MOST)
     for key, registry in (("model.tool_protocol", PROTOCOLS), ("embedding.kind", EMBEDDERS),
@@ -340,6 +346,32 @@ def _check_embedding(e: EmbeddingCfg) -> None:
         raise UserError(f"embedding.base_url={e.base_url!r} must start with http:// or https://")
 
 
+def _check_finite(node: Any, prefix: str = "") -> None:
+    """No NaN or infinity anywhere: a timeout of ``inf`` or ``nan`` passes every ``>=``
+    check and then makes every unit fail."""
+    for f in fields(node):
+        value, key = getattr(node, f.name), f"{prefix}{f.name}"
+        if isinstance(value, float) and not math.isfinite(value):
+            raise UserError(f"{key}={value}: give a finite number")
+        if is_dataclass(value):
+            _check_finite(value, key + ".")
+
+
+def _check_task_ids(task_ids: Any) -> None:
+    """Task ids name tasks, never paths, and each at most once (two units with one id would
+    run side by side and record under one key)."""
+    if task_ids is None:
+        return
+    seen: set[str] = set()
+    for task_id in task_ids:
+        text = str(task_id)
+        if not text or text in (".", "..") or any(c in text for c in "/\\\0") or text.startswith("."):
+            raise UserError(f"benchmark.task_ids: {text!r} is not a task id (no paths: name a task of the split)")
+        if text in seen:
+            raise UserError(f"benchmark.task_ids names {text} twice; name each task once (eval.runs repeats them)")
+        seen.add(text)
+
+
 def _settle_benchmark_defaults(cfg: Config) -> None:
     """Keys left unset (None) whose value depends on the benchmark get it here, so the run's
     config.yaml and hash hold the value the run used."""
@@ -378,26 +410,61 @@ def to_dict(cfg: Config) -> dict[str, Any]:
 
 # Keys added after runs were made, with the value that behaves as before they existed: at
 # that value they stay out of the hash, so an earlier run directory still resumes.
-_NEUTRAL_WHEN = {"eval.dynamic_workers": 1, "embedding.dimensions": None}
+_NEUTRAL_WHEN = {"eval.dynamic_workers": 1, "embedding.dimensions": None,
+                 # AppWorld's bounds on the model's code (issue 33): at their defaults no honest
+                 # episode meets them, so runs made before them resume.
+                 "benchmark.episode_timeout": 300.0, "benchmark.memory_mb": 2048, "benchmark.disk_mb": 128,
+                 "benchmark.max_threads": 64, "benchmark.output_chars": 100_000}
 # Keys that change nothing outside one mode: out of the hash in the others.
 _ONLY_IN_MODE = {"eval.dynamic_workers": "dynamic", "eval.task_order": "dynamic"}
 
 
-def config_hash(cfg: Config) -> str:
-    """A short hash of everything that determines a run's results."""
-    data = to_dict(cfg)
-    for dotted in (*_EXECUTION_KEYS, *(k for k, v in _NEUTRAL_WHEN.items() if _get(cfg, k) == v),
-                   *(k for k, mode in _ONLY_IN_MODE.items() if cfg.eval.mode != mode)):
+def hashed_part(data: dict[str, Any]) -> dict[str, Any]:
+    """The part of a resolved config (as ``to_dict`` gives it, or a run's config.yaml) that
+    determines a run's results: what ``config_hash`` hashes."""
+    data = json.loads(json.dumps(data))
+    mode = (data.get("eval") or {}).get("mode")
+    for dotted in (*_EXECUTION_KEYS, *(k for k, v in _NEUTRAL_WHEN.items() if _dig(data, k) == v),
+                   *(k for k, only in _ONLY_IN_MODE.items() if mode != only)):
         parent, _, leaf = dotted.rpartition(".")
         node = data
         for part in filter(None, parent.split(".")):
-            node = node[part]
-        node.pop(leaf, None)
+            node = node.get(part) if isinstance(node, dict) else None
+        if isinstance(node, dict):
+            node.pop(leaf, None)
     # Which provider computes the vectors is the host; a port or path only says how to reach it.
-    if data["embedding"].get("base_url"):
-        data["embedding"]["base_url"] = urlsplit(data["embedding"]["base_url"]).hostname
-    blob = json.dumps(data, sort_keys=True, separators=(",", ":"))
+    embedding = data.get("embedding") or {}
+    if embedding.get("base_url"):
+        embedding["base_url"] = urlsplit(embedding["base_url"]).hostname
+    return data
+
+
+def config_hash(cfg: Config) -> str:
+    """A short hash of everything that determines a run's results."""
+    blob = json.dumps(hashed_part(to_dict(cfg)), sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(blob.encode()).hexdigest()[:10]
+
+
+def first_difference(stored: Any, current: Any, prefix: str = "") -> tuple[str, Any, Any] | None:
+    """The first key (dotted) both configs hold with different values, or None: what a
+    hand edit of a run's config.yaml changed. Keys only one side has (added or retired
+    since the run was made) are not differences."""
+    if isinstance(stored, dict) and isinstance(current, dict):
+        for key in stored:
+            if key in current:
+                found = first_difference(stored[key], current[key], f"{prefix}{key}.")
+                if found:
+                    return found
+        return None
+    return None if stored == current else (prefix.rstrip("."), stored, current)
+
+
+def _dig(data: dict[str, Any], dotted: str) -> Any:
+    for part in dotted.split("."):
+        if not isinstance(data, dict):
+            return None
+        data = data.get(part)
+    return data
 
 
 def _get(cfg: Any, dotted: str) -> Any:

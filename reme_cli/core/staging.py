@@ -1,9 +1,13 @@
-"""Staging directories that reme creates beside a target, marks as its own, and cleans up.
+"""Directories that reme creates, marks as its own, and cleans up: staging directories
+beside a target, and private temporary directories.
 
 A staging dir is ``.<target>.<kind>-<random>/`` holding a ``REME_STAGING`` marker (who made
-it) and the new content under ``new/``; the content is renamed over the target at the end.
-A killed run leaves one behind; the next run on the same target removes it, but only if it
-carries reme's marker and its maker is gone (callers hold the target's ``DirLock``).
+it: host, pid and the pid's start time) and the new content under ``new/``; the content is
+renamed over the target at the end. A killed run leaves one behind; the next run on the same
+target removes it, but only if it carries reme's marker and its maker is gone (callers hold
+the target's ``DirLock``). A private temporary directory (``private_tempdir``: mode 0700, a
+fresh name) carries the same marker; ``clean_stale_tempdirs`` removes those of its kind whose
+maker is gone (a ``kill -9``, a double Ctrl-C), never a live run's.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ import json
 import os
 import shutil
 import socket
+import tempfile
 import uuid
 from pathlib import Path
 from typing import Any
@@ -23,14 +28,43 @@ MARK = "REME_STAGING"
 CONTENT = "new"
 
 
+def _mark(root: Path, target: str) -> None:
+    # Whole or absent (a rename): a half-written marker would read as a dead maker's.
+    (root / f".{MARK}.tmp").write_text(json.dumps({"host": socket.gethostname(), "pid": os.getpid(),
+                                                   "proc_start": proc_start(os.getpid()), "target": target,
+                                                   "created_at": now()}))
+    os.replace(root / f".{MARK}.tmp", root / MARK)
+
+
 def new_staging(target: Path, kind: str) -> Path:
     """A fresh marked staging dir beside ``target``; fill ``root / CONTENT``."""
     root = target.parent / f".{target.name}.{kind}-{uuid.uuid4().hex[:8]}"
     root.mkdir(parents=True)
-    (root / MARK).write_text(json.dumps({"host": socket.gethostname(), "pid": os.getpid(),
-                                         "proc_start": proc_start(os.getpid()), "target": target.name,
-                                         "created_at": now()}))
+    _mark(root, target.name)
     return root
+
+
+def private_tempdir(prefix: str, base: str | None = None) -> Path:
+    """A fresh directory under ``base`` (default: the temp dir) that only this user can
+    enter, marked as this process's (see the module doc)."""
+    root = Path(tempfile.mkdtemp(prefix=prefix, dir=base))
+    _mark(root, prefix)
+    return root
+
+
+def clean_stale_tempdirs(prefix: str, base: str | None = None) -> list[Path]:
+    """Remove this user's marked ``prefix*`` temp dirs whose maker is gone; returns them."""
+    removed = []
+    for root in sorted(Path(base or tempfile.gettempdir()).glob(f"{prefix}*")):
+        try:
+            info = root.lstat()
+        except OSError:
+            continue
+        if (root.is_dir() and not root.is_symlink() and info.st_uid == os.getuid() and (root / MARK).is_file()
+                and not _maker_alive(root)):
+            shutil.rmtree(root, ignore_errors=True)
+            removed.append(root)
+    return removed
 
 
 def _maker_alive(root: Path) -> bool:
@@ -57,11 +91,18 @@ def clean_stale(target: Path, kind: str) -> list[Path]:
     return removed
 
 
-def replace_dir(dest: Path, fill: Any, kind: str = "building") -> Any:
+def replace_dir(dest: Path, fill: Any, kind: str = "building", proof: Any = None) -> Any:
     """Build a directory beside ``dest`` with ``fill(staging)``, then swap it in whole: a
     crash or an error leaves the previous ``dest`` (if any) untouched. Returns ``fill``'s
     result. The staging dir is reme's marked ``.<dest>.<kind>-*``, so
-    a rerun after a kill can clean it up (``clean_stale``)."""
+    a rerun after a kill can clean it up (``clean_stale``).
+
+    A ``dest`` that is a symbolic link is written through (the folder it points to is
+    replaced; the link stays). ``proof(old)``, when given, is called on the previous folder
+    once it is out of the way and must raise if reme cannot prove every file in it is its
+    own: the folder is then put back untouched."""
+    if dest.is_symlink():
+        dest = dest.resolve()
     root = new_staging(dest, kind)
     staging = root / CONTENT
     old = dest.with_name(f".{dest.name}.old-{uuid.uuid4().hex[:8]}")
@@ -71,6 +112,12 @@ def replace_dir(dest: Path, fill: Any, kind: str = "building") -> Any:
         _fsync_tree(staging)  # the content is on disk before the rename makes it the target
         if dest.exists():
             dest.rename(old)
+            if proof is not None:
+                try:
+                    proof(old)
+                except BaseException:
+                    old.rename(dest)
+                    raise
         staging.rename(dest)
         shutil.rmtree(old, ignore_errors=True)
         return result

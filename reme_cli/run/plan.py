@@ -13,6 +13,12 @@ import hashlib
 import random
 from dataclasses import dataclass, replace
 
+from reme_cli.core.errors import UserError
+
+# More units than any experiment has (the paper's largest: 417 tasks x 4 runs x 3 seeds =
+# 5,004), and few enough to plan in memory at once.
+MAX_UNITS = 1_000_000
+
 
 @dataclass(frozen=True)
 class Unit:
@@ -51,6 +57,10 @@ def plan_streams(task_ids: list[str], seeds: int, runs: int, seed_base: int,
     ``workers`` (sequential only): each memory stream is walked by that many workers at
     once, worker i taking units i, i+W, ... of it (the authors' ``task_ids[i::W]``); they
     share the stream's memory, which then evolves in the order units finish."""
+    units = len(task_ids) * seeds * runs
+    if units > MAX_UNITS:
+        raise UserError(f"{len(task_ids)} tasks x eval.runs={runs} x eval.seeds={seeds} = {units:,} units, more "
+                        f"than reme plans at once ({MAX_UNITS:,}); lower eval.runs or eval.seeds")
     planned = _plan(task_ids, seeds, runs, seed_base, sequential, scope, order)
     if not sequential or workers <= 1:
         return planned

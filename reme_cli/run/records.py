@@ -133,6 +133,21 @@ class UnitRecord:
 
 
 _V1_STOPS = {"completed": "answered", "max_interactions": "interaction_limit"}
+
+
+def _whole(low: int):
+    return lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= low
+
+
+def _name(v: Any) -> bool:
+    return isinstance(v, str) and bool(v)
+
+
+# The keys of a run's config.yaml that resume and reports read, and what each must be.
+_READ_KEYS = (("eval.runs", _whole(1), "a whole number >= 1"), ("eval.seeds", _whole(1), "a whole number >= 1"),
+              ("eval.mode", lambda v: v in ("none", "fixed", "dynamic"), "none, fixed or dynamic"),
+              ("benchmark.name", _name, "a benchmark name"), ("model.name", _name, "a model name"),
+              ("memory.name", _name, "a memory name"))
 _CAPPED_FIELDS = ("error", "traceback", "checker", "trajectory", "earlier_attempts", "guidance", "method")
 
 
@@ -177,6 +192,7 @@ class RunDir:
                     f"{run.path} holds a run with a different config (hash {old}, now "
                     f"{config_hash}): choose another out_dir, or delete that directory"
                 )
+            run.check_unedited(config)
             run._repair_trials()
             run.trials()  # a damaged record is refused here, before the manifest changes
         else:
@@ -222,6 +238,12 @@ class RunDir:
         if not isinstance(cfg, dict) or not all(isinstance(cfg.get(k), dict) for k in sections):
             raise UserError(f"{self.path / CONFIG_FILE} is damaged (not a reme config); restore it from a copy, "
                             f"{restart}")
+        for key, ok, want in _READ_KEYS:  # what a report takes from it
+            section, _, leaf = key.partition(".")
+            value = cfg[section].get(leaf)
+            if not ok(value):
+                raise UserError(f"{self.path / CONFIG_FILE}: {key}={value!r} is not {want}; restore it from a "
+                                f"copy, {restart}")
         try:
             manifest = json.loads((self.path / MANIFEST_FILE).read_text())
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -230,6 +252,20 @@ class RunDir:
         if not isinstance(manifest, dict) or not manifest.get("config_hash"):
             raise UserError(f"{self.path / MANIFEST_FILE} is damaged (no config_hash); restore it from a copy, "
                             f"{restart}")
+
+    def check_unedited(self, config: dict[str, Any]) -> None:
+        """Refuse to resume a run whose config.yaml says other than the run's config (the
+        same hash): a hand edit there changes nothing a resume does, so say it rather than
+        ignore it."""
+        from reme_cli.core.config import first_difference, hashed_part
+
+        stored = yaml.safe_load((self.path / CONFIG_FILE).read_text())
+        diff = first_difference(hashed_part(stored), hashed_part(config))
+        if diff:
+            key, was, now_ = diff
+            raise UserError(f"{self.path / CONFIG_FILE} was edited: {key}={was!r}, but the run was made with "
+                            f"{key}={now_!r}; restore it (a resume never reads it), or start a new run with "
+                            "the change as an override")
 
     def manifest(self) -> dict[str, Any]:
         try:

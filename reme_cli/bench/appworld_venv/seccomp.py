@@ -1,0 +1,108 @@
+"""The system-call filter an episode's process puts on itself before the model's first step.
+
+What it closes, and why each matters even with no capabilities:
+- new processes (fork, vfork, clone without CLONE_THREAD): the process is killed (SIGSYS),
+  which ends the episode with ``process_limit``. RLIMIT_NPROC does not bind processes of
+  real uid 0 (reme run as root), so this is the process bound that holds for every user;
+  threads stay allowed, bounded by RLIMIT_NPROC and the address-space limit. clone3 answers
+  ENOSYS, so the C library falls back to clone, whose flags a filter can read.
+- signals and tracing of other processes (kill, tgkill, ptrace, process_vm_*, pidfd_*):
+  the supervisor that hands the episode's state to the evaluator lives beside it.
+- namespaces and mounts (unshare, setns, mount and the new mount API), kernel keyrings
+  (the user's keyring outlives the sandbox: a channel between episodes), SysV and POSIX
+  message IPC, io_uring, userfaultfd, bpf, perf_event_open: nothing AppWorld's code needs,
+  each a way around the other bounds or a large kernel surface.
+A process that runs for another architecture's system-call table is killed.
+
+The filter is classic BPF over ``struct seccomp_data`` (nr at 0, arch at 4, args at 16),
+built here for x86-64 and aarch64 from the kernel's tables (``asm/unistd_64.h``,
+``asm-generic/unistd.h``); elsewhere ``filter_for`` raises and the worker refuses to run.
+"""
+
+import ctypes
+import errno
+import platform
+import struct
+
+# BPF opcodes and seccomp return values (linux/filter.h, linux/seccomp.h).
+_LD_ABS = 0x20  # BPF_LD | BPF_W | BPF_ABS
+_JEQ, _JGE, _JSET = 0x15, 0x35, 0x45  # BPF_JMP | BPF_K | op
+_RET = 0x06
+KILL_PROCESS, ALLOW = 0x80000000, 0x7FFF0000
+
+
+def _errno(code):
+    return 0x00050000 | code
+
+
+CLONE_THREAD = 0x00010000
+X32_BIT = 0x40000000
+
+# name -> (x86-64, aarch64)
+_NUMBERS = {
+    "fork": (57, None), "vfork": (58, None), "clone": (56, 220), "clone3": (435, 435),
+    "unshare": (272, 97), "setns": (308, 268), "mount": (165, 40), "umount2": (166, 39),
+    "pivot_root": (155, 41), "chroot": (161, 51), "open_tree": (428, 428), "move_mount": (429, 429),
+    "fsopen": (430, 430), "fsconfig": (431, 431), "fsmount": (432, 432), "fspick": (433, 433),
+    "mount_setattr": (442, 442),
+    "keyctl": (250, 219), "add_key": (248, 217), "request_key": (249, 218),
+    "ptrace": (101, 117), "process_vm_readv": (310, 270), "process_vm_writev": (311, 271), "kcmp": (312, 272),
+    "kill": (62, 129), "tkill": (200, 130), "tgkill": (234, 131), "rt_sigqueueinfo": (129, 138),
+    "rt_tgsigqueueinfo": (297, 240), "pidfd_open": (434, 434), "pidfd_send_signal": (424, 424),
+    "pidfd_getfd": (438, 438),
+    "shmget": (29, 194), "semget": (64, 190), "msgget": (68, 186), "mq_open": (240, 180),
+    "io_uring_setup": (425, 425), "io_uring_enter": (426, 426), "io_uring_register": (427, 427),
+    "userfaultfd": (323, 282), "bpf": (321, 280), "perf_event_open": (298, 241),
+}
+_KILLED = ("fork", "vfork")
+_DENIED = tuple(n for n in _NUMBERS if n not in (*_KILLED, "clone", "clone3"))
+_ARCHES = {"x86_64": (0, 0xC000003E), "aarch64": (1, 0xC00000B7)}
+
+
+def _insn(code, jt, jf, k):
+    return struct.pack("HBBI", code, jt, jf, k)
+
+
+def filter_for(machine=None):
+    """The filter program (bytes of ``struct sock_filter``) for ``machine``
+    (``platform.machine()`` by default)."""
+    machine = machine or platform.machine()
+    if machine not in _ARCHES:
+        raise OSError(f"no system-call filter for {machine}")
+    column, arch = _ARCHES[machine]
+
+    def nr(name):
+        return _NUMBERS[name][column]
+
+    prog = [_insn(_LD_ABS, 0, 0, 4), _insn(_JEQ, 1, 0, arch), _insn(_RET, 0, 0, KILL_PROCESS),
+            _insn(_LD_ABS, 0, 0, 0)]
+    if machine == "x86_64":  # the x32 ABI's numbers: another table
+        prog += [_insn(_JGE, 0, 1, X32_BIT), _insn(_RET, 0, 0, KILL_PROCESS)]
+    for name in _KILLED:
+        if nr(name) is not None:
+            prog += [_insn(_JEQ, 0, 1, nr(name)), _insn(_RET, 0, 0, KILL_PROCESS)]
+    prog += [_insn(_JEQ, 0, 1, nr("clone3")), _insn(_RET, 0, 0, _errno(errno.ENOSYS))]
+    for name in _DENIED:
+        prog += [_insn(_JEQ, 0, 1, nr(name)), _insn(_RET, 0, 0, _errno(errno.EPERM))]
+    # clone: a thread (CLONE_THREAD in its flags, args[0]) is allowed, a process is not.
+    prog += [_insn(_JEQ, 0, 4, nr("clone")), _insn(_LD_ABS, 0, 0, 16), _insn(_JSET, 1, 0, CLONE_THREAD),
+             _insn(_RET, 0, 0, KILL_PROCESS), _insn(_RET, 0, 0, ALLOW), _insn(_RET, 0, 0, ALLOW)]
+    return b"".join(prog)
+
+
+class _SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+
+def install(program=None):
+    """Put the filter on this (single-threaded) process, for good: no_new_privs first, as
+    an unprivileged process must."""
+    program = program or filter_for()
+    libc = ctypes.CDLL(None, use_errno=True)
+    pr_set_no_new_privs, pr_set_seccomp, seccomp_mode_filter = 38, 22, 2
+    if libc.prctl(pr_set_no_new_privs, 1, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS)")
+    buf = ctypes.create_string_buffer(program, len(program))
+    fprog = _SockFprog(len(program) // 8, ctypes.cast(buf, ctypes.c_void_p))
+    if libc.prctl(pr_set_seccomp, seccomp_mode_filter, ctypes.byref(fprog), 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_SECCOMP)")

@@ -1,0 +1,371 @@
+"""The episode supervisor: AppWorld warmed up once, each episode in a process forked for it.
+
+Run by reme under AppWorld's interpreter with ``APPWORLD_ROOT`` set to a directory this
+program owns (in the sandbox a size-limited tmpfs, with the task data's ``base_dbs`` and
+``api_docs`` bound read-only under ``data/``). Requests (one JSON line each, from reme):
+
+  hello    answers once the warm-up is done: AppWorld imported and its apps built (~12 s of
+           CPU that every episode would otherwise pay)
+  open     {task_id, experiment, files, limits, confine}: write the task's files (its
+           ``specs.json`` and ``dbs/``, never its ground truth) under ``data/tasks/``, fork the
+           episode's process, which opens the world, then limits itself and (``confine``)
+           puts on the system-call filter before any model code runs
+  execute  {code}: one step, in the episode's process, within the step's and the episode's
+           time; answers output (cut to ``limits.output_chars``), whether the task is done,
+           and which limit the step hit, if any
+  close    end the episode: kill its process (and, in the sandbox, every process it left),
+           hand back the world's saved state (its ``dbs/``) and wipe everything it wrote
+
+The supervisor holds no secret and no other task's data; the episode's process cannot
+signal or trace it (the filter), and its replies are read with a size cap.
+"""
+
+import errno
+import os
+import re
+import resource
+import shutil
+import signal
+import socket
+import sys
+import time
+
+import protocol
+
+SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
+STEP_GRACE_S = 5.0  # past AppWorld's own alarm, before the step's process is killed
+STATE_CAP = 64 << 20  # bytes of saved state handed back (a world's changes are KBs)
+DISK_FULL = 256 << 10  # free bytes under which the scratch space counts as full
+
+
+def warm_up():
+    """Import AppWorld and every app's API module: building the apps is most of a world's
+    first opening, and the same for every task."""
+    from appworld.environment import AppWorld  # noqa: F401
+
+    protocol.warm_up_common()
+
+
+class Supervisor:
+    def __init__(self, root, confine):
+        self.root = root
+        self.confine = confine  # in the sandbox: filter, sweep every leftover process
+        self.child = None  # (pid, fd, reader)
+        self.task_id = None
+        self.experiment = None
+        self.limits = {}
+        self.spent = 0.0  # seconds of the episode's code so far
+        self.hit = None  # the limit that ended the episode
+
+    # ------------------------------------------------------------------ requests
+    def open(self, task_id, experiment, files, limits, confine=True):
+        if self.child is not None:
+            self.close()
+        for name in (task_id, experiment):
+            if not SAFE_NAME.fullmatch(name):
+                raise ValueError(f"bad name {name!r}")
+        self.task_id, self.experiment, self.limits = task_id, experiment, limits
+        self.spent, self.hit = 0.0, None
+        task_dir = os.path.join(self.root, "data", "tasks", task_id)
+        for rel, text in files.items():
+            parts = rel.split("/")
+            if not (1 <= len(parts) <= 2 and all(SAFE_NAME.fullmatch(p) for p in parts)):
+                raise ValueError(f"bad file name {rel!r}")
+            path = os.path.join(task_dir, *parts)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "w") as f:
+                f.write(text)
+        parent, child = socket.socketpair()
+        pid = os.fork()
+        if pid == 0:  # the episode's process: never returns
+            parent.close()
+            _episode(child.detach(), task_id, experiment, limits, confine and self.confine)
+        child.close()
+        fd = parent.detach()
+        self.child = (pid, fd, protocol.LineReader(fd))
+        first = self._answer(deadline=time.monotonic() + 300)
+        if first.get("hit"):
+            raise RuntimeError(f"the episode's world did not open ({first['hit']})")
+        return {"pid": pid}
+
+    def execute(self, code):
+        if self.child is None or self.hit:
+            return {"output": "", "done": False, "hit": self.hit or "closed", "ended": True}
+        left = self.limits["episode_seconds"] - self.spent
+        if left <= 0:
+            return self._end("time", "")
+        started = time.monotonic()
+        protocol.send_line(self.child[1], {"code": code})
+        step = min(self.limits["step_seconds"] + STEP_GRACE_S, left)
+        answer = self._answer(deadline=started + step)
+        self.spent += time.monotonic() - started
+        if answer.get("hit"):
+            return self._end(answer["hit"], answer.get("output", ""))
+        if self._disk_full():
+            return self._end("disk", answer["output"])
+        return {"output": answer["output"], "done": bool(answer.get("done")), "hit": answer.get("cut"),
+                "ended": False}
+
+    def close(self):
+        self._stop_child()
+        if self.confine:
+            _sweep()
+        state = self._state()
+        for sub in ("experiments", "data/tasks", "tmp"):
+            _wipe(os.path.join(self.root, sub))
+        self.task_id = self.experiment = None
+        return {"state": state, "hit": self.hit}
+
+    # ------------------------------------------------------------------ the episode's process
+    def _answer(self, deadline):
+        """The episode's next line; a dead, silent or flooding process becomes a ``hit``."""
+        pid, fd, reader = self.child
+        limit = self.limits["output_chars"] * 6 + (1 << 20)  # JSON escapes a char in up to 6 bytes
+        try:
+            return reader.read(limit, deadline)
+        except protocol.Broken as broken:
+            if broken.kind == "time":
+                return {"hit": "time"}
+            if broken.kind == "size":
+                return {"hit": "output"}
+            status = self._stop_child()
+            return {"hit": _why_it_died(status)}
+
+    def _end(self, hit, output):
+        self.hit = hit
+        self._stop_child()
+        return {"output": output, "done": False, "hit": hit, "ended": True}
+
+    def _stop_child(self):
+        """Kill the episode's process (if it lives) and reap it: its wait status, or None."""
+        if self.child is None:
+            return None
+        pid, fd, _ = self.child
+        self.child = None
+        os.close(fd)
+        try:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if not done:
+                os.killpg(pid, signal.SIGKILL)  # its own process group (sandbox=none: all it made)
+                done, status = os.waitpid(pid, 0)
+            return status
+        except (ChildProcessError, ProcessLookupError):
+            return None
+
+    def _disk_full(self):
+        try:
+            st = os.statvfs(self.root)
+        except OSError:
+            return False
+        return self.confine and st.f_bavail * st.f_frsize < DISK_FULL
+
+    def _state(self):
+        """The world's saved DBs (AppWorld writes them after every step), as text: regular
+        files with plain names, never followed through a link, at most ``STATE_CAP`` bytes."""
+        if not self.task_id:
+            return {}
+        dbs = os.path.join(self.root, "experiments", "outputs", self.experiment, "tasks", self.task_id, "dbs")
+        files, total = {}, 0
+        try:
+            names = sorted(os.listdir(dbs))
+        except OSError:
+            return {}
+        for name in names:
+            if not SAFE_NAME.fullmatch(name):
+                continue
+            try:
+                fd = os.open(os.path.join(dbs, name), os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+            except OSError:
+                continue
+            with os.fdopen(fd, "rb") as f:
+                if not _is_regular(f.fileno()):
+                    continue
+                data = f.read(STATE_CAP - total + 1)
+            total += len(data)
+            if total > STATE_CAP:
+                return {}  # no honest world saves this much: score it as no state at all
+            files[name] = data.decode("utf-8", errors="replace")
+        return files
+
+
+def _is_regular(fd):
+    import stat
+
+    return stat.S_ISREG(os.fstat(fd).st_mode)
+
+
+def _why_it_died(status):
+    if status is None:
+        return "crashed"
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        if sig == signal.SIGSYS:
+            return "processes"  # the filter: it tried to start a process
+        if sig == signal.SIGKILL:
+            return "memory"  # nobody here kills it mid-step but the kernel's OOM killer
+    return "crashed"
+
+
+def _sweep():
+    """Kill every process in the sandbox but this one, its PID 1 (kill(-1) in our own PID
+    namespace), and reap them, until none is left."""
+    if os.getpid() != 1:  # not the sandbox's own PID namespace: kill(-1) would hit the host
+        return
+    for _ in range(100):
+        try:
+            os.kill(-1, signal.SIGKILL)
+        except ProcessLookupError:
+            return
+        try:
+            while os.waitpid(-1, os.WNOHANG)[0]:
+                pass
+        except ChildProcessError:
+            pass
+        time.sleep(0.01)
+
+
+def _wipe(path):
+    """Everything under ``path`` (made by the episode, which may have taken write access
+    away from its own directories), leaving ``path`` empty."""
+
+    def unlock(func, p, exc):
+        try:
+            os.chmod(os.path.dirname(p), 0o700)
+            os.chmod(p, 0o700)
+        except OSError:
+            pass
+        func(p)
+
+    if os.path.islink(path) or (os.path.exists(path) and not os.path.isdir(path)):
+        os.unlink(path)  # a link or file the episode put in a folder's place
+    elif os.path.isdir(path):
+        shutil.rmtree(path, onerror=unlock)
+    os.makedirs(path, exist_ok=True)
+
+
+# ---------------------------------------------------------------------- the episode's process
+
+
+def _episode(fd, task_id, experiment, limits, confine):
+    """Open the world, limit this process, then run steps until killed. Never returns."""
+    try:
+        os.setsid()  # a process group of its own: the supervisor kills all of it
+        devnull = os.open(os.devnull, os.O_RDWR)
+        os.dup2(devnull, 0)
+        os.dup2(devnull, 1)  # AppWorld prints: never onto reme's channel
+        os.closerange(3, fd)
+        os.closerange(fd + 1, 1 << 16)
+        world = _open_world(task_id, experiment, limits)
+        os.dup2(devnull, 2)  # the log is a host file: the model's code gets no way to fill it
+        _limit_self(limits, confine)
+    except BaseException as exc:  # noqa: BLE001 - told to the supervisor, then gone
+        _tell(fd, {"hit": f"open failed: {type(exc).__name__}: {exc}"})
+        os._exit(1)
+    _tell(fd, {"ok": True})
+    reader = protocol.LineReader(fd)
+    while True:
+        try:
+            request = reader.read(1 << 30)
+        except protocol.Broken:
+            os._exit(0)
+        _tell(fd, _step(world, request["code"], limits))
+
+
+def _open_world(task_id, experiment, limits):
+    from IPython.utils.capture import capture_output
+
+    import appworld.environment as environment
+
+    cap = limits["output_chars"]
+
+    class CappedCapture(capture_output):
+        """The step's printed output, cut before AppWorld keeps or returns it (AppWorld reads
+        only ``.stdout`` of what it captured)."""
+
+        def __enter__(self):
+            return _Capped(super().__enter__(), cap)
+
+    environment.capture_output = CappedCapture
+    return environment.AppWorld(task_id=task_id, experiment_name=experiment, load_ground_truth=False,
+                                timeout_seconds=max(1, int(limits["step_seconds"])))
+
+
+class _Capped:
+    cut = False  # whether the step's output was cut (set per step)
+
+    def __init__(self, captured, cap):
+        self._captured, self._cap = captured, cap
+
+    @property
+    def stdout(self):
+        text = self._captured.stdout
+        short = protocol.cut(text, self._cap)
+        _Capped.cut = _Capped.cut or short is not text
+        return short
+
+
+def _limit_self(limits, confine):
+    with open("/proc/self/status") as f:
+        size = next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmSize:"))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    memory = size + limits["memory_bytes"]  # what the model's code may add to the opened world
+    resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+    if confine:
+        # Counted per user namespace and uid: this sandbox's processes and threads. (It does
+        # not bind a real uid 0; the filter's ban on new processes does.)
+        resource.setrlimit(resource.RLIMIT_NPROC, (limits["max_threads"], limits["max_threads"]))
+        import seccomp
+
+        seccomp.install()
+
+
+def _step(world, code, limits):
+    _Capped.cut = False
+    try:
+        output = world.execute(code)
+    except OSError as exc:  # AppWorld saves the world after every step: a full scratch space
+        hit = "disk" if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG) else None
+        return {"output": f"Execution failed. Traceback:\n{type(exc).__name__}: {exc}", "hit": hit}
+    except MemoryError:
+        return {"output": "Execution failed. Traceback:\nMemoryError", "hit": "memory"}
+    result = getattr(world.shell, "last_execution_result", None)
+    if isinstance(getattr(result, "error_in_exec", None), MemoryError):
+        return {"output": protocol.cut(output, limits["output_chars"]), "hit": "memory"}
+    try:
+        done = bool(world.task_completed())
+    except Exception:  # noqa: BLE001 - the model's code may have broken its own world
+        done = False
+    text = protocol.cut(output, limits["output_chars"])
+    cut = _Capped.cut or text is not output
+    return {"output": text, "done": done, "cut": "output" if cut else None}
+
+
+def _tell(fd, obj):
+    try:
+        protocol.send_line(fd, obj)
+    except OSError:
+        os._exit(1)
+
+
+# ---------------------------------------------------------------------- main
+
+
+def main():
+    root = os.environ["APPWORLD_ROOT"]
+    supervisor = Supervisor(root, confine="--confine" in sys.argv[1:])
+
+    def hello():
+        warm_up()  # the first request waits for it; reme's channel is open meanwhile
+        for sub in ("experiments", "data/tasks", "tmp"):
+            os.makedirs(os.path.join(root, sub), exist_ok=True)
+        return {"pid": os.getpid()}
+
+    try:
+        protocol.serve({"hello": hello, "open": supervisor.open, "execute": supervisor.execute,
+                        "close": supervisor.close})
+    finally:
+        supervisor.close()
+
+
+if __name__ == "__main__":
+    main()

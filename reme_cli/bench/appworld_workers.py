@@ -1,0 +1,219 @@
+"""AppWorld's processes for one benchmark: episode supervisors and one evaluator.
+
+Both are programs of ``reme_cli/bench/appworld_venv/`` run under AppWorld's interpreter and
+spoken to over pipes (``reme_cli.bench.worker``). In the sandbox (``benchmark.sandbox``):
+
+- an episode supervisor sees AppWorld's venv, its interpreter, the task data's
+  ``base_dbs`` and ``api_docs`` (read-only), and a tmpfs of ``benchmark.disk_mb`` that holds
+  the one task it is given (``specs.json`` and ``dbs/``, sent by reme: never ``ground_truth/``)
+  and the world's outputs; nothing of the host is writable and nothing of the host leaves;
+- the evaluator sees the whole task data (ground truth included) and the episodes' saved
+  states, both read-only; no model code ever runs in it.
+
+Supervisors are reused, one episode at a time: each episode runs in a process the supervisor
+forks for it, and the supervisor wipes what the episode wrote before the next one. Their logs
+and the saved states live in a private temporary directory (mode 0700, marked with this
+process as its owner), removed at exit unless a process failed (its log is then named in the
+error); a directory left by a killed run is removed by the next run, never a live run's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import re
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from reme_cli.bench import sandbox
+from reme_cli.bench.worker import Worker, WorkerCrashed
+from reme_cli.core.staging import clean_stale_tempdirs, private_tempdir
+
+SCRIPTS = Path(__file__).parent / "appworld_venv"
+INSIDE_SCRIPTS = "/reme"
+INSIDE_ROOT = "/appworld"
+PRIVATE_PREFIX = "reme-appworld-"
+WARM_UP_S = 600.0  # importing AppWorld and building its apps: ~12 s of CPU, far more on a busy box
+STATE_FILE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}\.jsonl?")
+_EVALUATOR_SCRATCH = 16 << 20
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one episode may use (``benchmark.*``), as the supervisor is told."""
+
+    step_seconds: float
+    episode_seconds: float
+    memory_bytes: int
+    disk_bytes: int
+    max_threads: int
+    output_chars: int
+
+    def for_worker(self) -> dict[str, Any]:
+        return {"step_seconds": self.step_seconds, "episode_seconds": self.episode_seconds,
+                "memory_bytes": self.memory_bytes, "max_threads": self.max_threads,
+                "output_chars": self.output_chars}
+
+
+class Processes:
+    """Up to ``limit`` episode supervisors, started on demand, and the evaluator."""
+
+    def __init__(self, venv: Path, data: Path, limit: int, limits: Limits, sandboxed: bool):
+        self.venv, self.data, self.limits, self.sandboxed = venv, data, limits, sandboxed
+        self.python = venv / "bin" / "python"
+        clean_stale_tempdirs(PRIVATE_PREFIX)  # left by a run that was killed
+        self.dir = private_tempdir(PRIVATE_PREFIX)
+        self.states = self.dir / "states"  # experiment/tasks/<id>/dbs: what the evaluator reads
+        self.states.mkdir()
+        self._slots = asyncio.Semaphore(limit)
+        self._idle: list[Worker] = []
+        self._all: list[Worker] = []
+        self._count = 0
+        self._failed = False
+        self._evaluator: Worker | None = None
+        self._evaluator_start: asyncio.Task | None = None
+        self.binary: sandbox.Binary | None = None
+        atexit.register(self.close)
+
+    # ------------------------------------------------------------------ layouts
+    def worker_layout(self) -> sandbox.Bwrap:
+        return sandbox.Bwrap(
+            read_only=(self.venv, sandbox.interpreter_prefix(self.python), (SCRIPTS, INSIDE_SCRIPTS),
+                       (self.data / "base_dbs", f"{INSIDE_ROOT}/data/base_dbs"),
+                       (self.data / "api_docs", f"{INSIDE_ROOT}/data/api_docs")),
+            scratch=((INSIDE_ROOT, self.limits.disk_bytes),), symlinks=((f"{INSIDE_ROOT}/tmp", "/tmp"),),
+            env=_inside_env())
+
+    def evaluator_layout(self) -> sandbox.Bwrap:
+        return sandbox.Bwrap(
+            read_only=(self.venv, sandbox.interpreter_prefix(self.python), (SCRIPTS, INSIDE_SCRIPTS),
+                       (self.data, f"{INSIDE_ROOT}/data"), (self.states, f"{INSIDE_ROOT}/experiments/outputs")),
+            scratch=((INSIDE_ROOT, _EVALUATOR_SCRATCH),), symlinks=((f"{INSIDE_ROOT}/tmp", "/tmp"),),
+            env=_inside_env())
+
+    def check_sandbox(self) -> sandbox.Binary:
+        """Both layouts start here (else a one-line ``UserError``); the bwrap they use."""
+        probe = [str(self.python), "-E", "-s", "-B", "-c", ""]
+        self.binary = sandbox.find_binary(self.worker_layout(), probe)
+        sandbox.find_binary(self.evaluator_layout(), probe)
+        return self.binary
+
+    def _command(self, script: str, layout: sandbox.Bwrap, root: Path | None) -> tuple[list[str], dict[str, str]]:
+        if self.sandboxed:
+            argv = [str(self.python), "-E", "-s", "-B", f"{INSIDE_SCRIPTS}/{script}", "--confine"]
+            return layout.wrap(argv, self.binary), sandbox.host_env()
+        # On the host (benchmark.sandbox=none): the same programs, a root of their own.
+        return ([str(self.python), "-E", "-s", "-B", str(SCRIPTS / script)],
+                {**sandbox.host_env(), "APPWORLD_ROOT": str(root), "HOME": str(root / "tmp"),
+                 "TMPDIR": str(root / "tmp")})
+
+    # ------------------------------------------------------------------ supervisors
+    async def acquire(self) -> Worker:
+        await self._slots.acquire()
+        try:
+            if self._idle:
+                return self._idle.pop()
+            self._count += 1
+            root = None
+            if not self.sandboxed:
+                root = self.dir / f"root-{self._count}"
+                (root / "data").mkdir(parents=True)
+                (root / "tmp").mkdir()
+                for name in ("base_dbs", "api_docs"):
+                    (root / "data" / name).symlink_to(self.data / name)
+            argv, env = self._command("worker.py", self.worker_layout(), root)
+            worker = Worker(argv, env=env, stderr_path=str(self.dir / f"worker-{self._count}.log"),
+                            line_limit=self.limits.disk_bytes * 2 + (16 << 20))
+            self._all.append(worker)
+            await worker.start()
+            await self._hello(worker, f"worker-{self._count}.log")
+            return worker
+        except BaseException:
+            self._failed = True
+            self._slots.release()
+            raise
+
+    def release(self, worker: Worker, healthy: bool) -> None:
+        if healthy and worker.running:
+            self._idle.append(worker)
+        else:
+            self._failed = True
+            worker.kill_now()  # a broken or interrupted supervisor: a fresh one next time
+        self._slots.release()
+
+    async def _hello(self, worker: Worker, log: str, what: str = "AppWorld worker") -> None:
+        try:
+            await worker.call("hello", timeout=WARM_UP_S)
+        except (WorkerCrashed, RuntimeError) as exc:
+            raise WorkerCrashed(f"{what} did not start ({exc}); log: {self.dir / log}") from None
+
+    # ------------------------------------------------------------------ evaluator
+    def start_evaluator(self) -> None:
+        """Start the evaluator in the background (its warm-up overlaps the first episode)."""
+        if self._evaluator_start is None:
+            self._evaluator_start = asyncio.ensure_future(self._start_evaluator())
+
+    async def _start_evaluator(self) -> Worker:
+        root = None
+        if not self.sandboxed:
+            root = self.dir / "eval-root"
+            (root / "experiments").mkdir(parents=True)
+            (root / "tmp").mkdir()
+            (root / "data").symlink_to(self.data)
+            (root / "experiments" / "outputs").symlink_to(self.states)
+        argv, env = self._command("evaluator.py", self.evaluator_layout(), root)
+        worker = Worker(argv, env=env, stderr_path=str(self.dir / "evaluator.log"), timeout=330)
+        self._all.append(worker)
+        await worker.start()
+        await self._hello(worker, "evaluator.log", "AppWorld's evaluator")
+        return worker
+
+    async def evaluate(self, task_id: str, experiment: str, state: dict[str, str]) -> dict[str, Any]:
+        """AppWorld's evaluation of ``state`` (the episode's saved DBs) for ``task_id``."""
+        self.start_evaluator()
+        try:
+            evaluator = await asyncio.shield(self._evaluator_start)
+        except BaseException:
+            self._evaluator_start = None  # the next evaluation tries a fresh one
+            self._failed = True
+            raise
+        where = self.states / experiment
+        dbs = where / "tasks" / task_id / "dbs"
+        dbs.mkdir(parents=True)
+        try:
+            for name, text in state.items():
+                if STATE_FILE.fullmatch(name):
+                    (dbs / name).write_text(text)
+            return await evaluator.call("evaluate", {"task_id": task_id, "experiment": experiment})
+        except WorkerCrashed:
+            self._failed = True
+            self._evaluator_start = None
+            evaluator.kill_now()
+            raise
+        finally:
+            shutil.rmtree(where, ignore_errors=True)
+
+    async def aclose(self) -> None:
+        """Stop every process and wait for it, inside the loop that started them (their pipes
+        close with it), then ``close``."""
+        if self._evaluator_start is not None and not self._evaluator_start.done():
+            self._evaluator_start.cancel()
+        for worker in self._all:
+            await worker.kill()
+        self.close()
+
+    def close(self) -> None:
+        for worker in self._all:
+            worker.kill_now()
+        self._all, self._idle = [], []
+        if self._evaluator_start is not None and not self._evaluator_start.done():
+            self._evaluator_start.cancel()
+        if not self._failed:
+            shutil.rmtree(self.dir, ignore_errors=True)
+        atexit.unregister(self.close)
+
+
+def _inside_env() -> dict[str, str]:
+    return {"APPWORLD_ROOT": INSIDE_ROOT, "HOME": "/tmp", "TMPDIR": "/tmp", "PYTHONDONTWRITEBYTECODE": "1"}
