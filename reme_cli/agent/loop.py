@@ -36,6 +36,7 @@ class Step:
     cached: bool
     code: str | None = None
     code_output: str | None = None
+    reasoning: str | None = None
 
 
 @dataclass
@@ -186,7 +187,8 @@ async def run_episode(
             # Code-action protocols record the step as code and its output (AppWorld).
             code = reply.calls[0].arguments["code"] if getattr(protocol, "code_actions", False) and reply.calls else None
             steps.append(Step(reply.text, calls, result.prompt_tokens, result.completion_tokens,
-                              result.latency_s, result.cached, code=code, code_output=outputs[0] if code is not None else None))
+                              result.latency_s, result.cached, code=code, code_output=outputs[0] if code is not None else None,
+                              reasoning=result.reasoning))
             if done:  # the environment says the task is over: no further turn or step
                 await env.end_step()
                 await env.end_turn()
