@@ -356,7 +356,7 @@ class ScriptedSummarizerPolicy:
         if "validating the quality and usefulness of extracted step-level task memories" in user:
             return block({"is_valid": True, "score": self.judge_score, "feedback": "scripted", "recommendations": ""})
         # The task's words: the first user step of the (first) step sequence.
-        first = user.split("role=user content=\n", 1)[-1]
+        first = user.split("role=user content=\n", 1)[-1].split("\n\n# Tools", 1)[0].split("\n###", 1)[0]
         words = " ".join(first.split()[:40])[-160:]
         if user.startswith("# Execution Process"):  # simple_summary: trajectory-level
             return block([{"when_to_use": f"When a task says: {words}",
