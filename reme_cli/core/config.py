@@ -94,6 +94,10 @@ class SummarizerCfg:
     max_tokens: Optional[int] = None  # None: no cap (the model's context is the limit)
     # None: send no thinking switch; true/false: Qwen3's enable_thinking, as for the executor.
     thinking: Optional[bool] = None
+    # A model config (configs/model/NAME.yaml) whose vLLM server reme starts for the
+    # summarizer, beside the executor's, when summarizer.base_url is unset
+    # (summarizer=qwen3-14b / qwen3-32b: Table 4's rows); None: no server of its own.
+    serve: Optional[str] = None
     # The command exits 3 (after writing everything) when more than this share of one role's
     # answers were invalid or truncated (judged from 5 answers of the role on).
     max_failed_share: float = 0.2
@@ -202,6 +206,9 @@ _AT_MOST = {"summarizer.max_failed_share": 1.0, "summarizer.temperature": 2.0, "
 _EXECUTION_KEYS = ("out_dir", "runs_root", "llm.concurrency", "llm.timeout", "llm.max_retries",
                    "eval.max_stored_chars", "llm.breaker_threshold", "llm.startup_timeout", "env.concurrency",
                    "llm.cache", "llm.cache_dir", "llm.api_key", "llm.base_url", "summarizer.max_failed_share",
+                   # Where the summarizer is served, as llm.base_url: its name, model and
+                   # summarizer.serve say what it is.
+                   "summarizer.base_url",
                    "embedding.device",
                    # Where a managed server runs, not what it computes.
                    "model.params_b", "model.tensor_parallel", "llm.replicas")
@@ -290,6 +297,10 @@ def validate(raw: DictConfig | dict) -> Config:
         value = _get(cfg, key)
         if value != "auto" and not (isinstance(value, int) and not isinstance(value, bool) and value >= 1):
             raise UserError(f"{key}={value!r}: give auto or a whole number >= 1")
+    serve = cfg.summarizer.serve
+    if serve is not None and not (config_dir() / "model" / f"{serve}.yaml").is_file():
+        known = sorted(p.stem for p in (config_dir() / "model").glob("*.yaml"))
+        raise UserError(f"summarizer.serve={serve!r} names no model config; choose one of {known}")
     if getattr(cfg.benchmark, "task_ids", None) == []:
         raise UserError("benchmark.task_ids=[] selects no task: name at least one, or drop it to use the split")
     if cfg.eval.mode != "none" and cfg.memory.name == "none":

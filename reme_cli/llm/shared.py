@@ -47,17 +47,25 @@ def shared_identity(urls: list[str]) -> dict[str, Any] | None:
 @contextlib.contextmanager
 def shared_servers(jobs: list[Any], log_dir: Path) -> Iterator[None]:
     """Start one group of servers per model that ``jobs`` (with ``.cfg`` and ``.overrides``)
-    would each start, point those jobs at it, and stop it when the suite ends."""
-    groups: dict[str, list[Any]] = {}
+    would each start, as executor or as summarizer (``summarizer.serve``), point those jobs
+    at it, and stop it when the suite ends."""
+    from reme_cli.llm.endpoint import summarizer_server_cfg
+
+    groups: dict[str, list[tuple[Any, str]]] = {}
+    server_cfgs: dict[str, Config] = {}
     for job in jobs:
-        if is_managed(job.cfg):
-            groups.setdefault(server_key(job.cfg), []).append(job)
+        for role, cfg in (("llm", job.cfg if is_managed(job.cfg) else None),
+                          ("summarizer", summarizer_server_cfg(job.cfg))):
+            if cfg is not None:
+                key = server_key(cfg)
+                server_cfgs.setdefault(key, cfg)
+                groups.setdefault(key, []).append((job, role))
     if not groups:
         yield
         return
     from reme_cli.llm.vllm_server import managed
 
-    cfgs = [js[0].cfg for js in groups.values()]
+    cfgs = list(server_cfgs.values())
     names = [c.model.name for c in cfgs]
 
     def log(model: int, replica: int) -> Path:
@@ -69,10 +77,13 @@ def shared_servers(jobs: list[Any], log_dir: Path) -> Iterator[None]:
         for js, group in zip(groups.values(), started):
             urls = group.urls
             value = urls[0] if len(urls) == 1 else urls
-            override = f"llm.base_url={value if len(urls) == 1 else '[' + ','.join(urls) + ']'}"
-            for job in js:
-                job.cfg.llm.base_url = value
-                job.overrides = [*job.overrides, override]
+            for job, role in js:
+                if role == "llm":
+                    job.cfg.llm.base_url = value
+                    job.overrides = [*job.overrides, f"llm.base_url={value if len(urls) == 1 else '[' + ','.join(urls) + ']'}"]
+                else:  # a summarizer server is one replica
+                    job.cfg.summarizer.base_url = urls[0]
+                    job.overrides = [*job.overrides, f"summarizer.base_url={urls[0]}"]
             entries.append({"urls": urls, "identity": group.identity()})
         set_own(SHARED_ENV, json.dumps(entries))
         try:

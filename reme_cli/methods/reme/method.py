@@ -78,6 +78,11 @@ def load_pool(cfg: Config, embedder: Embedder, workdir: Path) -> Pool:
         pool = _derived(workdir / "pool-reembedded", embedder, key, items, {"reembedded_from": str(source)})
     if pool.retrieval_key == cfg.memory.retrieval_key:
         return pool
+    key = cfg.memory.retrieval_key
+    if len(pool) and not any(e.retrieval_text(key).strip() for e in pool):
+        raise UserError(f"memory.retrieval_key={key}: no experience of the pool {source} has one (a pool built "
+                        "with memory.prompts=authors has no generalized_query: the authors' published prompts "
+                        "do not ask for it); use the released pool, or build one with memory.prompts=reme")
     return _derived(workdir / f"pool-{cfg.memory.retrieval_key}", embedder, cfg.memory.retrieval_key, list(pool),
                     {"rekeyed_from": str(pool.path)})
 
