@@ -346,7 +346,9 @@ def to_dict(cfg: Config) -> dict[str, Any]:
 
 # Keys added after runs were made, with the value that behaves as before they existed: at
 # that value they stay out of the hash, so an earlier run directory still resumes.
-_NEUTRAL_WHEN = {"eval.dynamic_workers": 1}
+_NEUTRAL_WHEN = {"eval.dynamic_workers": 1, "summarizer.serve": None,
+                 # reme's own prompts were the only ones before the authors' became the default
+                 "memory.prompts": "reme"}
 # Keys that change nothing outside one mode: out of the hash in the others.
 _ONLY_IN_MODE = {"eval.dynamic_workers": "dynamic"}
 
@@ -354,7 +356,7 @@ _ONLY_IN_MODE = {"eval.dynamic_workers": "dynamic"}
 def config_hash(cfg: Config) -> str:
     """A short hash of everything that determines a run's results."""
     data = to_dict(cfg)
-    for dotted in (*_EXECUTION_KEYS, *(k for k, v in _NEUTRAL_WHEN.items() if _get(cfg, k) == v),
+    for dotted in (*_EXECUTION_KEYS, *(k for k, v in _NEUTRAL_WHEN.items() if _get(cfg, k, v) == v),
                    *(k for k, mode in _ONLY_IN_MODE.items() if cfg.eval.mode != mode)):
         parent, _, leaf = dotted.rpartition(".")
         node = data
@@ -365,8 +367,14 @@ def config_hash(cfg: Config) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:10]
 
 
-def _get(cfg: Any, dotted: str) -> Any:
+_MISSING = object()
+
+
+def _get(cfg: Any, dotted: str, default: Any = _MISSING) -> Any:
+    """The value at ``dotted``; ``default`` where a plug-in section has no such key."""
     for part in dotted.split("."):
+        if default is not _MISSING and not hasattr(cfg, part):
+            return default
         cfg = getattr(cfg, part)
     return cfg
 
