@@ -15,7 +15,7 @@ import yaml
 from reme_cli.commands.ablate import plan, run_fidelity
 from reme_cli.commands.report import pool_origin
 from reme_cli.core.config import compose, to_dict
-from reme_cli.core.fidelity import AUTHORS, departures, flatten
+from reme_cli.report.fidelity import AUTHORS, departures, flatten
 from reme_cli.report.metrics import run_metrics
 from reme_cli.report.tables import FIDELITY, build_table
 
@@ -58,7 +58,7 @@ def test_table4_plans_the_14b_and_32b_rows_with_their_own_summarizer_server(coun
 
 def test_the_summarizer_server_plan_puts_it_beside_the_executor(monkeypatch):
     from reme_cli.llm import gpus, vllm_server
-    from reme_cli.llm.endpoint import summarizer_server_cfg
+    from reme_cli.llm.shared import summarizer_server_cfg
 
     cfg = compose(["model=qwen3-8b", "summarizer=qwen3-32b"])
     own = summarizer_server_cfg(cfg)

@@ -303,9 +303,9 @@ def _max_calls(p: SuitePlan) -> dict[int, int]:
 
 
 def run_fidelity(p: SuitePlan, job: RunJob) -> str:
-    """The fidelity column: where the run departs from the authors' setup (core/fidelity.py)."""
+    """The fidelity column: where the run departs from the authors' setup (report/fidelity.py)."""
     from reme_cli.core.config import to_dict
-    from reme_cli.core.fidelity import departures, fidelity_text, flatten
+    from reme_cli.report.fidelity import departures, fidelity_text, flatten
 
     pool = next((j for j in p.pools if j.name == job.pool), None)
     start = None if pool is None else ("released" if pool.source else "built")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import copy
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -37,20 +36,6 @@ def base_urls(cfg: Config) -> list[str]:
     return [value] if isinstance(value, str) else list(value)
 
 
-def summarizer_server_cfg(cfg: Config) -> Config | None:
-    """The config of the summarizer's own managed vLLM server (``summarizer.serve``'s model
-    settings, one replica), or None when it has a server already or needs none."""
-    s = cfg.summarizer
-    if not s.serve or s.base_url:
-        return None
-    from reme_cli.core.config import compose
-
-    own = copy.deepcopy(cfg)
-    own.model = compose([f"model={s.serve}"]).model
-    own.llm.base_url, own.llm.replicas = None, 1
-    return own
-
-
 @contextlib.contextmanager
 def endpoint(cfg: Config) -> Iterator[Endpoint]:
     """Yield a reachable endpoint: the given server(s), or one started here (the embedded
@@ -58,6 +43,8 @@ def endpoint(cfg: Config) -> Iterator[Endpoint]:
     A summarizer with a server of its own (``summarizer.serve``, no ``summarizer.base_url``)
     gets it started here too, planned with the executor's on GPUs of its own, and
     ``cfg.summarizer.base_url`` pointed at it (a key outside the run hash)."""
+    from reme_cli.llm.shared import summarizer_server_cfg
+
     urls = base_urls(cfg)
     summ = summarizer_server_cfg(cfg)
     executor = not urls and cfg.model.kind != "local"

@@ -1,7 +1,8 @@
 """Managed vLLM servers shared by the jobs of a suite (`reme ablate`).
 
 The suite starts each model's servers once and hands their URLs to the jobs as
-``llm.base_url`` (a key outside the run hash, so a run is the same run, and resumes,
+``llm.base_url``, or ``summarizer.base_url`` for a summarizer with a server of its own
+(keys outside the run hash, so a run is the same run, and resumes,
 whether its server was shared or its own). The jobs learn that those URLs are servers reme
 manages, and record them so in their manifest, from ``REME_SHARED_SERVERS``: reme's own
 variable, inherited by the jobs, never passed to a server.
@@ -10,6 +11,7 @@ variable, inherited by the jobs, never passed to a server.
 from __future__ import annotations
 
 import contextlib
+import copy
 import json
 import os
 from collections.abc import Iterator
@@ -25,6 +27,20 @@ SHARED_ENV = "REME_SHARED_SERVERS"
 def is_managed(cfg: Config) -> bool:
     """A job that would start its own vLLM server."""
     return cfg.model.kind != "local" and not cfg.llm.base_url
+
+
+def summarizer_server_cfg(cfg: Config) -> Config | None:
+    """The config of the summarizer's own managed vLLM server (``summarizer.serve``'s model
+    settings, one replica), or None when it has a server already or needs none."""
+    s = cfg.summarizer
+    if not s.serve or s.base_url:
+        return None
+    from reme_cli.core.config import compose
+
+    own = copy.deepcopy(cfg)
+    own.model = compose([f"model={s.serve}"]).model
+    own.llm.base_url, own.llm.replicas = None, 1
+    return own
 
 
 def server_key(cfg: Config) -> str:
@@ -49,8 +65,6 @@ def shared_servers(jobs: list[Any], log_dir: Path) -> Iterator[None]:
     """Start one group of servers per model that ``jobs`` (with ``.cfg`` and ``.overrides``)
     would each start, as executor or as summarizer (``summarizer.serve``), point those jobs
     at it, and stop it when the suite ends."""
-    from reme_cli.llm.endpoint import summarizer_server_cfg
-
     groups: dict[str, list[tuple[Any, str]]] = {}
     server_cfgs: dict[str, Config] = {}
     for job in jobs:

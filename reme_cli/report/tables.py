@@ -17,7 +17,7 @@ from typing import Callable
 
 import pandas as pd
 
-from reme_cli.core.fidelity import departures, embedding_name, fidelity_text
+from reme_cli.report.fidelity import departures, embedding_name, fidelity_text
 from reme_cli.report.columns import method_columns
 from reme_cli.report.metrics import as_flag, scored_units
 from reme_cli.report.order import in_run_order, natural_key, suite_ranks
@@ -26,7 +26,7 @@ from reme_cli.report.published import load_published, published_text
 from reme_cli.report.stats import paired_bootstrap
 
 DASH = "—"
-FIDELITY = "fidelity"  # where the row's runs depart from the authors' setup (reme_cli/core/fidelity.py)
+FIDELITY = "fidelity"  # where the row's runs depart from the authors' setup (reme_cli/report/fidelity.py)
 DAGGER = "†"
 SMOKE_NOTE = "smoke-level: embedded 135M model, not comparable to the paper"
 APPWORLD_NOTE = ("AppWorld: Avg@k and Pass@k are over task goal completion (TGC, every test of the task "
