@@ -242,9 +242,10 @@ def _extraction_jobs(posted: list[Posted]) -> list[tuple[str, str]]:
 
 
 async def summary_task_memory(summ: SummarizerSettings, task: Task, posted: list[Posted], *, threshold: float,
-                              meta: dict[str, Any]) -> tuple[list[Experience], DistillStats]:
+                              meta: dict[str, Any], rejected: list[Experience] | None = None
+                              ) -> tuple[list[Experience], DistillStats]:
     """The validated memories of the posted trajectories, in the service's order (success,
-    failure, comparative), each with ``extra["judge"]``."""
+    failure, comparative), each with ``extra["judge"]``; ``rejected`` collects the others."""
     stats = DistillStats()
     jobs = _extraction_jobs(posted)
     answers = await asyncio.gather(*(_ask(summ, role, prompt) for role, prompt in jobs))
@@ -265,6 +266,8 @@ async def summary_task_memory(summ: SummarizerSettings, task: Task, posted: list
             stats.candidates[role] = stats.candidates.get(role, 0) + 1
     kept, judged = await validate(summ, candidates, threshold=threshold)
     stats.merge(judged)
+    if rejected is not None:
+        rejected += [e for e in candidates if not e.extra["judge"]["is_valid"]]
     return kept, stats
 
 

@@ -39,9 +39,10 @@ async def distill_training(ctx: BuildContext) -> None:
             task = ctx.bench.load(task_id)
             attempts = ctx.attempts[task_id]
             tools = await task_tools(ctx.bench, task) if cfg.memory.prompts == "authors" and shape.tool_block else None
+            rejected: list[Experience] = []
             with answer_tally() as answers:  # kept in the task's line: a resumed build counts them all
                 kept, stats = await summarize(summarizer, cfg.memory, task, [(t, o, None) for t, o in attempts],
-                                              shape=shape, building=True, tools=tools)
+                                              shape=shape, building=True, tools=tools, rejected=rejected)
             assign_stable_ids(kept, task_id)
             await asyncio.to_thread(append_lines, ctx.work / DISTILL_FILE, [{
                 "task_id": task_id,
@@ -50,6 +51,8 @@ async def distill_training(ctx: BuildContext) -> None:
                 "stats": stats.to_dict(),
                 "summarizer_answers": answers.to_dict(),
                 "experiences": [e.to_dict() for e in kept],
+                # What the validation turned down, with its verdicts: to inspect, never pooled.
+                "rejected": [e.to_dict() for e in rejected],
             }])
 
     await asyncio.gather(*(distill_one(t) for t in ctx.task_ids if t not in done and ctx.attempts.get(t)))

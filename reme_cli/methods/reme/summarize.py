@@ -28,10 +28,12 @@ Attempted = tuple[Trajectory, Outcome, str | None]
 
 async def summarize(summ: SummarizerSettings, cfg: ReMeConfig, task: Task, attempts: list[Attempted], *,
                     shape: AgentShape = DEFAULT_SHAPE, building: bool = False,
-                    tools: list[dict[str, Any]] | None = None) -> tuple[list[Experience], DistillStats]:
+                    tools: list[dict[str, Any]] | None = None,
+                    rejected: list[Experience] | None = None) -> tuple[list[Experience], DistillStats]:
     """The validated experiences of ``attempts``. ``building``: a pool build's N sampled
     trajectories of a training task (the authors post two of them, with ``tools``, the task's
-    tool schemas, appended to the first message); otherwise a run's trials, all posted."""
+    tool schemas, appended to the first message); otherwise a run's trials, all posted.
+    ``rejected`` collects the candidates the validation turned down (with their verdicts)."""
     if cfg.prompts == "reme":
         pairs = [(t, o) for t, o, _ in attempts]
         candidates, stats = await distill_task(summ.llm, task, pairs, granularity=cfg.granularity,
@@ -39,6 +41,7 @@ async def summarize(summ: SummarizerSettings, cfg: ReMeConfig, task: Task, attem
         kept, judged = await judge(summ.llm, task, candidates, threshold=cfg.judge_threshold,
                                    **sampling(summ, "judge"))
         stats.merge(judged)
+        _collect(rejected, candidates, kept)
         return kept, stats
     chosen = pool_selection([o.reward for _, o, _ in attempts]) if building else list(range(len(attempts)))
     posted = [Posted(step_sequence(task, attempts[i][0], guidance=attempts[i][2], shape=shape,
@@ -47,4 +50,11 @@ async def summarize(summ: SummarizerSettings, cfg: ReMeConfig, task: Task, attem
             "posted_rewards": [p.score for p in posted]}
     if cfg.granularity == "trajectory":
         return await summary_task_memory_simple(summ, task, posted, meta=meta)
-    return await summary_task_memory(summ, task, posted, threshold=cfg.judge_threshold, meta=meta)
+    return await summary_task_memory(summ, task, posted, threshold=cfg.judge_threshold, meta=meta,
+                                     rejected=rejected)
+
+
+def _collect(into: list[Experience] | None, candidates: list[Experience], kept: list[Experience]) -> None:
+    if into is not None:
+        ids = {id(e) for e in kept}
+        into += [e for e in candidates if id(e) not in ids]
