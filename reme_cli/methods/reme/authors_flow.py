@@ -208,10 +208,17 @@ def to_experience(item: Any, source: str, task: Task, author: str, meta: dict[st
 # ---------------------------------------------------------------------------- the flow
 @dataclass
 class Posted:
-    """One trajectory as the agents posted it: its step sequence and its score (the reward)."""
+    """One trajectory as the agents posted it: its step sequence and its score (the reward).
+    ``success``: the checker's verdict, which the service reads as ``score >= 1.0``
+    (SUCCESS_THRESHOLD; the same on BFCL and AppWorld, whose success is a full reward)."""
 
     steps: str
     score: float
+    success: bool | None = None
+
+    @property
+    def succeeded(self) -> bool:
+        return self.score >= SUCCESS_THRESHOLD if self.success is None else self.success
 
 
 def pool_selection(rewards: list[float]) -> list[int]:
@@ -226,7 +233,7 @@ def pool_selection(rewards: list[float]) -> list[int]:
 def _extraction_jobs(posted: list[Posted]) -> list[tuple[str, str]]:
     jobs = []
     for p in posted:
-        role = "success" if p.score >= SUCCESS_THRESHOLD else "failure"
+        role = "success" if p.succeeded else "failure"
         jobs.append((role, template(role).format(query=QUERY, step_sequence=p.steps, context=CONTEXT,
                                                  outcome="successful" if role == "success" else "failed")))
     # The success op runs over the successes, then the failure op over the failures.

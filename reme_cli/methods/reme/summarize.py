@@ -45,7 +45,8 @@ async def summarize(summ: SummarizerSettings, cfg: ReMeConfig, task: Task, attem
         return kept, stats
     chosen = pool_selection([o.reward for _, o, _ in attempts]) if building else list(range(len(attempts)))
     posted = [Posted(step_sequence(task, attempts[i][0], guidance=attempts[i][2], shape=shape,
-                                   tools=tools if building else None), attempts[i][1].reward) for i in chosen]
+                                   tools=tools if building else None), attempts[i][1].reward,
+                     attempts[i][1].success) for i in chosen]
     meta = {"prompts": "authors", "granularity": cfg.granularity, "attempts": len(attempts),
             "posted_rewards": [p.score for p in posted]}
     if cfg.granularity == "trajectory":
