@@ -268,3 +268,27 @@ def test_build_pool_sends_the_authors_success_failure_and_validation_prompts(tmp
     pool = [json.loads(ln) for ln in (tmp_path / "built" / "pool" / "experiences.jsonl").read_text().splitlines()]
     assert {e["source"] for e in pool} == {"success", "failure"}
     assert all(e["extra"]["metadata"]["step_type"] == "action" for e in pool)
+
+
+def test_the_embedded_models_grammar_answers_go_through_the_authors_reading(embedded_server):
+    """The real 135M model (briefly: one failure analysis and its validations): llama.cpp
+    accepts the grammars and every answer parses as the service parses it. What it says is
+    smoke-level."""
+    from reme_cli.llm.client import ChatClient
+
+    async def main():
+        client = ChatClient(embedded_server.base_url, embedded_server.model_name, concurrency=1)
+        try:
+            summ = SummarizerSettings(client, "local", 0.6, 384, constrained=True, llama_cpp=True)
+            rejected: list = []
+            kept, stats = await summarize(summ, ReMeConfig(), TASK, [(TRAJ, Outcome(False, 0.0), None)],
+                                          shape=BFCL, rejected=rejected)
+            return kept + rejected, stats
+        finally:
+            await client.close()
+
+    candidates, stats = asyncio.run(main())
+    assert stats.invalid_outputs == 0 and candidates and stats.llm_calls == 1 + len(candidates)
+    assert all(e.source == "failure" and e.extra["metadata"]["step_type"] in ("reasoning", "action", "observation",
+                                                                                 "decision") for e in candidates)
+    assert all("Parse error" not in e.extra["judge"]["reason"] for e in candidates)
