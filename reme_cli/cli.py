@@ -301,7 +301,7 @@ def ablate_cmd(
 
     Example: reme ablate table3 model=qwen3-8b llm.base_url=http://127.0.0.1:8000/v1 --dry-run
     """
-    from reme_cli.commands.ablate import cost_table, plan, plan_table, run_suite
+    from reme_cli.commands.ablate import cost_table, fidelity_table, plan, plan_table, run_suite
     from reme_cli.commands.report import report, suite_order
     from reme_cli.run.cost import split_overrides
 
@@ -311,6 +311,7 @@ def ablate_cmd(
         assumptions, rest = split_overrides(overrides or [])
         p = plan(suite, rest, only=only)
         console.print(plan_table(p))
+        console.print(fidelity_table(p))
         console.print(cost_table(p, assumptions))
         if dry_run:
             print(p.path)

@@ -62,8 +62,13 @@ def test_a_reme_pool_build_and_a_fixed_run_by_hand():
     build = compose([*GPU, "memory=reme", "benchmark.split=train", "build.samples=2"])
     calls = cost.build_calls(build, 6, 3, a)  # 3 tasks x 2 samples
     assert calls.executor == 60 and calls.executor_max == 180 and calls.chains == 0
-    # per task: success analysis if one of 2 succeeded (0.75), failure if one failed (0.75),
-    # comparative if both (0.5): 2 distill calls, each with 2 judge calls
+    # the authors' flow: an analysis of each of the 2 posted trajectories, and a comparative
+    # one if one succeeded and the other failed (0.5): 2.5 calls, each with 2 validations
+    assert calls.summarizer == pytest.approx(3 * 2.5 * 3)
+    # reme's prompts: success analysis if one of 2 succeeded (0.75), failure if one failed
+    # (0.75), comparative if both (0.5): 2 distill calls, each with 2 judge calls
+    calls = cost.build_calls(compose([*GPU, "memory=reme", "memory.prompts=reme", "benchmark.split=train",
+                                      "build.samples=2"]), 6, 3, a)
     assert calls.summarizer == pytest.approx(3 * 2.0 * 3)
     fixed = compose([*GPU, "memory=reme", "eval.mode=fixed", "memory.rewrite=true", "memory.rerank=true"])
     calls = cost.run_calls(fixed, 10, a)

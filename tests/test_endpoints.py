@@ -23,7 +23,8 @@ STAND_IN = f"""#!{sys.executable}
 # per start (its arguments and environment) in $STAND_IN_STARTS, if set.
 import json, os, sys
 sys.path.insert(0, {str(REPO)!r})
-from reme_cli.testing.scripted_server import BFCLReplayPolicy, ScriptedServer
+from reme_cli.testing.scripted_server import (AgentAndSummarizerPolicy, BFCLReplayPolicy, ScriptedServer,
+                                              ScriptedSummarizerPolicy)
 args = sys.argv[1:]
 assert args[0] == "serve", args
 port = int(args[args.index("--port") + 1])
@@ -31,7 +32,8 @@ if os.environ.get("STAND_IN_STARTS"):
     with open(os.environ["STAND_IN_STARTS"], "a") as f:
         f.write(json.dumps({{"argv": args, "env": dict(os.environ)}}) + "\\n")
 print("stand-in vllm serving", args[1], flush=True)
-ScriptedServer(BFCLReplayPolicy(), port=port, max_model_len=32768, delay=float({{delay}})).serve_forever()
+policy = AgentAndSummarizerPolicy(BFCLReplayPolicy(), ScriptedSummarizerPolicy())  # a summarizer too
+ScriptedServer(policy, port=port, max_model_len=32768, delay=float({{delay}})).serve_forever()
 """
 
 

@@ -49,9 +49,9 @@ class Summarizer:
         self.kinds: list[str] = []
 
     async def chat(self, messages, **kwargs) -> ChatResult:
-        system = messages[0]["content"]
-        kind = ("judge" if "strict reviewer" in system else "reflection" if "FAILED. It will retry" in system
-                else "distill")
+        system = messages[0]["content"]  # reme's prompts' system part; the authors' one user message
+        kind = ("judge" if "strict reviewer" in system or "validating the quality" in system
+                else "reflection" if "FAILED. It will retry" in system else "distill")
         self.kinds.append(kind)
         if kind == self.fail_on:
             raise RuntimeError(f"summarizer broke on {kind}")

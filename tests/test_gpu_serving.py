@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
+import yaml
 
 from reme_cli.commands.ablate import plan
 from reme_cli.core.config import config_hash
@@ -32,6 +33,27 @@ def starts(path: Path) -> list[dict]:
 
 def flag(argv: list[str], name: str) -> str:
     return argv[argv.index(name) + 1]
+
+
+def test_a_summarizer_of_another_size_gets_a_managed_server_of_its_own(tmp_path):
+    """Table 4's 32B row on one node: build-pool with the executor's server and the
+    summarizer's side by side, each on its own GPUs, both stopped at the end."""
+    env = {**stand_in(tmp_path, gpus=3, mib=81559), "STAND_IN_STARTS": str(tmp_path / "starts.jsonl")}
+    proc = reme_cli(tmp_path, env, "build-pool", "model=qwen3-8b", "summarizer=qwen3-32b", "embedding=minilm",
+                    "benchmark.release=current", "llm.cache=false", "benchmark.limit=1", "build.samples=1",
+                    "out_dir=built")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    seen = {s["argv"][1]: (flag(s["argv"], "--tensor-parallel-size"), s["env"]["CUDA_VISIBLE_DEVICES"],
+                           flag(s["argv"], "--port")) for s in starts(tmp_path / "starts.jsonl")}
+    assert {m: v[:2] for m, v in seen.items()} == {"Qwen/Qwen3-8B": ("1", "0"), "Qwen/Qwen3-32B": ("2", "1,2")}
+    manifest = json.loads((tmp_path / "built" / "build" / "manifest.json").read_text())
+    assert manifest["summarizer_server"]["kind"] == "managed-vllm"
+    assert manifest["summarizer_server"]["command"][:3] == ["vllm", "serve", "Qwen/Qwen3-32B"]
+    recorded = yaml.safe_load((tmp_path / "built" / "build" / "config.yaml").read_text())["summarizer"]
+    assert recorded["base_url"].endswith(f":{seen['Qwen/Qwen3-32B'][2]}/v1") and recorded["serve"] == "qwen3-32b"
+    pool = [json.loads(l) for l in (tmp_path / "built" / "pool" / "experiences.jsonl").read_text().splitlines()]
+    assert pool and {e["author"] for e in pool} == {"qwen3-32b"}
+    assert stand_ins_running(tmp_path) == []
 
 
 @pytest.mark.parametrize(("gpus", "mib", "model", "extra", "expected"), [

@@ -303,7 +303,10 @@ def test_experiment_scope_shares_one_pool_across_runs_and_resumes(workdir, base_
 def test_build_pool_survives_junk_and_its_pool_serves_fixed_eval(workdir, server):
     with ScriptedServer(ScriptedSummarizerPolicy(junk_every=3)) as summarizer:
         proc = reme(workdir, "build-pool", *_args(server, "benchmark.limit=3", "build.samples=2",
-                    "summarizer.name=scripted", f"summarizer.base_url={summarizer.base_url}", "out_dir=built"))
+                    "summarizer.name=scripted", f"summarizer.base_url={summarizer.base_url}",
+                    # every 3rd answer junk is more than the answer-health gate lets pass
+                    # (tests/test_summarizer_answers.py tests the gate)
+                    "summarizer.max_failed_share=0.5", "out_dir=built"))
     out = workdir / "built"
     assert proc.stdout.strip().splitlines()[-1] == "built"
     report = json.loads((out / "build" / "report.json").read_text())

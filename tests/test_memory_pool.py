@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import os
@@ -22,7 +23,7 @@ from reme_cli.llm.embed import (
     make_embedder,
 )
 from reme_cli.methods.reme.experience import Experience
-from reme_cli.methods.reme.official import RELEASED_DIR, import_official, released_pools
+from reme_cli.methods.reme.official import RELEASED_DIR, import_official, parse_official, released_pools
 from reme_cli.methods.reme.pool import Pool
 
 OFFICIAL = RELEASED_DIR  # the authors' released pools, bundled with reme
@@ -448,6 +449,29 @@ def test_official_pools_import_with_reference_counts(name: str, minilm, tmp_path
     assert exp.extra["workspace_id"] == first["workspace_id"]
 
 
+def test_released_items_carry_all_four_retrieval_keys_and_the_later_format_imports_too(tmp_path: Path) -> None:
+    """The first upload (shipped) has extra_info.tags and .generalized_query on every item;
+    65971baf's format moved generalized_query up and dropped the tags: same experiences, no κ."""
+    for name, path in released_pools().items():
+        experiences, report = parse_official(path.read_text())
+        for key in ("usage_scenario", "task_query", "generalized_query", "keywords"):
+            assert all(e.retrieval_text(key).strip() for e in experiences), (name, key)
+        assert "keywords" not in report["defaulted"] and all("metadata" not in e.extra for e in experiences)
+    first = [json.loads(line) for line in (OFFICIAL / "bfcl_qwen3_8b.jsonl").read_text().splitlines()]
+    later = []
+    for rec in copy.deepcopy(first):  # the 65971baf transform (official_pools/NOTICE)
+        rec["memory_type"] = "procedural"
+        info = rec["metadata"].pop("extra_info")
+        rec["metadata"]["generalized_query"] = info["generalized_query"]
+        later.append(rec)
+    a, _ = parse_official("\n".join(map(json.dumps, first)))
+    b, report = parse_official("\n".join(map(json.dumps, later)))
+    assert [(e.id, e.when_to_use, e.task_query, e.generalized_query) for e in a] == \
+        [(e.id, e.when_to_use, e.task_query, e.generalized_query) for e in b]
+    assert a[0].keywords == first[0]["metadata"]["extra_info"]["tags"] and b[0].keywords == []
+    assert report["defaulted"]["keywords"] == len(b)
+
+
 def test_official_import_skips_and_counts_bad_lines(minilm, tmp_path: Path) -> None:
     good = (OFFICIAL / "bfcl_qwen3_8b.jsonl").read_text().splitlines()[:3]
     bad_category = json.loads(good[0])
@@ -468,11 +492,15 @@ def test_official_import_skips_and_counts_bad_lines(minilm, tmp_path: Path) -> N
 
 def test_bundled_pools_are_the_released_files_named_in_the_notice() -> None:
     notice = (RELEASED_DIR / "NOTICE").read_text()
-    assert "agentscope-ai/ReMe" in notice and "65971baf" in notice and "Apache License 2.0" in notice
-    listed = dict(line.split()[::-1] for line in notice.splitlines() if line.endswith(".jsonl"))
+    assert "agentscope-ai/ReMe" in notice and "f85ab472" in notice and "Apache License 2.0" in notice
+    assert "Copyright 2025 Alibaba Group" in notice
+    listed = {f[1]: (f[0], f[2]) for f in (line.split() for line in notice.splitlines())
+              if len(f) == 3 and f[1].endswith(".jsonl")}
     assert sorted(listed) == sorted(p.name for p in RELEASED_DIR.glob("*.jsonl"))
-    for name, digest in listed.items():
-        assert hashlib.sha256((RELEASED_DIR / name).read_bytes()).hexdigest() == digest, name
+    for name, (digest, blob) in listed.items():
+        data = (RELEASED_DIR / name).read_bytes()
+        assert hashlib.sha256(data).hexdigest() == digest, name
+        assert hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest() == blob, name  # the upload's git blob
     assert sorted(released_pools()) == sorted(
         f"{b}/qwen3-{s}" for b in ("appworld", "bfcl") for s in ("8b", "14b", "32b"))
 

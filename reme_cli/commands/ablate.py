@@ -71,6 +71,7 @@ class RunJob:
     overrides: list[str]  # what `reme eval` needs to rebuild cfg
     units: int
     max_calls: int
+    varies: tuple[str, ...] = ()  # the keys its variant sets: what its table varies
 
 
 @dataclass
@@ -289,7 +290,8 @@ def plan(name: str, overrides: list[str], only: list[str] | None = None) -> Suit
             job_overrides = [*head, *_for_method(method, overrides), *job, f"out_dir={root / 'runs' / label}"]
             cfg = compose(job_overrides)
             units, calls = _units(cfg, notes=out.notes)
-            out.runs.append(RunJob(label, vname, variant.get("pool"), cfg, job_overrides, units, calls))
+            varies = tuple(o.lstrip("+~").split("=", 1)[0] for o in job)
+            out.runs.append(RunJob(label, vname, variant.get("pool"), cfg, job_overrides, units, calls, varies))
     if only:
         unknown = sorted(set(only) - {j.label for j in out.runs})
         if unknown:
@@ -308,6 +310,30 @@ def _max_calls(p: SuitePlan) -> dict[int, int]:
     out = {id(j): 0 if j.source else max_executor_calls(j.cfg, j.units, build=True) for j in p.pools}
     out.update({id(j): max_executor_calls(j.cfg, j.units) for j in p.runs})
     return out
+
+
+def run_fidelity(p: SuitePlan, job: RunJob) -> str:
+    """The fidelity column: where the run departs from the authors' setup (report/fidelity.py)."""
+    from reme_cli.core.config import to_dict
+    from reme_cli.report.fidelity import departures, fidelity_text, flatten
+
+    pool = next((j for j in p.pools if j.name == job.pool), None)
+    start = None if pool is None else ("released" if pool.source else "built")
+    pool_params = flatten(to_dict(pool.cfg)) if pool is not None and not pool.source else None
+    return fidelity_text(departures(flatten(to_dict(job.cfg)), pool=start, varied=job.varies,
+                                    pool_params=pool_params))
+
+
+def fidelity_table(p: SuitePlan) -> Table:
+    """Per run: where it departs from the authors' setup, or "authors' setup"."""
+    table = Table(title="fidelity: departures from the authors' setup (README, \"Fidelity\")")
+    table.add_column("run")
+    table.add_column("departs from the authors' setup in", overflow="fold")
+    for j in p.runs:
+        table.add_row(j.label, run_fidelity(p, j))
+    table.caption = ("the keys a run's table varies are not departures; the embedding is named where it is "
+                     "not the authors' text-embedding-v4")
+    return table
 
 
 def plan_table(p: SuitePlan) -> Table:

@@ -66,6 +66,28 @@ def flatten(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
+def pool_origin(cfg: dict[str, Any], mode: str) -> dict[str, Any]:
+    """Where a run's starting pool came from, for the fidelity column: ``pool_start``
+    released (imported from the authors' file) or built (here; ``pool_params``: the build's
+    flattened config, when its build directory is still there), None without a pool."""
+    pool = (cfg.get("memory") or {}).get("pool") if mode != "none" else None
+    if not pool:
+        return {"pool_start": None, "pool_params": None}
+    for manifest in (Path(pool) / "pool" / MANIFEST_FILE, Path(pool) / MANIFEST_FILE):
+        try:
+            built_by = json.loads(manifest.read_text()).get("built_by") or {}
+        except (OSError, ValueError):
+            continue
+        if built_by.get("kind") == "import_official":
+            return {"pool_start": "released", "pool_params": None}
+        try:
+            params = _flatten(yaml.safe_load((Path(built_by.get("run", "")) / CONFIG_FILE).read_text()))
+        except (OSError, ValueError, AttributeError):
+            params = None
+        return {"pool_start": "built", "pool_params": params}
+    return {"pool_start": None, "pool_params": None}
+
+
 def _run_id(path: Path, paths: list[Path]) -> str:
     """The shortest unique tail of a run's path: its name, or parent/name."""
     for depth in range(1, len(path.parts) + 1):
@@ -101,6 +123,7 @@ def load_frames(paths: list[Path], order: list[str] | None = None
             "k": cfg["eval"]["runs"], "seeds": cfg["eval"]["seeds"],
             "tasks": len(manifest.get("task_ids") or []), "status": manifest.get("status", "running"),
             "variant": path.name, "params": flatten(cfg), SUITE_RANK: rank.get(path.name),
+            **pool_origin(cfg, mode),
         })
         unit_rows += [unit_row(run_id, t) for t in trials]
         if mode == "dynamic":

@@ -97,6 +97,10 @@ class SummarizerCfg:
     max_tokens: Optional[int] = None  # None: no cap (the model's context is the limit)
     # None: send no thinking switch; true/false: Qwen3's enable_thinking, as for the executor.
     thinking: Optional[bool] = None
+    # A model config (configs/model/NAME.yaml) whose vLLM server reme starts for the
+    # summarizer, beside the executor's, when summarizer.base_url is unset
+    # (summarizer=qwen3-14b / qwen3-32b: Table 4's rows); None: no server of its own.
+    serve: Optional[str] = None
     # The command exits 3 (after writing everything) when more than this share of one role's
     # answers were invalid or truncated (judged from 5 answers of the role on).
     max_failed_share: float = 0.2
@@ -228,6 +232,9 @@ _AT_MOST = {"summarizer.max_failed_share": 1.0, "summarizer.temperature": 2.0, "
 _EXECUTION_KEYS = ("out_dir", "runs_root", "llm.concurrency", "llm.timeout", "llm.max_retries",
                    "eval.max_stored_chars", "llm.breaker_threshold", "llm.startup_timeout", "env.concurrency",
                    "llm.cache", "llm.cache_dir", "llm.api_key", "llm.base_url", "summarizer.max_failed_share",
+                   # Where the summarizer is served, as llm.base_url: its name, model and
+                   # summarizer.serve say what it is.
+                   "summarizer.base_url",
                    "embedding.device", "embedding.batch_size", "embedding.api_key_env",
                    # Where a managed server runs, not what it computes.
                    "model.params_b", "model.tensor_parallel", "llm.replicas")
@@ -322,6 +329,10 @@ def validate(raw: DictConfig | dict) -> Config:
         value = _get(cfg, key)
         if value != "auto" and not (isinstance(value, int) and not isinstance(value, bool) and value >= 1):
             raise UserError(f"{key}={value!r}: give auto or a whole number >= 1")
+    serve = cfg.summarizer.serve
+    if serve is not None and not (config_dir() / "model" / f"{serve}.yaml").is_file():
+        known = sorted(p.stem for p in (config_dir() / "model").glob("*.yaml"))
+        raise UserError(f"summarizer.serve={serve!r} names no model config; choose one of {known}")
     if getattr(cfg.benchmark, "task_ids", None) == []:
         raise UserError("benchmark.task_ids=[] selects no task: name at least one, or drop it to use the split")
     if cfg.eval.mode != "none" and cfg.memory.name == "none":
@@ -410,7 +421,9 @@ def to_dict(cfg: Config) -> dict[str, Any]:
 
 # Keys added after runs were made, with the value that behaves as before they existed: at
 # that value they stay out of the hash, so an earlier run directory still resumes.
-_NEUTRAL_WHEN = {"eval.dynamic_workers": 1, "embedding.dimensions": None,
+_NEUTRAL_WHEN = {"eval.dynamic_workers": 1, "embedding.dimensions": None, "summarizer.serve": None,
+                 # reme's own prompts were the only ones before the authors' became the default
+                 "memory.prompts": "reme",
                  # AppWorld's bounds on the model's code (issue 33): at their defaults no honest
                  # episode meets them, so runs made before them resume.
                  "benchmark.episode_timeout": 300.0, "benchmark.memory_mb": 2048, "benchmark.disk_mb": 128,
@@ -467,8 +480,14 @@ def _dig(data: dict[str, Any], dotted: str) -> Any:
     return data
 
 
-def _get(cfg: Any, dotted: str) -> Any:
+_MISSING = object()
+
+
+def _get(cfg: Any, dotted: str, default: Any = _MISSING) -> Any:
+    """The value at ``dotted``; ``default`` where a plug-in section has no such key."""
     for part in dotted.split("."):
+        if default is not _MISSING and not hasattr(cfg, part):
+            return default
         cfg = getattr(cfg, part)
     return cfg
 

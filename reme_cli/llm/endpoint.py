@@ -21,6 +21,8 @@ class Endpoint:
     identity: dict[str, Any] = field(default_factory=dict)  # recorded in the run manifest
     # For a server we started: a one-line message once its process has died, else None.
     health: Callable[[], str | None] | None = None
+    # The summarizer's own server when reme started it or a suite shares it (manifest).
+    summarizer_identity: dict[str, Any] | None = None
 
     @property
     def base_url(self) -> str:
@@ -37,23 +39,44 @@ def base_urls(cfg: Config) -> list[str]:
 @contextlib.contextmanager
 def endpoint(cfg: Config) -> Iterator[Endpoint]:
     """Yield a reachable endpoint: the given server(s), or one started here (the embedded
-    CPU model, or `vllm serve` for a GPU model config), stopped on exit, errors included."""
+    CPU model, or `vllm serve` for a GPU model config), stopped on exit, errors included.
+    A summarizer with a server of its own (``summarizer.serve``, no ``summarizer.base_url``)
+    gets it started here too, planned with the executor's on GPUs of its own, and
+    ``cfg.summarizer.base_url`` pointed at it (a key outside the run hash)."""
+    from reme_cli.llm.shared import summarizer_server_cfg
+
     urls = base_urls(cfg)
-    if urls:
+    summ = summarizer_server_cfg(cfg)
+    executor = not urls and cfg.model.kind != "local"
+    if summ is not None and not urls and cfg.model.kind == "local":
+        raise UserError("summarizer.serve starts a vLLM summarizer beside a GPU executor; with model=local "
+                        "point summarizer.base_url at a running server instead")
+    if not executor and summ is None:
+        yield from _endpoint(cfg, urls, None)
+        return
+    from reme_cli.llm.vllm_server import managed
+
+    def log(model: int, replica: int) -> Path:
+        name = "vllm_server" if executor and model == 0 else "vllm_summarizer"
+        return _log_path(cfg, f"{name}.log" if replica == 0 else f"{name}-{replica}.log")
+
+    with managed([*([cfg] if executor else []), *([summ] if summ else [])], log) as groups:
+        if summ is not None:
+            cfg.summarizer.base_url = groups[-1].urls[0]
+        yield from _endpoint(cfg, urls, groups[0] if executor else None, groups[-1] if summ else None)
+
+
+def _endpoint(cfg: Config, urls: list[str], group: Any, summarizer: Any = None) -> Iterator[Endpoint]:
+    if urls or group is not None:
         from reme_cli.llm.shared import shared_identity
 
-        yield _external(cfg, urls, shared_identity(urls) or {"kind": "external"})
-        return
-    if cfg.model.kind != "local":
-        from reme_cli.llm.vllm_server import managed
-
-        def log(_model: int, replica: int) -> Path:
-            return _log_path(cfg, "vllm_server.log" if replica == 0 else f"vllm_server-{replica}.log")
-
-        with managed([cfg], log) as (group,):
+        if group is not None:
             ep = _external(cfg, group.urls, group.identity())
-            ep.health = group.failure
-            yield ep
+        else:
+            ep = _external(cfg, urls, shared_identity(urls) or {"kind": "external"})
+        ep.health = _first_failure(group, summarizer)
+        ep.summarizer_identity = _summarizer_identity(cfg, summarizer)
+        yield ep
         return
 
     from reme_cli.llm.local_server import LocalServer, default_model_path
@@ -69,7 +92,26 @@ def endpoint(cfg: Config) -> Iterator[Endpoint]:
             "n_ctx": cfg.model.n_ctx,
             "max_model_len": cfg.model.n_ctx,
             "log": str(log_path),
-        }, health=server.failure)
+        }, health=server.failure, summarizer_identity=_summarizer_identity(cfg, None))
+
+
+def _first_failure(*groups: Any) -> Callable[[], str | None] | None:
+    """One health check over the servers started here (the executor's, the summarizer's)."""
+    started = [g for g in groups if g is not None]
+    if not started:
+        return None
+    return lambda: next((msg for msg in (g.failure() for g in started) if msg), None)
+
+
+def _summarizer_identity(cfg: Config, group: Any) -> dict[str, Any] | None:
+    if group is not None:
+        return {**group.identity(), "base_url": group.urls[0]}
+    url = cfg.summarizer.base_url
+    if not url:
+        return None
+    from reme_cli.llm.shared import shared_identity
+
+    return shared_identity([url]) or {"kind": "external", "base_url": url}
 
 
 def _log_path(cfg: Config, name: str) -> Path:

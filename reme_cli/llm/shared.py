@@ -1,7 +1,8 @@
 """Managed vLLM servers shared by the jobs of a suite (`reme ablate`).
 
 The suite starts each model's servers once and hands their URLs to the jobs as
-``llm.base_url`` (a key outside the run hash, so a run is the same run, and resumes,
+``llm.base_url``, or ``summarizer.base_url`` for a summarizer with a server of its own
+(keys outside the run hash, so a run is the same run, and resumes,
 whether its server was shared or its own). The jobs learn that those URLs are servers reme
 manages, and record them so in their manifest, from ``REME_SHARED_SERVERS``: reme's own
 variable, inherited by the jobs, never passed to a server.
@@ -10,6 +11,7 @@ variable, inherited by the jobs, never passed to a server.
 from __future__ import annotations
 
 import contextlib
+import copy
 import json
 import os
 from collections.abc import Iterator
@@ -25,6 +27,20 @@ SHARED_ENV = "REME_SHARED_SERVERS"
 def is_managed(cfg: Config) -> bool:
     """A job that would start its own vLLM server."""
     return cfg.model.kind != "local" and not cfg.llm.base_url
+
+
+def summarizer_server_cfg(cfg: Config) -> Config | None:
+    """The config of the summarizer's own managed vLLM server (``summarizer.serve``'s model
+    settings, one replica), or None when it has a server already or needs none."""
+    s = cfg.summarizer
+    if not s.serve or s.base_url:
+        return None
+    from reme_cli.core.config import compose
+
+    own = copy.deepcopy(cfg)
+    own.model = compose([f"model={s.serve}"]).model
+    own.llm.base_url, own.llm.replicas = None, 1
+    return own
 
 
 def server_key(cfg: Config) -> str:
@@ -47,17 +63,23 @@ def shared_identity(urls: list[str]) -> dict[str, Any] | None:
 @contextlib.contextmanager
 def shared_servers(jobs: list[Any], log_dir: Path) -> Iterator[None]:
     """Start one group of servers per model that ``jobs`` (with ``.cfg`` and ``.overrides``)
-    would each start, point those jobs at it, and stop it when the suite ends."""
-    groups: dict[str, list[Any]] = {}
+    would each start, as executor or as summarizer (``summarizer.serve``), point those jobs
+    at it, and stop it when the suite ends."""
+    groups: dict[str, list[tuple[Any, str]]] = {}
+    server_cfgs: dict[str, Config] = {}
     for job in jobs:
-        if is_managed(job.cfg):
-            groups.setdefault(server_key(job.cfg), []).append(job)
+        for role, cfg in (("llm", job.cfg if is_managed(job.cfg) else None),
+                          ("summarizer", summarizer_server_cfg(job.cfg))):
+            if cfg is not None:
+                key = server_key(cfg)
+                server_cfgs.setdefault(key, cfg)
+                groups.setdefault(key, []).append((job, role))
     if not groups:
         yield
         return
     from reme_cli.llm.vllm_server import managed
 
-    cfgs = [js[0].cfg for js in groups.values()]
+    cfgs = list(server_cfgs.values())
     names = [c.model.name for c in cfgs]
 
     def log(model: int, replica: int) -> Path:
@@ -69,10 +91,13 @@ def shared_servers(jobs: list[Any], log_dir: Path) -> Iterator[None]:
         for js, group in zip(groups.values(), started):
             urls = group.urls
             value = urls[0] if len(urls) == 1 else urls
-            override = f"llm.base_url={value if len(urls) == 1 else '[' + ','.join(urls) + ']'}"
-            for job in js:
-                job.cfg.llm.base_url = value
-                job.overrides = [*job.overrides, override]
+            for job, role in js:
+                if role == "llm":
+                    job.cfg.llm.base_url = value
+                    job.overrides = [*job.overrides, f"llm.base_url={value if len(urls) == 1 else '[' + ','.join(urls) + ']'}"]
+                else:  # a summarizer server is one replica
+                    job.cfg.summarizer.base_url = urls[0]
+                    job.overrides = [*job.overrides, f"summarizer.base_url={urls[0]}"]
             entries.append({"urls": urls, "identity": group.identity()})
         set_own(SHARED_ENV, json.dumps(entries))
         try:

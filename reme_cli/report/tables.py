@@ -17,6 +17,7 @@ from typing import Callable
 
 import pandas as pd
 
+from reme_cli.report.fidelity import departures, embedding_name, fidelity_text
 from reme_cli.report.columns import method_columns
 from reme_cli.report.metrics import as_flag, scored_units
 from reme_cli.report.order import in_run_order, natural_key, suite_ranks
@@ -25,6 +26,7 @@ from reme_cli.report.published import load_published, published_text
 from reme_cli.report.stats import paired_bootstrap
 
 DASH = "—"
+FIDELITY = "fidelity"  # where the row's runs depart from the authors' setup (reme_cli/report/fidelity.py)
 DAGGER = "†"
 SMOKE_NOTE = "smoke-level: embedded 135M model, not comparable to the paper"
 APPWORLD_NOTE = ("AppWorld: Avg@k and Pass@k are over task goal completion (TGC, every test of the task "
@@ -309,9 +311,30 @@ def _partial_note(run: pd.Series) -> str:
             f"counted, so this cell is not comparable to a complete run.")
 
 
+def run_departures(run: pd.Series, spec: TableSpec) -> list[str]:
+    """Where one run departs from the authors' setup; the keys its table varies do not count."""
+    pool_params = run.get("pool_params")
+    # The run's own columns stand in for what a hand-made record's params may lack.
+    known = {"benchmark.name": run["benchmark"], "model.name": run["model"], "eval.mode": run["mode"],
+             "memory.name": run["memory"]}
+    return departures({**known, **_params(run)}, pool=run.get("pool_start") if isinstance(run.get("pool_start"), str) else None,
+                      varied=spec.params, pool_params=pool_params if isinstance(pool_params, dict) else None)
+
+
+def embedding_note(joined: pd.DataFrame) -> str | None:
+    """The caption's embedding: what the table's memory runs retrieved with."""
+    used = sorted({embedding_name(_params(run)) for _, run in joined.iterrows()
+                   if run["memory"] != "none" and "embedding.model" in _params(run)})
+    return f"embedding: {', '.join(used)}." if used else None
+
+
 def _table_notes(joined: pd.DataFrame, spec: TableSpec, cell_notes: list[str], published: bool = False) -> list[str]:
     """Footnotes, deduplicated, in a fixed order."""
     notes = [_partial_note(run) for _, run in joined.iterrows() if run["partial"]]
+    if (embedding := embedding_note(joined)) is not None:
+        notes.append(embedding)
+    notes.append(f"{FIDELITY}: where a row's runs depart from the authors' setup (README, \"Fidelity\"), "
+                 "or \"authors' setup\"; what the table varies is not a departure.")
     if (joined["model"] == "local").any():
         notes.append(SMOKE_NOTE)
     paper_models = joined["model"].map(paper_model_label).notna()
@@ -345,7 +368,7 @@ def _column_order(joined: pd.DataFrame, columns: set[str]) -> list[str]:
         for name in (f"{group} {sgc_name(g.k)} ours", f"{group} {TOKENS}", f"{group} {MAX_PROMPT}"):
             if name in columns and name not in ordered:
                 ordered.append(name)
-    return ordered + ([PUBLISHED] if PUBLISHED in columns else [])
+    return ordered + ([PUBLISHED] if PUBLISHED in columns else []) + ([FIDELITY] if FIDELITY in columns else [])
 
 
 def layout(metrics: pd.DataFrame, runs: pd.DataFrame, spec: TableSpec) -> pd.DataFrame:
@@ -358,6 +381,9 @@ def layout(metrics: pd.DataFrame, runs: pd.DataFrame, spec: TableSpec) -> pd.Dat
     for _, run in joined.iterrows():
         cells = rows.setdefault(run["row"], {spec.row_header: run["row"]})
         _fill_cells(cells, run, spec, paper, cell_notes)
+        found = run_departures(run, spec)
+        known = [t for t in cells.get(FIDELITY, "").split("; ") if t and t != fidelity_text([])]
+        cells[FIDELITY] = fidelity_text(known + found)
         if published is not None and (text := published_text(run["base"], run["benchmark"], published)):
             cells[PUBLISHED] = text
     base_of = dict(zip(joined["row"], joined["base"]))

@@ -132,7 +132,8 @@ def _reme_unit_summarizer(cfg: Config, a: Assumptions) -> float:
     calls = float(per_retrieval)  # the unit's first retrieval (a retry that has a summary retrieves none)
     if cfg.eval.mode != "dynamic":
         return calls
-    judge_per_job = a.candidates_per_summary
+    # The authors' trajectory-level flow validates nothing.
+    judge_per_job = 0.0 if (m.prompts == "authors" and m.granularity == "trajectory") else a.candidates_per_summary
     if m.reflection.style == "lesson":
         reflections = sum(q ** (i + 1) for i in range(r))  # a failed trial before the last
         first, later, failed = p, q - q ** (r + 1), q ** (r + 1)
@@ -184,7 +185,16 @@ def build_calls(cfg: Config, units: int, tasks: int, a: Assumptions) -> Calls:
     out = Calls(max_executor_calls(cfg, units, build=True),
                 episodes * min(a.calls_per_episode, cfg.benchmark.max_interactions))
     method = cfg.memory.name
-    if method == "reme":
+    if method == "reme" and cfg.memory.prompts == "authors":
+        # Two trajectories posted (first-lowest, last-highest): an analysis of each, and a
+        # comparative one when one succeeded and the other failed; a validation per candidate.
+        posted = min(n, 2)
+        if cfg.memory.granularity == "trajectory":  # one simple summary each, not validated
+            out.summarizer = tasks * posted
+        else:
+            mixed = any_success + any_failure - 1 if n >= 2 else 0.0
+            out.summarizer = tasks * (posted + mixed) * (1 + a.candidates_per_summary)
+    elif method == "reme":
         if cfg.memory.granularity == "trajectory":
             jobs = 1.0
         else:  # success if one succeeded, failure if one failed, comparative if rewards differ

@@ -96,7 +96,8 @@ class RunLifecycle:
         cfg = self.cfg
         with endpoint(cfg) as ep:
             run_dir = self._run_dir = RunDir.open(self.run_path, to_dict(cfg), config_hash(cfg), kind=self.kind)
-            run_dir.update_manifest(status="running", server=ep.identity, embedding=embedding_identity(cfg),
+            summarizer = {"summarizer_server": ep.summarizer_identity} if ep.summarizer_identity else {}
+            run_dir.update_manifest(status="running", server=ep.identity, **summarizer, embedding=embedding_identity(cfg),
                                     requests=request_record(cfg, temperature), **manifest, **sandbox_fields(self.bench))
             settings = episode_settings(cfg, self.bench, temperature=temperature)
             progress = RunProgress(self.console, title)

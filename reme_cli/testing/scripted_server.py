@@ -317,6 +317,9 @@ class ScriptedSummarizerPolicy:
             reply = answer(system, user, body)
             if reply is not None:
                 return reply
+        authors = self._authors_prompt(user)  # the authors' prompts: one user message
+        if authors is not None:
+            return authors
         if "strict reviewer of experiences" in system:
             return Reply(content=json.dumps({"score": self.judge_score, "reason": "scripted"}))
         if "FAILED. It will retry" in system:
@@ -351,6 +354,30 @@ class ScriptedSummarizerPolicy:
             return Reply(content=content, tool_calls=calls, raw=True)
         raise PolicyError("the summarizer script does not know this prompt")
 
+
+    # How the authors' prompts (reme_cli/methods/reme/authors_prompts/) tell their kind.
+    AUTHORS_KINDS = {"reviewing successful step sequences": "SUCCESSFUL", "reviewing failed step sequences": "FAILED",
+                     "comparing higher-scoring and lower-scoring": "comparative"}
+
+    def _authors_prompt(self, user: str) -> Reply | None:
+        """Answers in the authors' formats: a ```json block, as their prompts show it."""
+        def block(value: Any) -> Reply:
+            return Reply(content="```json\n" + json.dumps(value, indent=2) + "\n```")
+
+        if "validating the quality and usefulness of extracted step-level task memories" in user:
+            return block({"is_valid": True, "score": self.judge_score, "feedback": "scripted", "recommendations": ""})
+        # The task's words: the first user step of the (first) step sequence.
+        first = user.split("role=user content=\n", 1)[-1].split("\n\n# Tools", 1)[0].split("\n###", 1)[0]
+        words = " ".join(first.split()[:40])[-160:]
+        if user.startswith("# Execution Process"):  # simple_summary: trajectory-level
+            return block([{"when_to_use": f"When a task says: {words}",
+                           "memory": "Scripted trajectory lesson: check the state before each call."}])
+        kind = next((k for mark, k in self.AUTHORS_KINDS.items() if mark in user), None)
+        if kind is None:
+            return None
+        return block([{"when_to_use": f"When a task says: {words}",
+                       "experience": f"Scripted {kind} lesson: check the state before each call.",  # FAILURE_LESSON
+                       "tags": ["scripted"], "confidence": 0.9, "step_type": "action", "tools_used": []}])
 
     @staticmethod
     def _memory_manager(body: dict[str, Any], user: str) -> Reply:

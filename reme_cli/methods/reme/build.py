@@ -1,8 +1,10 @@
 """ReMe's acquisition from sampled training trajectories (the second and third phases of
 `reme build-pool memory=reme`).
 
-distill: per task, success / failure / comparative analysis of the best and worst
-trajectory, then the LLM judge (``build/distill.jsonl``, one line per finished task);
+distill: per task, the summarizer's analyses of the sampled trajectories and their
+validation (``summarize.py``: the authors' flow by default, which posts the first-lowest and
+the last-highest of them with the task's tool schemas; ``build/distill.jsonl``, one line per
+finished task);
 assemble: embedding dedup in task order into the pool (rebuilt from distill's file each
 time, so it is cheap and never half-written).
 """
@@ -16,10 +18,11 @@ from reme_cli.core.config import config_hash
 from reme_cli.core.io import append_lines, read_lines
 from reme_cli.llm.answer_health import answer_tally, merge
 from reme_cli.methods.base import BuildContext, BuildResult
-from reme_cli.methods.reme.distill import DistillStats, distill_task, judge
-from reme_cli.methods.reme.formats import sampling
+from reme_cli.methods.reme.distill import DistillStats
 from reme_cli.methods.reme.experience import Experience, assign_stable_ids
 from reme_cli.methods.reme.pool import Pool
+from reme_cli.methods.reme.step_sequence import agent_shape
+from reme_cli.methods.reme.summarize import summarize
 
 DISTILL_FILE = "distill.jsonl"
 
@@ -29,17 +32,17 @@ async def distill_training(ctx: BuildContext) -> None:
     done = {rec["task_id"] for rec in read_lines(ctx.work / DISTILL_FILE)}
     slots = asyncio.Semaphore(cfg.llm.concurrency)
 
+    shape = agent_shape(cfg.benchmark.name)
+
     async def distill_one(task_id: str) -> None:
         async with slots:
             task = ctx.bench.load(task_id)
             attempts = ctx.attempts[task_id]
+            tools = await task_tools(ctx.bench, task) if cfg.memory.prompts == "authors" and shape.tool_block else None
+            rejected: list[Experience] = []
             with answer_tally() as answers:  # kept in the task's line: a resumed build counts them all
-                cands, stats = await distill_task(
-                    summarizer.llm, task, attempts, granularity=cfg.memory.granularity,
-                    author=summarizer.author, **sampling(summarizer, "distill"))
-                kept, judged = await judge(summarizer.llm, task, cands, threshold=cfg.memory.judge_threshold,
-                                           **sampling(summarizer, "judge"))
-            stats.merge(judged)
+                kept, stats = await summarize(summarizer, cfg.memory, task, [(t, o, None) for t, o in attempts],
+                                              shape=shape, building=True, tools=tools, rejected=rejected)
             assign_stable_ids(kept, task_id)
             await asyncio.to_thread(append_lines, ctx.work / DISTILL_FILE, [{
                 "task_id": task_id,
@@ -48,9 +51,21 @@ async def distill_training(ctx: BuildContext) -> None:
                 "stats": stats.to_dict(),
                 "summarizer_answers": answers.to_dict(),
                 "experiences": [e.to_dict() for e in kept],
+                # What the validation turned down, with its verdicts: to inspect, never pooled.
+                "rejected": [e.to_dict() for e in rejected],
             }])
 
     await asyncio.gather(*(distill_one(t) for t in ctx.task_ids if t not in done and ctx.attempts.get(t)))
+
+
+async def task_tools(bench, task) -> list[dict]:
+    """The tool schemas an episode of ``task`` starts with (its environment's), for the
+    authors' pool builder, which appends them to each trajectory's first message."""
+    env = await bench.open(task, f"build-tools-{task.id}")
+    try:
+        return env.tools()
+    finally:
+        await env.close()
 
 
 def assemble(ctx: BuildContext, staging: Path) -> BuildResult:
@@ -68,7 +83,7 @@ def assemble(ctx: BuildContext, staging: Path) -> BuildResult:
 
     pool = Pool.create(staging, ctx.embedder, retrieval_key=cfg.memory.retrieval_key, built_by={
         "kind": "build-pool", "run": str(ctx.work), "config_hash": config_hash(cfg),
-        "model": cfg.model.name, "summarizer": cfg.summarizer.name,
+        "model": cfg.model.name, "summarizer": cfg.summarizer.name, "prompts": cfg.memory.prompts,
         "granularity": cfg.memory.granularity, "judge_threshold": cfg.memory.judge_threshold,
         "dedup_threshold": cfg.memory.dedup_threshold, "dedup_text": cfg.memory.dedup_text,
         "samples": cfg.build.samples})

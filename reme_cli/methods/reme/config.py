@@ -56,6 +56,11 @@ class ReMeConfig:
     retrieval_key: str = "usage_scenario"  # usage_scenario | task_query | generalized_query | keywords
     rerank: bool = False  # LLM rerank of the top K (FAQ scripts off; paper text and v0.1.9 service on)
     rewrite: bool = False  # LLM rewrite into task-specific guidance (same sources)
+    # Whose summarizer distils and validates experiences (pool building and dynamic trials):
+    # authors: the authors' memory service (v0.1.9) with its prompts, fed and read as it was
+    #   (reme_cli/methods/reme/authors_flow.py);
+    # reme: reme's own prompts, written from the paper's text (distill.py, prompts/*.md).
+    prompts: str = "authors"  # authors | reme
     addition: str = "selective"  # selective | full
     granularity: str = "keypoint"  # keypoint | trajectory
     judge_threshold: float = 0.5  # validation score kept (authors 0.5, paper text 0.3)
@@ -74,6 +79,7 @@ class ReMeConfig:
     def check(self) -> None:
         check_choices("memory", self, {
             "retrieval_key": {"usage_scenario", "task_query", "generalized_query", "keywords"},
+            "prompts": {"authors", "reme"},
             "addition": {"selective", "full"},
             "granularity": {"keypoint", "trajectory"},
             "deletion.rule": {"le", "lt"},

@@ -21,7 +21,7 @@ from reme_cli.methods.base import (Applied, Attempt, BuildContext, BuildResult, 
 from reme_cli.methods.reme.build import assemble, distill_training
 from reme_cli.methods.reme.config import ReMeConfig
 from reme_cli.methods.summarizer import SummarizerSettings
-from reme_cli.methods.reme.distill import DistillStats, distill_task, judge, reflect, reflection_experience
+from reme_cli.methods.reme.distill import DistillStats, judge, reflect, reflection_experience
 from reme_cli.llm.embed import Embedder, make_embedder_for
 from reme_cli.methods.reme.events import apply_events
 from reme_cli.methods.reme.formats import sampling
@@ -30,6 +30,8 @@ from reme_cli.methods.reme.pool import Pool
 from reme_cli.methods.reme.reuse import format_guidance, rerank, rewrite
 from reme_cli.methods.reme.describe import describe as describe_state
 from reme_cli.methods.state_view import StateView
+from reme_cli.methods.reme.step_sequence import DEFAULT_SHAPE, AgentShape, agent_shape
+from reme_cli.methods.reme.summarize import summarize
 
 
 def resolve_pool_path(path: str | Path) -> Path:
@@ -78,6 +80,11 @@ def load_pool(cfg: Config, embedder: Embedder, workdir: Path) -> Pool:
         pool = _derived(workdir / "pool-reembedded", embedder, key, items, {"reembedded_from": str(source)})
     if pool.retrieval_key == cfg.memory.retrieval_key:
         return pool
+    key = cfg.memory.retrieval_key
+    if len(pool) and not any(e.retrieval_text(key).strip() for e in pool):
+        raise UserError(f"memory.retrieval_key={key}: no experience of the pool {source} has one (a pool built "
+                        "with memory.prompts=authors has no generalized_query: the authors' published prompts "
+                        "do not ask for it); use the released pool, or build one with memory.prompts=reme")
     return _derived(workdir / f"pool-{cfg.memory.retrieval_key}", embedder, cfg.memory.retrieval_key, list(pool),
                     {"rekeyed_from": str(pool.path)})
 
@@ -127,10 +134,12 @@ class ReMe(Memory):
         "series": {"pool_size": "pool size (experiences)", "mean_utility": "mean utility u/f"},
     }
 
-    def __init__(self, pool: Pool, cfg: ReMeConfig, summarizer: SummarizerSettings):
+    def __init__(self, pool: Pool, cfg: ReMeConfig, summarizer: SummarizerSettings,
+                 shape: AgentShape = DEFAULT_SHAPE):
         self.pool = pool
         self.cfg = cfg
         self.summ = summarizer
+        self.shape = shape  # what the authors' agent of the benchmark summarized (step_sequence.py)
         # Trials each worker of the stream has run (the authors' agents count per worker).
         self.trials_by_worker: dict[int, int] = {}
 
@@ -158,10 +167,11 @@ class ReMe(Memory):
     # ------------------------------------------------------------------ state
     @classmethod
     def load(cls, ctx: MethodContext) -> ReMe:
-        return cls(load_pool(ctx.cfg, make_embedder_for(ctx.cfg), ctx.run_path), ctx.cfg.memory, ctx.summarizer)
+        return cls(load_pool(ctx.cfg, make_embedder_for(ctx.cfg), ctx.run_path), ctx.cfg.memory, ctx.summarizer,
+                   agent_shape(ctx.cfg.benchmark.name))
 
     def fork(self, where: Path) -> ReMe:
-        return ReMe(self.pool.copy_to(where / "pool", overwrite=True), self.cfg, self.summ)
+        return ReMe(self.pool.copy_to(where / "pool", overwrite=True), self.cfg, self.summ, self.shape)
 
     def replay(self, events: list[dict[str, Any]]) -> None:
         apply_events(self.pool, events)
@@ -245,7 +255,7 @@ class ReMe(Memory):
             # A summary is used by the next trial or added; the authors' agent also
             # summarizes a last failed trial, whose memories nothing then uses.
             wanted = self.learning and (outcome.success or not last or self.cfg.addition == "full")
-            summary = await self._summarize(task, attempts[-1], stats) if wanted else []
+            summary = await self._summarize(task, attempts[-1], guidance, stats) if wanted else []
             carry.append((current, summary))
             trials.append({"guided_by": "retrieval" if current is not None else "previous_summary",
                            "retrieved_ids": current.ids if current is not None else [],
@@ -259,16 +269,14 @@ class ReMe(Memory):
             record["distill"] = stats.to_dict()
         return Tried(attempts, record, carry=carry)
 
-    async def _summarize(self, task: Task, attempt: Attempt, stats: DistillStats) -> list[Experience]:
-        """What the authors' summary_task_memory returns for one trajectory: its success or
-        failure analysis, validated by the judge and de-duplicated against the pool."""
-        candidates, distilled = await distill_task(
-            self.summ.llm, task, [(attempt.trajectory, attempt.outcome)], granularity=self.cfg.granularity,
-            author=self.summ.author, **self._sampling("distill"))
-        candidates, judged = await judge(self.summ.llm, task, candidates, threshold=self.cfg.judge_threshold,
-                                         **self._sampling("judge"))
-        stats.merge(distilled)
-        stats.merge(judged)
+    async def _summarize(self, task: Task, attempt: Attempt, guidance: str | None,
+                         stats: DistillStats) -> list[Experience]:
+        """What the authors' summary_task_memory returns for one trajectory (posted as their
+        agent recorded it, ``guidance`` included): its success or failure analysis, validated
+        by the judge and de-duplicated against the pool."""
+        candidates, summarized = await summarize(self.summ, self.cfg, task,
+                                                 [(attempt.trajectory, attempt.outcome, guidance)], shape=self.shape)
+        stats.merge(summarized)
         if not candidates:
             return []
         return await asyncio.to_thread(self._novel, candidates)
@@ -371,13 +379,10 @@ class ReMe(Memory):
         candidates: list[Experience] = []
         stats = None
         if self.cfg.addition == "full" or final.success:
-            usable = pairs if self.cfg.addition == "full" else [p for p in pairs if p[1].success]
-            candidates, stats = await distill_task(
-                self.summ.llm, task, usable, granularity=self.cfg.granularity, author=self.summ.author,
-                **self._sampling("distill"))
-            candidates, judged = await judge(self.summ.llm, task, candidates,
-                                             threshold=self.cfg.judge_threshold, **self._sampling("judge"))
-            stats.merge(judged)
+            # Attempt i saw the retrieved guidance plus the lessons before it.
+            guided = [(t, o, with_lessons(retrieval.guidance, lessons[:i])) for i, (t, o) in enumerate(pairs)]
+            usable = guided if self.cfg.addition == "full" else [g for g in guided if g[1].success]
+            candidates, stats = await summarize(self.summ, self.cfg, task, usable, shape=self.shape)
         if final.success and len(attempts) > 1 and lessons:
             # The retry that succeeded was guided by the last lesson: that one is kept, if
             # the judge accepts it like any other experience.

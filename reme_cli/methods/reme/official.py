@@ -5,14 +5,16 @@ The six released files ship with reme (``official_pools/``, Apache-2.0; its NOTI
 source commit and each file's sha256) and are named ``official:<benchmark>/<model>``, e.g.
 ``official:bfcl/qwen3-8b``; any other file is imported from its path.
 
-A released line looks like
+A released line of the first upload (f85ab472, what reme ships) looks like
     {"workspace_id", "memory_id", "memory_type", "when_to_use", "content", "score",
      "time_created", "time_modified", "author",
-     "metadata": {"task_query", "generalized_query", "category", "utility", "freq",
-                  "when_to_use", "author", "created_time", "modified_time"}}
-The extractor's tags / keywords / tools_used / confidence may appear in metadata in other
-exports; the six released files carry none of them (they get defaults, counted in the
-report). Whatever is not mapped is kept in Experience.extra, so nothing is lost.
+     "metadata": {"author", "task_query", "when_to_use", "category", "created_time",
+                  "modified_time", "extra_info": {"tags", "generalized_query"}, "utility", "freq"}}
+and the later format (65971baf) has ``metadata.generalized_query`` and no tags; both import.
+So all four retrieval keys of the paper's Table 5 come from the items themselves: ω
+when_to_use, task_query, generalized_query and κ = the tags. tools_used / confidence appear
+in no released file (they get defaults, counted in the report). Whatever is not mapped is
+kept in Experience.extra, so nothing is lost.
 """
 
 from __future__ import annotations
@@ -233,10 +235,14 @@ def official_record_to_experience(rec: Any) -> tuple[Experience, list[str]]:
 
 
 def _places(rec: dict[str, Any], meta: dict[str, Any], names: tuple[str, ...]) -> Iterator[tuple[dict[str, Any], str]]:
-    # Top level first (the memory record), then metadata (the extractor's output).
+    # Top level first (the memory record), then metadata (the extractor's output), then the
+    # first upload's metadata.extra_info (tags, generalized_query).
+    info = meta.get("extra_info")
     for name in names:
         yield rec, name
         yield meta, name
+        if isinstance(info, dict):
+            yield info, name
 
 
 def _extra(rec: dict[str, Any], meta: dict[str, Any]) -> dict[str, Any]:
@@ -246,6 +252,13 @@ def _extra(rec: dict[str, Any], meta: dict[str, Any]) -> dict[str, Any]:
         for k, v in meta.items()
         if k not in _META_MAPPED and not (k in _META_MIRRORS and rec.get(_META_MIRRORS[k]) == v)
     }
+    info = meta_rest.get("extra_info")
+    if isinstance(info, dict):  # what it holds beyond the mapped keys, if anything
+        info = {k: v for k, v in info.items() if k not in _META_MAPPED}
+        if info:
+            meta_rest["extra_info"] = info
+        else:
+            del meta_rest["extra_info"]
     if meta_rest:
         extra["metadata"] = meta_rest
     return extra

@@ -1,0 +1,134 @@
+"""How far a run is from the authors' setup: the fidelity column of `reme ablate --dry-run`
+and of `reme report`.
+
+The authors' setup is reme's default configuration for the run's benchmark with a Qwen3 model
+(what the README's fidelity ledger lists and tests/test_fidelity_ledger.py holds the configs
+to), plus what no key holds: the authors embedded with text-embedding-v4, and ran their tables'
+ReMe rows from the pools they released. A run departs on each ledger key that matters in its
+mode and differs from that reference, unless the key is what its table varies; a baseline's
+settings in the authors' runs were never published, and a trajectory-level pool's prompt
+neither.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+AUTHORS = "authors' setup"
+AUTHORS_EMBEDDING = "text-embedding-v4"  # FAQ:14, issue #57: DashScope's, 1024-d
+PAPER_MODELS = {"qwen3-8b", "qwen3-14b", "qwen3-32b"}
+
+# The README ledger's keys, by the runs they matter to.
+EVERY_RUN = ("model.sampling.temperature", "benchmark.max_interactions", "benchmark.release")
+RETRIEVAL = ("memory.top_k", "memory.rerank", "memory.rewrite", "memory.retrieval_key")
+DYNAMIC = ("memory.reflection.max_retries", "memory.reflection.style", "memory.u_credit", "memory.addition",
+           "memory.deletion.rule", "memory.deletion.counts", "memory.deletion.every", "memory.deletion.alpha",
+           "memory.deletion.beta", "eval.dynamic_workers", "eval.scope")
+# What the summarizer is and how it distils: a dynamic run's trials, and any built pool.
+SUMMARIZER = ("memory.prompts", "memory.judge_threshold", "memory.dedup_threshold", "memory.dedup_text",
+              "summarizer.name", "summarizer.temperature", "summarizer.max_tokens", "summarizer.thinking")
+BUILD = ("build.samples", "build.temperature")  # a built pool's sampling (README, "Other knobs")
+LEDGER_KEYS = EVERY_RUN + RETRIEVAL + DYNAMIC + SUMMARIZER
+
+
+# What no default holds: the authors' BFCL release (a plain `reme eval` defaults to the
+# pinned bfcl-eval; the paper-table suites set it).
+AUTHORS_VALUES = {"benchmark.release": "paper"}
+
+
+@functools.cache
+def _reference(benchmark: str) -> dict[str, Any]:
+    """The authors' values for ``benchmark`` (none for a benchmark the paper did not run)."""
+    from reme_cli.core.config import compose, to_dict
+    from reme_cli.core.errors import UserError
+
+    if benchmark not in ("bfcl_v3", "appworld"):
+        return {}
+    try:
+        ref = flatten(to_dict(compose([f"benchmark={benchmark}", "model=qwen3-8b", "memory=reme"])))
+    except UserError:
+        return {}
+    return {**ref, **{k: v for k, v in AUTHORS_VALUES.items() if k in ref}}
+
+
+def released_kind(params: Mapping[str, Any]) -> bool:
+    """Whether the authors released a pool like the one this build config makes: keypoint
+    experiences, summarized by the executor itself, for a model and benchmark they released."""
+    from reme_cli.methods.reme.official import released_pools
+
+    bench = {"bfcl_v3": "bfcl"}.get(str(params.get("benchmark.name")), params.get("benchmark.name"))
+    return (params.get("memory.granularity") == "keypoint" and params.get("summarizer.name") == "same"
+            and f"{bench}/{params.get('model.name')}" in released_pools())
+
+
+def flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        if isinstance(value, Mapping):
+            out.update(flatten(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
+
+
+def embedding_name(params: Mapping[str, Any]) -> str:
+    """The embedding a run used, as its caption names it."""
+    model, dim = params.get("embedding.model"), params.get("embedding.dim")
+    stand_in = "" if model == AUTHORS_EMBEDDING else ", a stand-in for the authors' text-embedding-v4"
+    return f"{model} ({dim}-d{stand_in})"
+
+
+def departures(params: Mapping[str, Any], *, pool: str | None = None, varied: Iterable[str] = (),
+               pool_params: Mapping[str, Any] | None = None) -> list[str]:
+    """Where a run (its flattened resolved config) departs from the authors' setup.
+
+    ``pool``: ``released`` or ``built`` (None: no pool); ``varied``: the keys its table
+    varies (not departures); ``pool_params``: a built pool's build config, whose summarizer
+    settings then count too."""
+    mode = params.get("eval.mode", "none")
+    method = "none" if mode == "none" else params.get("memory.name")
+    varied = set(varied)
+    out: list[str] = []
+    if params.get("model.name") not in PAPER_MODELS:
+        out.append(f"model: {params.get('model.name')} (the paper: Qwen3-8B/14B/32B)")
+    keys: list[str] = list(EVERY_RUN)
+    if method not in ("none", "reme"):
+        out.append(f"{method}: its settings in the authors' runs were never published")
+    elif method == "reme":
+        keys += RETRIEVAL
+        if "embedding.model" in params and params["embedding.model"] != AUTHORS_EMBEDDING:
+            out.append(f"embedding: local stand-in ({params.get('embedding.model')})")
+        if mode == "dynamic":
+            keys += DYNAMIC + SUMMARIZER
+        if pool == "built":
+            out.append("pool: built here (authors: their released pool)" if released_kind(pool_params or params)
+                       else "pool: built here (the authors released none like it)")
+    ref = _reference(str(params.get("benchmark.name")))
+    for key in keys:
+        if key in varied or key not in params or key not in ref:
+            continue
+        if params[key] != ref[key]:
+            out.append(f"{key}={_show(params[key])} (authors: {_show(ref[key])})")
+    if pool == "built" and pool_params:
+        for key in SUMMARIZER + BUILD:
+            if key in varied or key in keys or key not in pool_params or key not in ref:
+                continue
+            if pool_params[key] != ref[key]:
+                out.append(f"pool built with {key}={_show(pool_params[key])} (authors: {_show(ref[key])})")
+        if pool_params.get("memory.granularity") == "trajectory" and pool_params.get("memory.prompts") == "authors":
+            out.append("trajectory-level prompt never published (nearest public: v0.1.9 simple_summary)")
+    return out
+
+
+def fidelity_text(found: list[str]) -> str:
+    return "; ".join(dict.fromkeys(found)) if found else AUTHORS
+
+
+def _show(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return str(value).lower()
+    return str(value)

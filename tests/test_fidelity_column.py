@@ -1,0 +1,137 @@
+"""Where the paper's tables start and what the fidelity column says: `reme ablate --dry-run`
+plans Table 5 on the released pool (nothing to build) and Table 4's 14B / 32B rows; each run's
+departures from the authors' setup, in the plan and in the report (with the embedding named
+in the table's caption)."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pandas as pd
+import pytest
+import yaml
+
+from reme_cli.commands.ablate import plan, run_fidelity
+from reme_cli.commands.report import pool_origin
+from reme_cli.core.config import compose, to_dict
+from reme_cli.report.fidelity import AUTHORS, departures, flatten
+from reme_cli.report.metrics import run_metrics
+from reme_cli.report.tables import FIDELITY, build_table
+
+GPU = ["model=qwen3-8b", "embedding=minilm", "llm.base_url=http://127.0.0.1:9/v1"]
+
+
+@pytest.fixture
+def counted(monkeypatch):
+    """Plans without counting a split's tasks (a BFCL release switch re-executes the process)."""
+    import reme_cli.commands.ablate as ablate
+
+    monkeypatch.setattr(ablate, "_units", lambda cfg, samples=None: (2, 2 * cfg.benchmark.max_interactions))
+
+
+def test_table5_dry_run_builds_no_pool_and_rekeys_the_released_one(reme):
+    proc = reme("ablate", "table5", *GPU, "--dry-run", check=True, env={"COLUMNS": "250"})
+    text = re.sub(r"[\s│┃]+", " ", proc.stderr)
+    assert "1 pool(s) to build or import" in text and "import pool reme - official:bfcl/qwen3-8b released 0 0" in text
+    assert "build pool" not in text
+    for key in ("task_query", "generalized_query", "keywords", "usage_scenario"):
+        assert f"eval {key} fixed reme released" in text
+        assert f"{key} embedding: local stand-in (all-MiniLM-L6-v2)" in text  # the fidelity table's row
+    assert not (reme.cwd / "runs").exists()
+
+
+def test_table4_plans_the_14b_and_32b_rows_with_their_own_summarizer_server(counted):
+    p = plan("table4", GPU)
+    pools = {j.name: j for j in p.pools}
+    assert pools["s8b"].source == "official:bfcl/qwen3-8b"
+    for size in ("14b", "32b"):
+        cfg = pools[f"s{size}"].cfg
+        assert pools[f"s{size}"].source is None and cfg.benchmark.split == "train"
+        assert (cfg.model.name, cfg.summarizer.name, cfg.summarizer.serve) == ("qwen3-8b", f"qwen3-{size}", f"qwen3-{size}")
+        assert cfg.summarizer.base_url is None  # reme starts it (llm/endpoint.py), or the suite shares one
+    assert {j.label: j.cfg.summarizer.name for j in p.runs} == {"s8b": "same", "s14b": "qwen3-14b",
+                                                                 "s32b": "qwen3-32b"}
+    assert run_fidelity(p, p.runs[0]) == "embedding: local stand-in (all-MiniLM-L6-v2)"
+    assert "pool: built here (the authors released none like it)" in run_fidelity(p, p.runs[1])
+
+
+def test_the_summarizer_server_plan_puts_it_beside_the_executor(monkeypatch):
+    from reme_cli.llm import gpus, vllm_server
+    from reme_cli.llm.shared import summarizer_server_cfg
+
+    cfg = compose(["model=qwen3-8b", "summarizer=qwen3-32b"])
+    own = summarizer_server_cfg(cfg)
+    assert (own.model.name, own.model.hf_id, own.llm.replicas) == ("qwen3-32b", "Qwen/Qwen3-32B", 1)
+    assert cfg.model.name == "qwen3-8b"  # the executor's config is untouched
+    assert summarizer_server_cfg(compose(["model=qwen3-8b", "summarizer=qwen3-32b",
+                                          "summarizer.base_url=http://h:1/v1"])) is None
+    four = [gpus.Gpu(i, 81559) for i in range(4)]
+    monkeypatch.setattr(gpus, "visible_gpus", lambda: four)
+    cfg.llm.replicas = 1
+    executor, summarizer = vllm_server.plan_servers([cfg, own])
+    assert executor.devices == [[0]] and summarizer.devices == [[1, 2]]  # 32B: two 80 GB GPUs
+
+
+def test_paper_text_and_local_runs_name_their_departures(counted):
+    p = plan("table3", [*GPU, "experiment=paper_text"])
+    text = run_fidelity(p, p.runs[0])
+    for bit in ("memory.rerank=true (authors: false)", "memory.prompts=reme (authors: authors)",
+                "memory.deletion.rule=le (authors: lt)", "memory.judge_threshold=0.3 (authors: 0.5)"):
+        assert bit in text
+    assert "memory.addition" not in text  # what Table 3 varies is not a departure
+    local = plan("topk", ["model=local", "suite.start=built"])
+    text = run_fidelity(local, local.runs[0])
+    assert text.startswith("model: local") and "benchmark.max_interactions=12 (authors: 30)" in text
+    assert "pool built with build.samples=2 (authors: 8)" in text and "memory.top_k" not in text
+
+
+def test_a_baseline_and_no_memory_say_so():
+    base = flatten(to_dict(compose(["model=qwen3-8b", "benchmark.release=paper"])))
+    assert departures(base) == []
+    amem = flatten(to_dict(compose(["model=qwen3-8b", "memory=amem", "eval.mode=fixed", "benchmark.release=paper"])))
+    assert departures(amem) == ["amem: its settings in the authors' runs were never published"]
+
+
+def _run(tmp_path, name: str, overrides: list[str], pool_start, pool_params=None):
+    cfg = to_dict(compose(["model=qwen3-8b", "embedding=minilm", "benchmark.release=paper", *overrides]))
+    return {"run_id": name, "path": str(tmp_path / name), "benchmark": "bfcl_v3", "model": "qwen3-8b",
+            "mode": cfg["eval"]["mode"], "memory": cfg["memory"]["name"] if cfg["eval"]["mode"] != "none" else "none",
+            "k": 1, "seeds": 1, "tasks": 1, "status": "complete", "variant": name, "params": flatten(cfg),
+            "pool_start": pool_start, "pool_params": pool_params}
+
+
+def test_the_report_has_a_fidelity_column_and_names_the_embedding(tmp_path):
+    built = flatten(to_dict(compose(["model=qwen3-8b", "memory=reme", "memory.granularity=trajectory",
+                                     "benchmark.split=train"])))
+    runs = pd.DataFrame([
+        _run(tmp_path, "keypoint", ["memory=reme", "eval.mode=fixed", "memory.granularity=keypoint"], "released"),
+        _run(tmp_path, "trajectory", ["memory=reme", "eval.mode=fixed", "memory.granularity=trajectory"], "built",
+             built)])
+    units = pd.DataFrame([{"run_id": r, "seed": 0, "run": 0, "task_id": "t", "success": True, "first_success": True,
+                           "attempts": 1, "error": False, "stop_reason": "answered", "checker_error_type": None,
+                           "scenario": None, "difficulty": None, "tokens": None, "max_prompt": None}
+                          for r in ("keypoint", "trajectory")])
+    table = build_table("table2", run_metrics(units, runs), runs).set_index("granularity")
+    assert table.loc["keypoint-level", FIDELITY] == "embedding: local stand-in (all-MiniLM-L6-v2)"
+    trajectory = table.loc["trajectory-level", FIDELITY]
+    assert "pool: built here (the authors released none like it)" in trajectory
+    assert "trajectory-level prompt never published (nearest public: v0.1.9 simple_summary)" in trajectory
+    assert "embedding: all-MiniLM-L6-v2 (384-d, a stand-in for the authors' text-embedding-v4)." in table.attrs["notes"]
+    no_memory = pd.DataFrame([_run(tmp_path, "none", [], None)])
+    t1 = build_table("table1", run_metrics(units.assign(run_id="none").iloc[:1], no_memory), no_memory)
+    assert t1[FIDELITY].tolist() == [AUTHORS]
+
+
+def test_pool_origin_reads_the_pools_manifest(tmp_path):
+    released, built, run = tmp_path / "released" / "pool", tmp_path / "built" / "pool", tmp_path / "built" / "build"
+    for d in (released, built, run):
+        d.mkdir(parents=True)
+    (released / "manifest.json").write_text(json.dumps({"built_by": {"kind": "import_official"}}))
+    (built / "manifest.json").write_text(json.dumps({"built_by": {"kind": "build-pool", "run": str(run)}}))
+    (run / "config.yaml").write_text(yaml.safe_dump({"build": {"samples": 2}}))
+    assert pool_origin({"memory": {"pool": str(tmp_path / "released")}}, "fixed") == {
+        "pool_start": "released", "pool_params": None}
+    assert pool_origin({"memory": {"pool": str(built)}}, "dynamic") == {
+        "pool_start": "built", "pool_params": {"build.samples": 2}}
+    assert pool_origin({"memory": {"name": "none"}}, "none")["pool_start"] is None
