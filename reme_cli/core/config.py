@@ -34,6 +34,9 @@ class SamplingCfg:
     top_k: int = 0  # 0: off (vLLM, llama.cpp and llama-cpp-python all read 0 so)
     min_p: float = 0.0
     max_tokens: int = 4096
+    # Penalty on tokens among the last 64 (llama.cpp's and llama-cpp-python's repeat_penalty,
+    # vLLM's repetition_penalty, sent under the server's name); None: not sent.
+    repeat_penalty: Optional[float] = None
 
 
 @dataclass
@@ -189,6 +192,7 @@ _AT_LEAST = {
     "model.sampling.top_k": 0,
     "model.sampling.top_p": 0.0,
     "model.sampling.min_p": 0.0,
+    "model.sampling.repeat_penalty": 0.0,
     "model.max_steps_per_turn": 1,
     "summarizer.max_tokens": 1,
     "summarizer.temperature": 0.0,
@@ -335,7 +339,7 @@ def to_dict(cfg: Config) -> dict[str, Any]:
 
 # Keys added after runs were made, with the value that behaves as before they existed: at
 # that value they stay out of the hash, so an earlier run directory still resumes.
-_NEUTRAL_WHEN = {"eval.dynamic_workers": 1}
+_NEUTRAL_WHEN = {"eval.dynamic_workers": 1, "model.sampling.repeat_penalty": None}
 # Keys that change nothing outside one mode: out of the hash in the others.
 _ONLY_IN_MODE = {"eval.dynamic_workers": "dynamic"}
 

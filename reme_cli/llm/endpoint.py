@@ -21,6 +21,8 @@ class Endpoint:
     identity: dict[str, Any] = field(default_factory=dict)  # recorded in the run manifest
     # For a server we started: a one-line message once its process has died, else None.
     health: Callable[[], str | None] | None = None
+    # The server's request dialect (ChatClient.adapt), e.g. llama.cpp's compact JSON grammar.
+    adapt: Callable[[dict[str, Any]], dict[str, Any]] | None = None
 
     @property
     def base_url(self) -> str:
@@ -62,14 +64,16 @@ def endpoint(cfg: Config) -> Iterator[Endpoint]:
     model_path = default_model_path()
     log_path = _log_path(cfg, "local_server.log")
     with LocalServer(model_path=model_path, n_ctx=cfg.model.n_ctx, log_path=log_path) as server:
+        engine = server.engine
         yield Endpoint([server.base_url], server.model_name, {
             "kind": "embedded-llama.cpp",
+            **engine.identity(),
             "model_path": model_path,
             "model_name": server.model_name,
             "n_ctx": cfg.model.n_ctx,
             "max_model_len": cfg.model.n_ctx,
             "log": str(log_path),
-        }, health=server.failure)
+        }, health=server.failure, adapt=_dialect(engine.name == "xllamacpp"))
 
 
 def _log_path(cfg: Config, name: str) -> Path:
@@ -88,7 +92,26 @@ def _external(cfg: Config, urls: list[str], identity: dict[str, Any]) -> Endpoin
     max_len = entry.get("max_model_len")
     check_fits(cfg, max_len, "the server's max_model_len")
     identity.update(base_url=urls[0] if len(urls) == 1 else urls, served_models=served, max_model_len=max_len)
-    return Endpoint(urls, model, identity)
+    cpp = cfg.model.kind == "local" and is_llama_cpp_server(entries[0])
+    if cpp:
+        identity["server_software"] = "llama.cpp"
+    return Endpoint(urls, model, identity, adapt=_dialect(cpp))
+
+
+def is_llama_cpp_server(entries: list[dict[str, Any]]) -> bool:
+    """Whether ``/models`` came from llama.cpp's C++ server (the xllamacpp engine, or a
+    ``llama-server``): it says ``owned_by: llamacpp``; llama-cpp-python's says ``me``."""
+    return any(e.get("owned_by") == "llamacpp" for e in entries)
+
+
+def _dialect(llama_cpp_server: bool) -> Callable[[dict[str, Any]], dict[str, Any]] | None:
+    """JSON schemas go to llama.cpp's C++ server as a compact grammar (llm/json_grammar.py
+    says why); other servers take reme's requests as they are."""
+    if not llama_cpp_server:
+        return None
+    from reme_cli.llm.json_grammar import compact_json_request
+
+    return compact_json_request
 
 
 def check_fits(cfg: Config, context_len: Any, what: str) -> None:
@@ -102,7 +125,9 @@ def make_client(cfg: Config, ep: Endpoint) -> ChatClient:
     cache = None
     if cfg.llm.cache:
         # One cache file per model name keeps unrelated models' entries apart on disk.
-        safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in ep.model)
+        # The embedded model's answers depend on the engine too: one file per engine.
+        name = ep.model + (f"@{ep.identity['engine']}" if ep.identity.get("engine") else "")
+        safe = "".join(ch if ch.isalnum() or ch in "-_.@" else "_" for ch in name)
         cache = ResponseCache(Path(cfg.llm.cache_dir) / f"{safe}.sqlite")
     return ChatClient(
         base_url=ep.base_urls if len(ep.base_urls) > 1 else ep.base_url,
@@ -116,8 +141,19 @@ def make_client(cfg: Config, ep: Endpoint) -> ChatClient:
 
 
 def request_extra_body(cfg: Config) -> dict[str, Any] | None:
-    """Qwen3's thinking switch goes through vLLM's chat-template kwargs."""
-    if cfg.model.kind == "local":
-        return None
-    thinking = cfg.model.thinking if cfg.benchmark.thinking is None else cfg.benchmark.thinking
-    return {"chat_template_kwargs": {"enable_thinking": thinking}}
+    """The executor's request fields outside OpenAI's schema: the repeat penalty, and Qwen3's
+    thinking switch through vLLM's chat-template kwargs."""
+    body = penalty_body(cfg)
+    if cfg.model.kind != "local":
+        thinking = cfg.model.thinking if cfg.benchmark.thinking is None else cfg.benchmark.thinking
+        body["chat_template_kwargs"] = {"enable_thinking": thinking}
+    return body or None
+
+
+def penalty_body(cfg: Config) -> dict[str, Any]:
+    """``model.sampling.repeat_penalty`` under the server's name: ``repeat_penalty`` for
+    llama.cpp's servers (model=local), ``repetition_penalty`` for vLLM; nothing when unset."""
+    penalty = cfg.model.sampling.repeat_penalty
+    if penalty is None:
+        return {}
+    return {"repeat_penalty" if cfg.model.kind == "local" else "repetition_penalty": penalty}

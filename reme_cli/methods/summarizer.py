@@ -18,6 +18,7 @@ from typing import Any
 from reme_cli.core.config import Config
 from reme_cli.llm.cache import ResponseCache
 from reme_cli.llm.client import LLM, ChatClient, ChatResult, check_server
+from reme_cli.llm.endpoint import penalty_body
 
 
 @dataclass
@@ -89,7 +90,9 @@ def summarizer_settings(cfg: Config, executor: ChatClient) -> tuple[SummarizerSe
         author = cfg.model.name
         constrained = cfg.model.tool_protocol == "json"
         llama_cpp = cfg.model.kind == "local"
-        llm: LLM = _WithExtraBody(executor, thinking_switch(cfg, llama_cpp), sampling_filters(cfg))
+        # The executor's server: its repeat penalty too (the embedded model's, sent as before).
+        extra = {**penalty_body(cfg), **(thinking_switch(cfg, llama_cpp) or {})}
+        llm: LLM = _WithExtraBody(executor, extra or None, sampling_filters(cfg))
     else:
         served = check_server(s.base_url, cfg.llm.api_key)
         model = s.model or (served[0] if served else s.name)
