@@ -53,7 +53,8 @@ def _in_process(args: list[str], cwd: Path, env: dict) -> subprocess.CompletedPr
 
     with _in_process_lock:
         saved_env, saved_cwd = dict(os.environ), os.getcwd()
-        saved_signals = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+        main = threading.current_thread() is threading.main_thread()
+        saved_signals = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)} if main else {}
         os.environ.update(env)
         os.chdir(cwd)
         real_reexec, cli._reexec = cli._reexec, no_reexec
