@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "constraints-gpu.txt"
 # Every extra but `gpu` (which is vLLM itself), so any flag combination of install.sh --gpu
 # installs from one consistent set.
-EXTRAS = ("local", "baselines", "dev", "cluster")
+EXTRAS = ("local", "engine-wheel", "engine-source", "baselines", "dev", "cluster")
 PYTHON = "3.11"
 # vLLM's wheels are manylinux_2_28; glibc 2.35 (Ubuntu 22.04) is the oldest common GPU-box
 # base that takes every wheel of the set. pip does not widen a manylinux_2_X tag to older
@@ -247,7 +247,8 @@ def run(write: bool, vllm_version: str | None) -> int:
     with tempfile.TemporaryDirectory() as tmp_dir:
         tmp = Path(tmp_dir)
         stub_wheels(tmp)
-        extra_pins = read_pins((ROOT / "requirements-bfcl.txt").read_text())  # installed --no-deps
+        extra_pins = {**read_pins((ROOT / "requirements-bfcl.txt").read_text()),  # installed --no-deps
+                      **read_pins((ROOT / "requirements-model.txt").read_text())}
         try:
             alone = read_report(resolve([vllm], tmp, "alone"))
         except CheckError as exc:
