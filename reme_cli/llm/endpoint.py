@@ -89,7 +89,7 @@ def _external(cfg: Config, urls: list[str], identity: dict[str, Any]) -> Endpoin
     model = cfg.llm.model or cfg.model.served_name or (served[0] if served else cfg.model.name)
     # The entry of the model we will call (or the only one served: aliases differ).
     entry = next((m for m in entries[0] if m.get("id") == model), entries[0][0] if len(entries[0]) == 1 else {})
-    max_len = entry.get("max_model_len")
+    max_len = entry.get("max_model_len") or (entry.get("meta") or {}).get("n_ctx")  # vLLM's, llama.cpp's
     check_fits(cfg, max_len, "the server's max_model_len")
     identity.update(base_url=urls[0] if len(urls) == 1 else urls, served_models=served, max_model_len=max_len)
     cpp = cfg.model.kind == "local" and is_llama_cpp_server(entries[0])

@@ -6,7 +6,8 @@ temperature 0.6, no max_tokens, no thinking switch unless ``summarizer.thinking`
 (the executor's ``model.thinking`` is the agent's, not the summarizer's). The authors' client
 sent no top_p/top_k/min_p, so the endpoint's defaults applied; here the model config's
 ``model.sampling`` top_p/top_k/min_p are sent (for the Qwen3 configs, Qwen3's own defaults,
-which a vLLM endpoint would have applied), so the run records them. Reasoning stays out
+which a vLLM endpoint would have applied), so the run records them; on the executor's own
+server its ``repeat_penalty`` too (the embedded model's). Reasoning stays out
 of what is parsed: the client keeps ``reasoning_content`` apart and ``llm.json_reply`` drops
 ``<think>`` blocks left in the content by a server without a reasoning parser."""
 
