@@ -33,7 +33,7 @@ needs_xllamacpp = pytest.mark.skipif(not XLLAMACPP.installed(), reason="the xlla
 # ------------------------------------------------------------------ which engine, which command
 @pytest.mark.parametrize("wanted, wheel_installed, engine", [
     (None, True, XLLAMACPP), (None, False, LLAMA_CPP_PYTHON), ("auto", True, XLLAMACPP),
-    ("source", True, LLAMA_CPP_PYTHON), ("xllamacpp", False, XLLAMACPP), (" Source ", False, LLAMA_CPP_PYTHON)])
+    ("source", True, LLAMA_CPP_PYTHON), ("xllamacpp", False, XLLAMACPP), ("", True, XLLAMACPP)])
 def test_the_engine_is_xllamacpp_where_installed_unless_REME_LLAMA_ENGINE_says(monkeypatch, wanted, wheel_installed,
                                                                                 engine):
     if wanted is None:

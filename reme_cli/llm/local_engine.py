@@ -71,11 +71,11 @@ LLAMA_CPP_PYTHON = Engine(
 def choose() -> Engine:
     """The engine ``REME_LLAMA_ENGINE`` names, else xllamacpp if installed, else llama-cpp-python
     (whether that is installed is for the caller to check: ``Engine.installed``)."""
-    wanted = os.environ.get(ENGINE_ENV, "").strip().lower() or "auto"
+    wanted = os.environ.get(ENGINE_ENV) or "auto"  # the same words scripts/install_llama.sh takes
     if wanted == "auto":
         return XLLAMACPP if XLLAMACPP.installed() else LLAMA_CPP_PYTHON
     if wanted == "xllamacpp":
         return XLLAMACPP
-    if wanted in ("source", "llama-cpp-python"):
+    if wanted == "source":
         return LLAMA_CPP_PYTHON
-    raise UserError(f"{ENGINE_ENV}={os.environ[ENGINE_ENV]!r} is not an engine; use {_CHOICES}")
+    raise UserError(f"{ENGINE_ENV}={wanted!r} is not an engine; use {_CHOICES}")

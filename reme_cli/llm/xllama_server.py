@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import errno
+import os
 import signal
 import socket
 import sys
@@ -31,7 +32,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--host", default="127.0.0.1")
     ap.add_argument("--port", type=int, required=True)
     ap.add_argument("--n_ctx", type=int, default=8192)
-    ap.add_argument("--n_threads", type=int, default=1)
+    # llama-cpp-python's server default; reme's LocalServer passes its own count.
+    ap.add_argument("--n_threads", type=int, default=max((os.cpu_count() or 2) // 2, 1))
     ap.add_argument("--n_threads_batch", type=int, default=None, help="default: --n_threads")
     ap.add_argument("--cache_ram_mib", type=int, default=CACHE_RAM_MIB,
                     help="RAM for cached prompt prefixes (llama.cpp's server default is 8192)")
