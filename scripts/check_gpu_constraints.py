@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parent.parent  # the project checked, unless --r
 OUT_NAME = "constraints-gpu.txt"
 # Every extra but `gpu` (which is vLLM itself), so any flag combination of install.sh --gpu
 # installs from one consistent set.
-EXTRAS = ("local", "baselines", "dev", "cluster")
+EXTRAS = ("local", "engine-wheel", "engine-source", "baselines", "dev", "cluster")
 PYTHON = "3.11"
 # vLLM's wheels are manylinux_2_28; glibc 2.35 (Ubuntu 22.04) is the oldest common GPU-box
 # base that takes every wheel of the set. pip does not widen a manylinux_2_X tag to older
@@ -235,7 +235,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--root", type=Path, default=ROOT,
                     help="the project folder (pyproject.toml, constraints*.txt, requirements-bfcl.txt; default: this one)")
     args = ap.parse_args(argv)
-    missing = [name for name in ("pyproject.toml", "constraints.txt", "requirements-bfcl.txt")
+    missing = [name for name in ("pyproject.toml", "constraints.txt", "requirements-bfcl.txt", "requirements-model.txt")
                if not (args.root / name).is_file()]
     if missing:
         print(f"error: {args.root} has no {', '.join(missing)}; give --root the project folder", file=sys.stderr)
@@ -256,7 +256,8 @@ def run(write: bool, vllm_version: str | None, root: Path = ROOT) -> int:
     with tempfile.TemporaryDirectory() as tmp_dir:
         tmp = Path(tmp_dir)
         stub_wheels(tmp, root)
-        extra_pins = read_pins((root / "requirements-bfcl.txt").read_text())  # installed --no-deps
+        extra_pins = {**read_pins((root / "requirements-bfcl.txt").read_text()),  # installed --no-deps
+                      **read_pins((root / "requirements-model.txt").read_text())}
         try:
             alone = read_report(resolve([vllm], tmp, "alone"))
         except CheckError as exc:

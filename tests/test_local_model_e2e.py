@@ -10,14 +10,16 @@ import sys
 import time
 from pathlib import Path
 
+from reme_cli.llm.local_engine import choose
 from tests.conftest import processes
 
+ENGINE = choose()  # the llama.cpp engine reme starts here
 SMALL = ["eval.runs=1", "eval.seeds=1", "benchmark.max_interactions=3", "llm.concurrency=1"]
 
 
 def _llama_servers(tmp_path: Path) -> list[str]:
     """The embedded servers of this test's runs (they inherit its REME_CACHE_DIR)."""
-    return processes("llama_cpp.server", f"REME_CACHE_DIR={tmp_path / 'cache'}")
+    return processes(ENGINE.module, f"REME_CACHE_DIR={tmp_path / 'cache'}")
 
 
 def test_embedded_model_builds_a_pool(reme):
@@ -35,7 +37,7 @@ def _server_child(parent: int) -> int | None:
     out = subprocess.run(["ps", "-ww", "-eo", "pid,ppid,args"], capture_output=True, text=True).stdout
     for line in out.splitlines()[1:]:
         pid, ppid, args = line.split(None, 2)
-        if int(ppid) == parent and "llama_cpp.server" in args:
+        if int(ppid) == parent and ENGINE.module in args:
             return int(pid)
     return None
 
@@ -82,13 +84,16 @@ def test_embedded_server_crash_stops_the_run_in_one_line_and_the_rerun_records_t
     assert steps and all(c["name"] for s in steps for c in s["calls"])
     record = json.loads(manifest.read_text())
     assert record["server"]["kind"] == "embedded-llama.cpp" and record["status"] == "complete"
+    # Which engine served the run, and its version (the two engines' outputs differ).
+    assert (record["server"]["engine"], record["server"]["engine_version"]) == (ENGINE.name, ENGINE.version())
+    assert record["packages"][ENGINE.distribution] == ENGINE.version()
     assert _llama_servers(tmp_path) == []  # the embedded servers were stopped
 
 
 def test_install_smoke_check_passes_on_the_bundled_model_and_fails_on_a_truncated_gguf(tmp_path):
     ok = subprocess.run([sys.executable, "-m", "reme_cli.llm.smoke"], capture_output=True, text=True, timeout=300)
     assert ok.returncode == 0, ok.stderr[-2000:]
-    assert "Paris" in ok.stdout
+    assert "Paris" in ok.stdout and f"({ENGINE.name} {ENGINE.version()})" in ok.stdout
 
     from reme_cli.llm.local_server import default_model_path
 

@@ -1,4 +1,5 @@
-"""The embedded CPU model server, for real: llama-cpp-python + the SmolLM2-135M GGUF."""
+"""The embedded CPU model server, for real: the installed llama.cpp engine (xllamacpp, or
+llama-cpp-python built from source) + the SmolLM2-135M GGUF."""
 
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ from pathlib import Path
 import pytest
 
 from reme_cli.core.errors import UserError
+from reme_cli.llm.json_grammar import compact_json_request
+from reme_cli.llm.local_engine import XLLAMACPP, choose
 from reme_cli.llm.local_server import LocalServer, default_model_path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -31,12 +34,15 @@ ENUM_SCHEMA = {
 }
 
 
+ENGINE = choose()  # what LocalServer starts here
+
+
 def server_processes(port: int) -> list[str]:
-    """`ps` lines of llama_cpp.server processes on this port (other runs may have their own)."""
+    """`ps` lines of the engine's server processes on this port (other runs may have their own)."""
     out = subprocess.run(["ps", "-ww", "-eo", "pid,stat,args"], capture_output=True, text=True, check=False).stdout
     rows = [ln.split(None, 2) for ln in out.splitlines()[1:]]
     return [" ".join(r) for r in rows if len(r) == 3 and not r[1].startswith("Z")
-            and "llama_cpp.server" in r[2] and f"--port {port} " in r[2] + " "]
+            and ENGINE.module in r[2] and f"--port {port} " in r[2] + " "]
 
 
 @pytest.fixture(scope="module")
@@ -62,25 +68,32 @@ def test_constrained_tool_call_is_valid_json_obeying_the_enum(server):
     from openai import OpenAI
 
     client = OpenAI(base_url=server.base_url, api_key="none", max_retries=0, timeout=120)
-    r = client.chat.completions.create(
-        model=server.model_name, temperature=0.9, seed=1, max_tokens=256,
-        messages=[{"role": "system", "content": "You operate a file system. Reply with JSON tool calls."},
-                  {"role": "user", "content": "Go into the folder 'docs' and create a folder named 'old'."}],
-        response_format={"type": "json_object", "schema": ENUM_SCHEMA})
+    request = {"model": server.model_name, "temperature": 0.9, "seed": 1, "max_tokens": 256,
+               "extra_body": {"top_k": 40, "min_p": 0.05, "repeat_penalty": 1.1},  # model=local's sampling
+               "messages": [{"role": "system", "content": "You operate a file system. Reply with JSON tool calls."},
+                            {"role": "user", "content": "Go into the folder 'docs' and create a folder named 'old'."}],
+               "response_format": {"type": "json_object", "schema": ENUM_SCHEMA}}
+    # As reme sends it: to llama.cpp's C++ server (xllamacpp), the schema as a compact grammar.
+    r = client.chat.completions.create(**(compact_json_request(request) if ENGINE is XLLAMACPP else request))
     assert r.choices[0].finish_reason == "stop"
     step = json.loads(r.choices[0].message.content)
     assert isinstance(step["tool_calls"], list)
     assert all(c["name"] in {"cd", "ls", "mkdir"} and isinstance(c["arguments"], dict) for c in step["tool_calls"])
 
 
-def test_assistant_content_null_is_rejected(server):
+def test_assistant_content_null_is_an_error_on_llama_cpp_python_and_empty_content_works_on_both(server):
+    """Why reme sends "" for an assistant message without text: llama-cpp-python refuses null
+    (llama.cpp's C++ server takes it)."""
     from openai import BadRequestError, InternalServerError, OpenAI
 
     client = OpenAI(base_url=server.base_url, api_key="none", max_retries=0, timeout=60)
     messages = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": None},
                 {"role": "user", "content": "ok"}]
-    with pytest.raises((BadRequestError, InternalServerError)):
+    if ENGINE is XLLAMACPP:
         client.chat.completions.create(model=server.model_name, messages=messages, max_tokens=2)
+    else:
+        with pytest.raises((BadRequestError, InternalServerError)):
+            client.chat.completions.create(model=server.model_name, messages=messages, max_tokens=2)
     messages[1]["content"] = ""
     client.chat.completions.create(model=server.model_name, messages=messages, max_tokens=2)
 
@@ -134,7 +147,7 @@ def test_broken_model_file_reports_the_server_log_in_one_line(tmp_path):
 
 
 def test_missing_llama_cpp_server_says_how_to_install(tmp_path):
-    # A real install without the [server] extra: llama_cpp imports, llama_cpp.server does not.
+    # The source engine installed without the [server] extra: llama_cpp imports, llama_cpp.server does not.
     (tmp_path / "llama_cpp").mkdir()
     (tmp_path / "llama_cpp" / "__init__.py").write_text("")
     code = textwrap.dedent(f"""
@@ -145,7 +158,7 @@ def test_missing_llama_cpp_server_says_how_to_install(tmp_path):
         except UserError as e:
             print("USERERROR", e)
     """)
-    env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{REPO}"}
+    env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{REPO}", "REME_LLAMA_ENGINE": "source"}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60, check=False).stdout
     assert "bash scripts/install.sh" in out and "llama_cpp.server" in out, out
 

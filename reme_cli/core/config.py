@@ -37,6 +37,9 @@ class SamplingCfg:
     top_k: Optional[int] = 0  # 0: off (vLLM, llama.cpp and llama-cpp-python all read 0 so)
     min_p: Optional[float] = 0.0
     max_tokens: Optional[int] = 4096  # null: no cap (the server's context is the limit)
+    # Penalty on tokens among the last 64 (llama.cpp's and llama-cpp-python's repeat_penalty,
+    # vLLM's repetition_penalty, sent under the server's name); None: not sent.
+    repeat_penalty: Optional[float] = None
 
 
 @dataclass
@@ -216,6 +219,7 @@ _AT_LEAST = {
     "model.sampling.top_k": 0,
     "model.sampling.top_p": 0.0,
     "model.sampling.min_p": 0.0,
+    "model.sampling.repeat_penalty": 0.0,
     "model.max_steps_per_turn": 1,
     "summarizer.max_tokens": 1,
     "summarizer.temperature": 0.0,
@@ -421,7 +425,7 @@ def to_dict(cfg: Config) -> dict[str, Any]:
 
 # Keys added after runs were made, with the value that behaves as before they existed: at
 # that value they stay out of the hash, so an earlier run directory still resumes.
-_NEUTRAL_WHEN = {"eval.dynamic_workers": 1, "embedding.dimensions": None, "summarizer.serve": None,
+_NEUTRAL_WHEN = {"eval.dynamic_workers": 1, "embedding.dimensions": None, "model.sampling.repeat_penalty": None, "summarizer.serve": None,
                  # reme's own prompts were the only ones before the authors' became the default
                  "memory.prompts": "reme",
                  # AppWorld's bounds on the model's code (issue 33): at their defaults no honest

@@ -13,7 +13,7 @@ import contextvars
 import re
 import time
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Protocol
+from typing import Any, Callable, Iterator, Protocol
 
 import httpx
 import openai
@@ -160,6 +160,9 @@ class ChatClient:
     breaker_threshold: int = 5
     cache: ResponseCache | None = None
     usage: UsageTotals = field(default_factory=UsageTotals)
+    # The server's dialect: a request as built here -> the request that server is sent (and
+    # cached under), e.g. a JSON schema as llama.cpp's compact grammar (llm/json_grammar.py).
+    adapt: Callable[[dict[str, Any]], dict[str, Any]] | None = None
 
     def __post_init__(self) -> None:
         urls = [self.base_url] if isinstance(self.base_url, str) else list(self.base_url)
@@ -206,6 +209,8 @@ class ChatClient:
             request["response_format"] = response_format
         if extra_body:
             request["extra_body"] = extra_body
+        if self.adapt is not None:
+            request = self.adapt(request)
 
         key = request_key(request) if self.cache is not None else ""
         if self.cache is not None and (hit := self.cache.get(key)) is not None:

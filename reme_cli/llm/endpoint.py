@@ -23,6 +23,8 @@ class Endpoint:
     health: Callable[[], str | None] | None = None
     # The summarizer's own server when reme started it or a suite shares it (manifest).
     summarizer_identity: dict[str, Any] | None = None
+    # The server's request dialect (ChatClient.adapt), e.g. llama.cpp's compact JSON grammar.
+    adapt: Callable[[dict[str, Any]], dict[str, Any]] | None = None
 
     @property
     def base_url(self) -> str:
@@ -85,14 +87,17 @@ def _endpoint(cfg: Config, urls: list[str], group: Any, summarizer: Any = None) 
     model_path = default_model_path()
     log_path = _log_path(cfg, "local_server.log")
     with LocalServer(model_path=model_path, n_ctx=cfg.model.n_ctx, log_path=log_path) as server:
+        engine = server.engine
         yield Endpoint([server.base_url], server.model_name, {
             "kind": "embedded-llama.cpp",
+            **engine.identity(),
             "model_path": model_path,
             "model_name": server.model_name,
             "n_ctx": cfg.model.n_ctx,
             "max_model_len": cfg.model.n_ctx,
             "log": str(log_path),
-        }, health=server.failure, summarizer_identity=_summarizer_identity(cfg, None))
+        }, health=server.failure, adapt=_dialect(engine.name == "xllamacpp"),
+           summarizer_identity=_summarizer_identity(cfg, None))
 
 
 def _first_failure(*groups: Any) -> Callable[[], str | None] | None:
@@ -127,10 +132,29 @@ def _external(cfg: Config, urls: list[str], identity: dict[str, Any]) -> Endpoin
     model = cfg.llm.model or cfg.model.served_name or (served[0] if served else cfg.model.name)
     # The entry of the model we will call (or the only one served: aliases differ).
     entry = next((m for m in entries[0] if m.get("id") == model), entries[0][0] if len(entries[0]) == 1 else {})
-    max_len = entry.get("max_model_len")
+    max_len = entry.get("max_model_len") or (entry.get("meta") or {}).get("n_ctx")  # vLLM's, llama.cpp's
     check_fits(cfg, max_len, "the server's max_model_len")
     identity.update(base_url=urls[0] if len(urls) == 1 else urls, served_models=served, max_model_len=max_len)
-    return Endpoint(urls, model, identity)
+    cpp = cfg.model.kind == "local" and is_llama_cpp_server(entries[0])
+    if cpp:
+        identity["server_software"] = "llama.cpp"
+    return Endpoint(urls, model, identity, adapt=_dialect(cpp))
+
+
+def is_llama_cpp_server(entries: list[dict[str, Any]]) -> bool:
+    """Whether ``/models`` came from llama.cpp's C++ server (the xllamacpp engine, or a
+    ``llama-server``): it says ``owned_by: llamacpp``; llama-cpp-python's says ``me``."""
+    return any(e.get("owned_by") == "llamacpp" for e in entries)
+
+
+def _dialect(llama_cpp_server: bool) -> Callable[[dict[str, Any]], dict[str, Any]] | None:
+    """JSON schemas go to llama.cpp's C++ server as a compact grammar (llm/json_grammar.py
+    says why); other servers take reme's requests as they are."""
+    if not llama_cpp_server:
+        return None
+    from reme_cli.llm.json_grammar import compact_json_request
+
+    return compact_json_request
 
 
 def check_fits(cfg: Config, context_len: Any, what: str) -> None:
@@ -145,7 +169,9 @@ def make_client(cfg: Config, ep: Endpoint) -> ChatClient:
     cache = None
     if cfg.llm.cache:
         # One cache file per model name keeps unrelated models' entries apart on disk.
-        safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in ep.model)
+        # The embedded model's answers depend on the engine too: one file per engine.
+        name = ep.model + (f"@{ep.identity['engine']}" if ep.identity.get("engine") else "")
+        safe = "".join(ch if ch.isalnum() or ch in "-_.@" else "_" for ch in name)
         cache = ResponseCache(Path(cfg.llm.cache_dir) / f"{safe}.sqlite")
     return ChatClient(
         base_url=ep.base_urls if len(ep.base_urls) > 1 else ep.base_url,
@@ -159,8 +185,19 @@ def make_client(cfg: Config, ep: Endpoint) -> ChatClient:
 
 
 def request_extra_body(cfg: Config) -> dict[str, Any] | None:
-    """Qwen3's thinking switch goes through vLLM's chat-template kwargs."""
-    if cfg.model.kind == "local":
-        return None
-    thinking = cfg.model.thinking if cfg.benchmark.thinking is None else cfg.benchmark.thinking
-    return {"chat_template_kwargs": {"enable_thinking": thinking}}
+    """The executor's request fields outside OpenAI's schema: the repeat penalty, and Qwen3's
+    thinking switch through vLLM's chat-template kwargs."""
+    body = penalty_body(cfg)
+    if cfg.model.kind != "local":
+        thinking = cfg.model.thinking if cfg.benchmark.thinking is None else cfg.benchmark.thinking
+        body["chat_template_kwargs"] = {"enable_thinking": thinking}
+    return body or None
+
+
+def penalty_body(cfg: Config) -> dict[str, Any]:
+    """``model.sampling.repeat_penalty`` under the server's name: ``repeat_penalty`` for
+    llama.cpp's servers (model=local), ``repetition_penalty`` for vLLM; nothing when unset."""
+    penalty = cfg.model.sampling.repeat_penalty
+    if penalty is None:
+        return {}
+    return {"repeat_penalty" if cfg.model.kind == "local" else "repetition_penalty": penalty}

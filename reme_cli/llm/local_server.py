@@ -1,14 +1,21 @@
-"""The embedded CPU model: llama-cpp-python's OpenAI-compatible server as a child process.
+"""The embedded CPU model: llama.cpp's OpenAI-compatible server as a child process.
 
-Used when no GPU server is configured. What callers must know (numbers and how they were
-measured: results/local_model_probe.md):
+Used when no GPU server is configured. The engine is xllamacpp's prebuilt llama.cpp server
+where installed, else llama-cpp-python's (``llm/local_engine.py``). What callers must know
+(measured: results/local_model_probe.md, results/prebuilt_llama.md):
 - SmolLM2's chat template ignores `tools`/`tool_calls`, so ask for tool calls as JSON with
-  ``response_format={"type": "json_object", "schema": ...}`` (``json_schema`` is rejected),
-  one ``anyOf`` branch per tool (name ``const`` + that tool's argument schema, BFCL
-  "dict"/"float" mapped to "object"/"number", or the server silently drops the schema).
+  ``response_format={"type": "json_object", "schema": ...}``, one ``anyOf`` branch per tool
+  (name ``const`` + that tool's argument schema, BFCL "dict"/"float" mapped to
+  "object"/"number"). llama-cpp-python rejects ``json_schema`` (HTTP 500) and silently drops
+  a schema it cannot convert; llama.cpp's server accepts ``json_schema`` and answers a schema
+  it cannot convert with HTTP 400. It also lets JSON answers run pretty-printed (more tokens,
+  more cut off), so reme sends it the schema as a compact grammar (``llm/json_grammar.py``).
 - Parse with ``json.loads(text, strict=False)`` and treat finish_reason "length" as invalid.
-- Message content must be a string: null is an HTTP 500, so send "".
+- Message content must be a string: llama-cpp-python answers null with HTTP 500 (llama.cpp
+  accepts it), so send "".
 - The server answers one request at a time; with a fixed seed the output is reproducible.
+  The two engines' outputs differ (another llama.cpp and sampler): the manifest records which
+  engine served a run.
 """
 
 from __future__ import annotations
@@ -34,10 +41,12 @@ from typing import Self, TypeVar
 
 from reme_cli.core.environ import user_env
 from reme_cli.core.errors import UserError
+from reme_cli.llm.local_engine import Engine, choose
 
 MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 MODEL_ALIAS = "smollm2-135m-instruct"
-INSTALL_HINT = "the embedded model needs llama-cpp-python[server]: run bash scripts/install.sh from the reme checkout"
+INSTALL_HINT = ("the embedded model needs a llama.cpp engine (xllamacpp, or llama-cpp-python[server]): "
+                "run bash scripts/install.sh from the reme checkout")
 T = TypeVar("T")
 
 
@@ -157,7 +166,8 @@ def _stop_all() -> None:
 
 
 class LocalServer:
-    """``python -m llama_cpp.server`` on a free loopback port, for the lifetime of a ``with``."""
+    """The embedded model's server (``python -m reme_cli.llm.xllama_server`` or ``python -m
+    llama_cpp.server``, see ``engine``) on a free loopback port, for the lifetime of a ``with``."""
 
     def __init__(self, model_path: str | None = None, n_ctx: int = 8192, n_threads: int | None = None,
                  startup_timeout: float = 120.0, log_path: str | Path | None = None,
@@ -179,20 +189,18 @@ class LocalServer:
         self._log = None
         self._log_start = 0
         self._own_log = False
+        self._engine: Engine | None = None
+
+    @property
+    def engine(self) -> Engine:
+        """The llama.cpp engine this server runs (chosen once, at first use)."""
+        if self._engine is None:
+            self._engine = choose()
+        return self._engine
 
     def command(self, model_path: str, port: int) -> list[str]:
-        return [sys.executable, "-m", "llama_cpp.server",
-                "--model", model_path, "--model_alias", self.model_name,
-                "--host", "127.0.0.1", "--port", str(port),
-                "--n_ctx", str(self.n_ctx), "--n_threads", str(self.n_threads),
-                "--n_threads_batch", str(self.n_threads),
-                # Per-token logits for the whole prompt are never used and cost ~20% of
-                # prompt speed plus memory.
-                "--logits_all", "false",
-                # Concurrent episodes interleave on one KV cache; the RAM prompt cache
-                # restores an episode's prefix instead of recomputing it (7.7 s -> 1.3 s
-                # for a 3.2k-token BFCL prompt).
-                "--cache", "true",
+        return [*self.engine.command(sys.executable, model_path, self.model_name, "127.0.0.1", port,
+                                     self.n_ctx, self.n_threads),
                 *self.extra_args]  # last, so argparse lets them override the above
 
     def start(self) -> Self:
@@ -233,8 +241,8 @@ class LocalServer:
         model_path = self.model_path or default_model_path()
         if not Path(model_path).is_file():
             raise UserError(f"model file not found: {model_path} (set the model path to a .gguf file)")
-        if importlib.util.find_spec("llama_cpp") is None:
-            raise UserError(INSTALL_HINT)
+        if not self.engine.installed():
+            raise UserError(f"{INSTALL_HINT} ({self.engine.name} is not installed)")
         return model_path
 
     def _launch(self, model_path: str) -> None:

@@ -2,10 +2,11 @@
 
     python -m reme_cli.llm.smoke [--model PATH]
 
-A llama.cpp build tuned for another CPU does not fail at import: it segfaults on the first
-prompt of more than one token, or answers garbage. So start the real server, ask one
-question greedily, and check the answer; exit 0 and one line on success, exit 1 and one
-line naming the cause and the fix otherwise.
+A llama.cpp build tuned for another CPU (a native source build, or a wheel built so) does
+not fail at import: it segfaults on the first prompt of more than one token, or answers
+garbage. So start the real server (the engine reme will use), ask one question greedily, and
+check the answer; exit 0 and one line naming the engine on success, exit 1 and one line
+naming the cause and the fix otherwise.
 """
 
 from __future__ import annotations
@@ -16,13 +17,15 @@ import sys
 import httpx
 
 from reme_cli.core.errors import UserError
+from reme_cli.llm.local_engine import choose
 from reme_cli.llm.local_server import LocalServer, default_model_path
 
 QUESTION = "What is the capital of France? Answer in one sentence."
 # What the bundled SmolLM2-135M answers greedily; another model file only has to answer.
 EXPECTED = "Paris"
-REBUILD_HINT = ("rebuild it portable: pip uninstall -y llama-cpp-python && bash scripts/install.sh "
-                "(or set REME_LLAMA_CMAKE_ARGS for your CPU)")
+REBUILD_HINT = ("rerun bash scripts/install.sh: it replaces an xllamacpp engine that fails here with a "
+                "portable source build (REME_LLAMA_ENGINE=source forces that; REME_LLAMA_CMAKE_ARGS sets its "
+                "flags for your CPU)")
 
 
 class SmokeFailure(Exception):
@@ -63,6 +66,11 @@ def smoke(model_path: str | None = None, timeout: float = 120.0) -> str:
     return text.strip()
 
 
+def engine_label() -> str:
+    engine = choose()
+    return f"{engine.name} {engine.version() or '(version unknown)'}"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", help="a .gguf file (default: the bundled SmolLM2-135M)")
@@ -76,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     except UserError as exc:
         print(f"error: smoke check failed: {exc}", file=sys.stderr)
         return 1
-    print(f"smoke check passed: the embedded model answered {answer[:80]!r}")
+    print(f"smoke check passed: the embedded model answered {answer[:80]!r} ({engine_label()})")
     return 0
 
 

@@ -24,6 +24,7 @@ from typing import Any
 from reme_cli.core.config import Config
 from reme_cli.core.errors import UserError
 from reme_cli.llm import gpus as gpu
+from reme_cli.llm.local_engine import choose as choose_engine
 from reme_cli.llm.local_server import LocalServer, default_model_path
 
 VLLM_HINT = "`vllm` is not on PATH: bash scripts/install.sh --gpu from the reme checkout on the GPU machine, or point llm.base_url at a running server"
@@ -35,9 +36,8 @@ def serve_command(cfg: Config, port: int, host: str, tp: int | None = None) -> l
     """The server command for a model config (`reme serve` prints or runs it); ``tp``: GPUs
     per vLLM server."""
     if cfg.model.kind == "local":
-        return [sys.executable, "-m", "llama_cpp.server", "--model", default_model_path(),
-                "--model_alias", cfg.model.served_name or cfg.model.name, "--host", host,
-                "--port", str(port), "--n_ctx", str(cfg.model.n_ctx)]
+        return choose_engine().command(sys.executable, default_model_path(), cfg.model.served_name or cfg.model.name,
+                                       host, port, cfg.model.n_ctx)
     if not cfg.model.hf_id:
         raise UserError(f"model={cfg.model.name} has no hf_id to serve; set model.hf_id=...")
     if any(a == f or a.startswith(f + "=") for a in cfg.model.serve_args for f in TP_FLAGS):

@@ -6,7 +6,8 @@ temperature 0.6, no max_tokens, no thinking switch unless ``summarizer.thinking`
 (the executor's ``model.thinking`` is the agent's, not the summarizer's). The authors' client
 sent no top_p/top_k/min_p, so the endpoint's defaults applied; here the model config's
 ``model.sampling`` top_p/top_k/min_p go with every call, each one not sent where it is null
-(the Qwen3 configs: none, as the authors). Reasoning stays out
+(the Qwen3 configs: none, as the authors); on the executor's own server its
+``repeat_penalty`` too (the embedded model's). Reasoning stays out
 of what is parsed: the client keeps ``reasoning_content`` apart and ``llm.json_reply`` drops
 ``<think>`` blocks left in the content by a server without a reasoning parser."""
 
@@ -18,6 +19,7 @@ from typing import Any
 from reme_cli.core.config import Config
 from reme_cli.llm.cache import ResponseCache
 from reme_cli.llm.client import LLM, ChatClient, ChatResult, check_server
+from reme_cli.llm.endpoint import penalty_body
 
 
 @dataclass
@@ -89,7 +91,9 @@ def summarizer_settings(cfg: Config, executor: ChatClient) -> tuple[SummarizerSe
         author = cfg.model.name
         constrained = cfg.model.tool_protocol == "json"
         llama_cpp = cfg.model.kind == "local"
-        llm: LLM = _WithExtraBody(executor, thinking_switch(cfg, llama_cpp), sampling_filters(cfg))
+        # The executor's server: its repeat penalty too (the embedded model's, sent as before).
+        extra = {**penalty_body(cfg), **(thinking_switch(cfg, llama_cpp) or {})}
+        llm: LLM = _WithExtraBody(executor, extra or None, sampling_filters(cfg))
     else:
         served = check_server(s.base_url, cfg.llm.api_key)
         model = s.model or (served[0] if served else s.name)

@@ -29,7 +29,7 @@ MANIFEST_FILE = "manifest.json"
 TRIALS_FILE = "trials.jsonl"
 METRICS_FILE = "metrics.json"
 
-_PACKAGES = ("reme-harness", "bfcl-eval", "openai", "llama_cpp_python", "sentence-transformers",
+_PACKAGES = ("reme-harness", "bfcl-eval", "openai", "xllamacpp", "llama_cpp_python", "sentence-transformers",
              "faiss-cpu", "hydra-core", "torch", "vllm", "appworld")
 
 
