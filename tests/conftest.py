@@ -19,29 +19,51 @@ def run_reme(args: list[str], cwd: Path, timeout: float = 600, env: dict | None 
     command must re-execute itself (another BFCL release). Tests of what only a process
     shows (signals, kill -9, exit on a crash, the processes left behind) pass ``process=True``."""
     env = {"REME_CACHE_DIR": str(cwd / ".reme_cache"), **(env or {})}
+    before = subprocess.CompletedProcess(args, 0, "", "")
     if not process:
         done = _in_process(args, cwd, env)
-        if done is not None:
+        if not isinstance(done, _Reexec):
             if check and done.returncode != 0:
                 raise AssertionError(f"reme {' '.join(args)} failed ({done.returncode}):\n{done.stderr[-3000:]}")
             return done
+        before = done.printed
     proc = subprocess.run([sys.executable, "-m", "reme_cli.cli", *args], cwd=cwd, env={**os.environ, **env},
                           capture_output=True, text=True, timeout=timeout)
+    # A re-executed command's output follows what it printed before re-executing (one stream for a user).
+    proc.stdout, proc.stderr = before.stdout + proc.stdout, before.stderr + proc.stderr
     if check and proc.returncode != 0:
         raise AssertionError(f"reme {' '.join(args)} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
     return proc
 
 
+# What differs between a live run and its replay from the response cache, or a resumed one:
+# the clock readings of a unit and of each step, and whether a step's answer came from the cache.
+CLOCK_KEYS = ("started_at", "finished_at", "wall_s", "llm_latency_s", "retrieval_s")
+
+
+def without_timing(trial: dict) -> dict:
+    """A unit's record without its clock readings and cache flags (a replay from the cache
+    takes no time and says so)."""
+    out = {k: v for k, v in trial.items() if k not in CLOCK_KEYS}
+    out["trajectory"] = {**trial["trajectory"], "turns": [
+        [{k: v for k, v in step.items() if k not in ("latency_s", "cached")} for step in turn]
+        for turn in trial["trajectory"]["turns"]]}
+    return out
+
+
 class _Reexec(Exception):
-    """The command asked to run again in a fresh process: the test runs it as a subprocess."""
+    """The command asked to run again in a fresh process: the test runs it as a subprocess,
+    after what it ``printed`` before asking."""
+
+    printed: subprocess.CompletedProcess
 
 
 _in_process_lock = threading.Lock()  # the working directory and environment are the process's
 
 
-def _in_process(args: list[str], cwd: Path, env: dict) -> subprocess.CompletedProcess | None:
+def _in_process(args: list[str], cwd: Path, env: dict) -> subprocess.CompletedProcess | _Reexec:
     """One CLI invocation in this process, with the working directory, environment and signal
-    handlers it had restored afterwards; ``None`` if the command must re-execute itself."""
+    handlers it had restored afterwards; a ``_Reexec`` if the command must re-execute itself."""
     import signal
     import traceback
 
@@ -69,7 +91,8 @@ def _in_process(args: list[str], cwd: Path, env: dict) -> subprocess.CompletedPr
             for s, handler in saved_signals.items():
                 signal.signal(s, handler)
     if isinstance(result.exception, _Reexec):
-        return None
+        result.exception.printed = subprocess.CompletedProcess(args, 0, result.stdout, result.stderr)
+        return result.exception
     stderr = result.stderr
     if result.exception is not None and not isinstance(result.exception, SystemExit):
         # What a user would see: the traceback (a test that expects one line fails on it).

@@ -16,7 +16,7 @@ import pytest
 
 from reme_cli.llm.embed import make_embedder
 from reme_cli.methods.amem.notes import Note, NoteStore
-from tests.conftest import run_reme, scripted_server_process
+from tests.conftest import run_reme, scripted_server_process, without_timing
 from tests.test_memory_flow import _kill_when, _trials
 
 # One worker per stream: the tests below follow a stream task by task (BFCL's default is 4).
@@ -144,9 +144,7 @@ def test_with_the_response_cache_a_dynamic_run_replays_identically(workdir, serv
     _reme(workdir, server, *args, "out_dir=cached_a")
     _reme(workdir, server, *args, "out_dir=cached_b")
     a, b = (sorted(_trials(workdir / d), key=lambda t: t["unit"]) for d in ("cached_a", "cached_b"))
-    strip = ("started_at", "finished_at", "wall_s", "llm_latency_s")
-    assert [{k: v for k, v in t.items() if k not in strip} for t in a] == \
-        [{k: v for k, v in t.items() if k not in strip} for t in b]
+    assert [without_timing(t) for t in a] == [without_timing(t) for t in b]
     assert _state(workdir / "cached_a" / "streams" / "s0_r0" / "store") == \
         _state(workdir / "cached_b" / "streams" / "s0_r0" / "store")
 

@@ -19,7 +19,7 @@ import pytest
 
 from reme_cli.methods.dc.cheatsheet import EMPTY, Cheatsheet, digest, extract_cheatsheet, prompt, split_items
 from reme_cli.methods.dc.pool import DCPool
-from tests.conftest import run_reme, run_reme_together, scripted_server_process
+from tests.conftest import run_reme, run_reme_together, scripted_server_process, without_timing
 from tests.test_memory_flow import _kill_when, _trials
 
 SCRIPTED = ["model=qwen3-8b", "embedding=minilm", "llm.model=replay", "benchmark.release=current",
@@ -186,19 +186,10 @@ def test_dynamic_mode_rewrites_after_each_task_resumes_after_kill_and_replays_fr
         whole, resumed = (built / d / "streams" / run for d in ("d_cu", "d_killed"))
         assert [c["events"] for c in _commits(resumed)] == [c["events"] for c in _commits(whole)]
         assert (resumed / "state" / "cheatsheet.txt").read_text() == (whole / "state" / "cheatsheet.txt").read_text()
-    a, b = ([_without_timing(t) for t in _by_position(built / d)] for d in ("d_cu", "d_cached"))
+    a, b = ([without_timing(t) for t in _by_position(built / d)] for d in ("d_cu", "d_cached"))
     assert a == b
     assert all(step["cached"] for t in _trials(built / "d_cached") for turn in t["trajectory"]["turns"] for step in turn)
 
-
-def _without_timing(trial: dict) -> dict:
-    """A unit's record without its clock readings and cache flags (a replay from the cache
-    takes no time and says so)."""
-    out = {k: v for k, v in trial.items() if k not in ("started_at", "finished_at", "wall_s", "llm_latency_s")}
-    out["trajectory"] = {**trial["trajectory"], "turns": [
-        [{k: v for k, v in step.items() if k not in ("latency_s", "cached")} for step in turn]
-        for turn in trial["trajectory"]["turns"]]}
-    return out
 
 
 def _query(task_id: str) -> str:

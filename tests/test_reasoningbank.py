@@ -23,7 +23,7 @@ from reme_cli.llm.embed import make_embedder
 from reme_cli.core.errors import UserError
 from reme_cli.methods.reasoningbank.items import ItemStore, Record
 from reme_cli.methods.reasoningbank.method import BUILD_LINES, ReasoningBankConfig
-from tests.conftest import run_reme, run_reme_together, scripted_server_process
+from tests.conftest import run_reme, run_reme_together, scripted_server_process, without_timing
 from tests.test_memory_flow import _kill_when, _trials
 
 FAILS, FAILS_TRAINING = "multi_turn_base_2", "multi_turn_base_5"  # an eval and a training task that fail
@@ -155,15 +155,8 @@ def test_resume_after_kill_and_a_cached_rerun_equal_the_uninterrupted_run(first_
     assert 1 <= len(_trials(workdir / "dyn_killed")) < 3
     run_reme_together((_args(server, *DYNAMIC, "llm.cache=true", "out_dir=dyn_cached"), workdir),
                       (_args(server, *DYNAMIC, "llm.cache=false", "out_dir=dyn_killed"), workdir), check=True)
-    strip = ("started_at", "finished_at", "wall_s", "llm_latency_s")
-
     def units(out: str) -> list[dict]:
-        """Trials without their timings, and steps without whether they came from the cache."""
-        trials = sorted(_trials(workdir / out), key=lambda t: t["unit"])
-        for t in trials:
-            for step in (s for turn in t["trajectory"]["turns"] for s in turn):
-                del step["latency_s"], step["cached"]
-        return [{k: v for k, v in t.items() if k not in strip} for t in trials]
+        return [without_timing(t) for t in sorted(_trials(workdir / out), key=lambda t: t["unit"])]
 
     assert units("dyn_cached") == units("dyn")
     assert [t["unit"] for t in units("dyn_killed")] == [t["unit"] for t in units("dyn")]
