@@ -67,6 +67,7 @@ def _in_process(args: list[str], cwd: Path, env: dict) -> subprocess.CompletedPr
     import signal
     import traceback
 
+    from rich.console import Console
     from typer.testing import CliRunner
 
     import reme_cli.cli as cli
@@ -81,10 +82,12 @@ def _in_process(args: list[str], cwd: Path, env: dict) -> subprocess.CompletedPr
         os.environ.update(env)
         os.chdir(cwd)
         real_reexec, cli._reexec = cli._reexec, no_reexec
+        # A process's console reads COLUMNS once, when reme starts: so does each invocation here.
+        real_console, cli.console = cli.console, Console(stderr=True)
         try:
             result = CliRunner().invoke(cli.app, args, prog_name="reme")
         finally:
-            cli._reexec = real_reexec
+            cli._reexec, cli.console = real_reexec, real_console
             os.chdir(saved_cwd)
             os.environ.clear()
             os.environ.update(saved_env)

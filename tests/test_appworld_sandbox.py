@@ -132,11 +132,15 @@ def test_secrets_privileges_answers_and_other_episodes_stay_out_of_reach(toy_wor
                             seen.append('unreadable %s' % p)
                 print('ENVIRON', seen)
                 print([l for l in _io.FileIO('/proc/self/status').read().decode().splitlines() if l.startswith('CapEff')])
-                for p in posix.listdir('/proc'):  # every other process here: its fds and memory
+                for p in posix.listdir('/proc'):  # every other process here: its open files and memory
                     if p.isdigit() and int(p) != posix.getpid():
                         for what in ('fd', 'mem'):
                             try:
-                                posix.listdir('/proc/%s/fd' % p) if what == 'fd' else _io.FileIO('/proc/%s/mem' % p)
+                                if what == 'fd':  # the supervisor's descriptors, opened through /proc
+                                    for n in posix.listdir('/proc/%s/fd' % p) or ['0']:
+                                        _io.FileIO('/proc/%s/fd/%s' % (p, n)).close()
+                                else:
+                                    _io.FileIO('/proc/%s/mem' % p)
                                 print('OPENED', p, what)
                             except OSError as e:
                                 print('REFUSED', p, what, e.errno)

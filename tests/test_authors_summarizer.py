@@ -9,7 +9,10 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import os
+import re
 import subprocess
+import sys
 
 import pytest
 
@@ -245,15 +248,23 @@ def _reme_chat(rec):
 
 
 # ---------------------------------------------------------------------------- end to end
-def test_build_pool_sends_the_authors_success_failure_and_validation_prompts(tmp_path):
-    """A build on three training tasks, one of which always fails (the replay corrupts it):
-    the scripted server receives the authors' prompts, filled as the service fills them."""
+@pytest.fixture(scope="module")
+def authors_build(tmp_path_factory):
+    """A build on two training tasks, one of which always fails (the replay corrupts it): its
+    folder and the summarizer's requests the scripted server (a TEST DOUBLE) received."""
+    tmp_path = tmp_path_factory.mktemp("authors_build")
     policy = AgentAndSummarizerPolicy(BFCLReplayPolicy(corrupt={"multi_turn_base_3"}), ScriptedSummarizerPolicy())
     with ScriptedServer(policy) as srv:
         run_reme(["build-pool", "model=qwen3-8b", "embedding=minilm", "llm.model=replay", f"llm.base_url={srv.base_url}",
                   "benchmark.release=current", "benchmark.task_ids=[multi_turn_base_0,multi_turn_base_3]",
                   "benchmark.split=train", "build.samples=2", "out_dir=built"], tmp_path, check=True)
         summarizer = [r["body"] for r in srv.requests if not r["headers"].get("x-reme-task-id")]
+    return tmp_path / "built", summarizer
+
+
+def test_build_pool_sends_the_authors_success_failure_and_validation_prompts(authors_build):
+    """The scripted server receives the authors' prompts, filled as the service fills them."""
+    built, summarizer = authors_build
     texts = [b["messages"][0]["content"] for b in summarizer]
     for name, key in (("success_extraction_prompt.yaml", "success_step_task_memory_prompt"),
                       ("failure_extraction_prompt.yaml", "failure_step_task_memory_prompt"),
@@ -265,9 +276,25 @@ def test_build_pool_sends_the_authors_success_failure_and_validation_prompts(tmp
     assert "\n\n# Tools\n\nYou may call one or more functions" in success and PYTHON_NOTE in success
     assert all(len(b["messages"]) == 1 and b["seed"] == 42 and b["temperature"] == 0.6 and b["top_p"] is None
                and b["max_tokens"] is None and "top_k" not in b and "response_format" not in b for b in summarizer)
-    pool = [json.loads(ln) for ln in (tmp_path / "built" / "pool" / "experiences.jsonl").read_text().splitlines()]
+    pool = [json.loads(ln) for ln in (built / "pool" / "experiences.jsonl").read_text().splitlines()]
     assert {e["source"] for e in pool} == {"success", "failure"}
     assert all(e["extra"]["metadata"]["step_type"] == "action" for e in pool)
+
+
+@pytest.mark.script("compare_pools.py")
+def test_compare_pools_sets_a_built_pool_beside_the_released_one(authors_build):
+    built, _ = authors_build
+    pool = [json.loads(ln) for ln in (built / "pool" / "experiences.jsonl").read_text().splitlines()]
+    proc = subprocess.run([sys.executable, str(REPO / "scripts" / "compare_pools.py"), "--released",
+                           "official:bfcl/qwen3-8b", "--built", str(built), "--dedup", "0.5", "1.0"],
+                          cwd=REPO, capture_output=True, text=True, timeout=600, env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rows = {line.split("|")[1].strip(): line for line in proc.stdout.splitlines() if line.startswith("| ")}
+    assert rows[f"built ({built.name})"].split("|")[2].strip() == str(len(pool))
+    released = int(rows["official:bfcl/qwen3-8b"].split("|")[2])
+    kept = {float(k): int(line.split("|")[2]) for k, line in rows.items() if re.fullmatch(r"[0-9.]+", k)}
+    # A threshold of 1.0 removes only exact duplicates; 0.5 removes more (issue #213's question).
+    assert kept[0.5] < kept[1.0] <= released
 
 
 def test_the_embedded_models_grammar_answers_go_through_the_authors_reading(embedded_server):

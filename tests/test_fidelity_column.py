@@ -27,7 +27,7 @@ def counted(monkeypatch):
     """Plans without counting a split's tasks (a BFCL release switch re-executes the process)."""
     import reme_cli.commands.ablate as ablate
 
-    monkeypatch.setattr(ablate, "_units", lambda cfg, samples=None: (2, 2 * cfg.benchmark.max_interactions))
+    monkeypatch.setattr(ablate, "_units", lambda cfg, samples=None, notes=None: (2, 2 * cfg.benchmark.max_interactions))
 
 
 def test_table5_dry_run_builds_no_pool_and_rekeys_the_released_one(reme):

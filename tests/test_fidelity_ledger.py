@@ -93,7 +93,7 @@ def planned():
 
     cache: dict[tuple[str, str, str], object] = {}
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(ablate, "_units", lambda cfg, samples=None: (1, cfg.benchmark.max_interactions))
+        mp.setattr(ablate, "_units", lambda cfg, samples=None, notes=None: (1, cfg.benchmark.max_interactions))
 
         def get(suite: str, bench: str, which: str):
             if (suite, bench, which) not in cache:

@@ -23,7 +23,7 @@ from reme_cli.core.config import config_hash
 from reme_cli.core.environ import OWN_ENV, set_default
 from tests.test_endpoints import reme_cli, stand_in, stand_ins_running
 
-QUICK = ["llm.cache=false", "benchmark.limit=1", "eval.runs=1", "eval.seeds=1"]
+QUICK = ["llm.cache=false", "benchmark.limit=1", "eval.runs=1", "eval.seeds=1", "benchmark.release=current"]
 H200_MIB = 143771
 
 

@@ -385,6 +385,8 @@ def _engine_line(proc: subprocess.CompletedProcess) -> str:
     return line
 
 
+@pytest.mark.script("install_llama.sh")
+@pytest.mark.script("pip_install.sh")  # sourced by install_llama.sh
 def test_install_takes_the_portable_wheel(engine_venv):
     proc = engine_venv.run(index="portable")
     assert proc.returncode == 0, proc.stderr[-3000:]

@@ -114,8 +114,16 @@ def test_the_heartbeat_keeps_a_held_lock_fresh(tmp_path, monkeypatch):
 # ------------------------------------------------------------------ through the CLI
 
 
-def test_two_evals_on_one_run_directory_leave_every_unit_once(tmp_path, slow_url):
-    args = ("eval", *REPLAY, f"llm.base_url={slow_url}", "benchmark.limit=4", "eval.runs=2", "eval.seeds=1",
+@pytest.fixture
+def slower_url():
+    """Slow enough that the first run still holds its lock when the second has started (its
+    imports take seconds of CPU on a busy machine)."""
+    with scripted_server_process("--policy", "bfcl-replay+summarizer", "--delay", "0.6") as url:
+        yield url
+
+
+def test_two_evals_on_one_run_directory_leave_every_unit_once(tmp_path, slower_url):
+    args = ("eval", *REPLAY, f"llm.base_url={slower_url}", "benchmark.limit=4", "eval.runs=2", "eval.seeds=1",
             "llm.concurrency=2", "out_dir=run")
     first = start(tmp_path, *args)
     wait_for(lambda: lock_path(tmp_path / "run").exists())

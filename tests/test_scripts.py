@@ -109,6 +109,8 @@ def started(request, tmp_path_factory):
                                              "--concurrency", "2", "--out", "dynamic.md"],
         "bench_local_model.py": lambda: ["--threads", "1", "--repeats", "1", "--prompt-sentences", "2",
                                          "--decode-tokens", "8", "--out", "local.md"],
+        "bench_json_answers.py": lambda: ["--ways", "plain,reme", "--limit", "2", "--max-tokens", "24",
+                                          "--out", "json.md", "--json", "answers.json"],
         # Last: the toy world (a session fixture, ~30 s of CPU) is built while the others run.
         "bench_appworld_overhead.py": lambda: ["--concurrency", "1", "--runs", "1", "--steps", "2", "--world",
                                                str(request.getfixturevalue("toy_world")), "--out", "appworld.md"],
@@ -205,13 +207,15 @@ def test_check_gpu_constraints_resolves_a_small_project_offline(tmp_path):
         test_install.check.write_stub(wheels, {"name": name, "version": version, "requires_dist": deps})
     project = tmp_path / "project"
     project.mkdir()
-    extras = {"gpu": ["vllm==1.0"], "local": ["llama-cpp-python==0.3.36"], "baselines": [], "dev": [], "cluster": []}
+    extras = {"gpu": ["vllm==1.0"], "local": ["llama-cpp-python==0.3.36"], "engine-wheel": [], "engine-source": [],
+              "baselines": [], "dev": [], "cluster": []}
     pyproject = lambda deps: ("[project]\nname = 'small'\nversion = '0'\n"  # noqa: E731
                               f"dependencies = {json.dumps(deps)}\n[project.optional-dependencies]\n"
                               + "".join(f"{k} = {json.dumps(v)}\n" for k, v in extras.items()))
     (project / "pyproject.toml").write_text(pyproject(["alpha>=1"]))
     (project / "constraints.txt").write_text("llama-cpp-python==0.3.36\nantlr4-python3-runtime==4.9.3\n")
     (project / "requirements-bfcl.txt").write_text("bfcl-eval==2025.7.17\n")
+    (project / "requirements-model.txt").write_text("")
     env = {k: v for k, v in os.environ.items() if not k.startswith("PIP_")}
     env |= {"PIP_CONFIG_FILE": os.devnull, "PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(wheels),
             "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
@@ -342,6 +346,24 @@ def test_bench_local_model_serves_the_embedded_model_and_measures_it(started):
     prompt, decoded = re.search(r"prompt tokens (\d+), decoded tokens \[(\d+)\]", text).groups()
     assert 50 < int(prompt) < 400 and 2 <= int(decoded) <= 8  # 2 sentences, not the default ~1500 tokens
     assert "Paris" in text
+
+
+@script("bench_json_answers.py")
+def test_bench_json_answers_replays_reme_requests_on_the_installed_engine(started):
+    run = started["bench_json_answers.py"]
+    run.result()
+    text = (run.cwd / "json.md").read_text()
+    rows = table(text, "engine")
+    assert [r["way"] for r in rows] == ["plain", "reme"], text
+    from reme_cli.llm.local_engine import choose
+
+    engine = choose()  # the engine reme starts here, as the script does
+    for r in rows:
+        assert r["engine"] == f"{engine.name} {engine.version()}" and r["HTTP errors"] == "0", text
+        done, asked = r["complete"].split("/")
+        assert asked == "2" and 0 <= int(done) <= 2
+    answers = json.loads((run.cwd / "answers.json").read_text())
+    assert len(answers) == 4 and all(a["text"] is not None for a in answers)
 
 
 def test_every_script_has_a_smoke_test():

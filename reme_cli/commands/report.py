@@ -81,7 +81,7 @@ def pool_origin(cfg: dict[str, Any], mode: str) -> dict[str, Any]:
         if built_by.get("kind") == "import_official":
             return {"pool_start": "released", "pool_params": None}
         try:
-            params = _flatten(yaml.safe_load((Path(built_by.get("run", "")) / CONFIG_FILE).read_text()))
+            params = flatten(yaml.safe_load((Path(built_by.get("run", "")) / CONFIG_FILE).read_text()))
         except (OSError, ValueError, AttributeError):
             params = None
         return {"pool_start": "built", "pool_params": params}
