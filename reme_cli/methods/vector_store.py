@@ -3,8 +3,8 @@
 Every embedder returns L2-normalised float32 rows (``llm/embed.py``), so the inner product
 is the cosine and a faiss ``IndexFlatIP`` is an exact cosine search. A method keeps its own
 records (experiences, notes, items, pairs) in a list whose row i is row i here, and asks
-``search`` for (row, score) pairs. Ties are broken by faiss's flat search (the lower row
-first), the same for every method, since all of them searched that way before this module.
+``search`` for (row, score) pairs. Equal scores come in the order faiss's flat search gives
+them (deterministic for the same rows), as every method searched before this module.
 
 Persistence is to files of a folder the method owns (its manifest records the embedding's
 identity, ``embedding_identity``): ``save_vectors`` / ``read_vectors`` for the rows, and
@@ -38,7 +38,8 @@ class VectorIndex:
     def __init__(self, dim: int, vectors: np.ndarray | None = None, index: faiss.IndexFlatIP | None = None):
         self.dim = dim
         rows = np.zeros((0, dim), np.float32) if vectors is None else vectors
-        self._vecs = np.ascontiguousarray(rows, dtype=np.float32).reshape(len(rows), dim)
+        # A copy: the caller's array (another store's read-only view) is never edited through this one.
+        self._vecs = np.array(rows, dtype=np.float32, order="C").reshape(len(rows), dim)
         self._index = index
 
     def __len__(self) -> int:
