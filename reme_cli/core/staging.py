@@ -138,7 +138,9 @@ def _backups(dest: Path) -> list[Path]:
 def recover_swap(dest: Path, complete: Callable[[Path], bool], wait_s: float = 1.0) -> None:
     """If a ``replace_dir`` died between its two renames (no ``dest``, a backup beside it),
     move the newest backup that ``complete`` accepts back to ``dest``. A writer may just be
-    between its renames: it is given ``wait_s`` to finish first."""
+    between its renames: it is given ``wait_s`` to finish first. A link is followed, as
+    ``replace_dir`` does."""
+    dest = dest.resolve() if dest.is_symlink() else dest
     if dest.exists():
         return
     backups = [p for p in _backups(dest) if complete(p)]
@@ -161,6 +163,7 @@ def clean_backups(dest: Path, complete: Callable[[Path], bool]) -> list[Path]:
     """Remove the backups of ``dest`` that earlier interrupted swaps left behind (those
     ``complete`` recognises as old versions of it), once ``dest`` itself is whole again;
     the caller is ``dest``'s only writer."""
+    dest = dest.resolve() if dest.is_symlink() else dest
     removed = [p for p in _backups(dest) if dest.exists() and complete(p)]
     for p in removed:
         shutil.rmtree(p, ignore_errors=True)
