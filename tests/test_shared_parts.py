@@ -1,5 +1,6 @@
-"""The methods' one vector store (real faiss), the crash-safe folder swap they save
-through, and the typed reader of run records that methods and the report share."""
+"""What the methods share instead of each writing its own: the vector store (real faiss),
+the crash-safe folder swap they save through, the typed reader of run records (methods and
+the report), and the wiring that eval and build-pool both hand a method."""
 
 from __future__ import annotations
 
@@ -118,3 +119,40 @@ def test_read_trials_gives_typed_records_the_last_per_unit(tmp_path):
     (tmp_path / TRIALS_FILE).write_text(text + json.dumps({"unit": "s0/r0/d", "seed": "x"}) + "\n")
     with pytest.raises(UserError, match=r"line 5 is not a unit record"):
         read_trials(tmp_path)
+
+
+def test_eval_and_build_pool_wire_a_method_the_same_way(tmp_path, monkeypatch):
+    """run/wiring.method_context: the session's client, the summarizer (its own client
+    closed afterwards, also when the run fails) and the units already finished."""
+    import asyncio
+    from types import SimpleNamespace
+
+    from reme_cli.core.config import compose
+    from reme_cli.run import wiring
+    from reme_cli.run.records import RunDir
+
+    (tmp_path / TRIALS_FILE).write_text(json.dumps(record("s0/r0/a", success=True)) + "\n"
+                                        + json.dumps(record("s0/r0/b", error="boom")) + "\n")
+    session = SimpleNamespace(client=object(), run_dir=RunDir(tmp_path))
+    closed: list[str] = []
+
+    class Own:
+        async def close(self) -> None:
+            closed.append("own")
+
+    monkeypatch.setattr(wiring, "summarizer_settings", lambda cfg, client: (("settings", client), Own()))
+    cfg = compose([])
+
+    async def use(summarizer: bool, fail: bool = False):
+        async with wiring.method_context(cfg, session, summarizer=summarizer) as ctx:
+            if fail:
+                raise RuntimeError("the run failed")
+            return ctx
+
+    ctx = asyncio.run(use(True))
+    assert ctx.llm is session.client and ctx.summarizer == ("settings", session.client)
+    assert ctx.run_path == tmp_path and ctx.finished_units == {"s0/r0/a"} and closed == ["own"]
+    with pytest.raises(RuntimeError, match="the run failed"):
+        asyncio.run(use(True, fail=True))
+    assert closed == ["own", "own"]
+    assert asyncio.run(use(False)).summarizer is None and closed == ["own", "own"]  # none opened
