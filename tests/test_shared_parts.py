@@ -156,3 +156,15 @@ def test_eval_and_build_pool_wire_a_method_the_same_way(tmp_path, monkeypatch):
         asyncio.run(use(True, fail=True))
     assert closed == ["own", "own"]
     assert asyncio.run(use(False)).summarizer is None and closed == ["own", "own"]  # none opened
+
+
+def test_a_pool_of_another_vector_space_is_refused_in_one_line(tmp_path):
+    from types import SimpleNamespace
+
+    from reme_cli.methods.vector_store import require_embedding
+
+    embedder = SimpleNamespace(name="all-MiniLM-L6-v2", dim=384)
+    require_embedding(tmp_path, {"embedding_model": "all-MiniLM-L6-v2", "dim": 384}, embedder, "A-Mem")
+    for other in ({"embedding_model": "text-embedding-v4", "dim": 384}, {"embedding_model": "all-MiniLM-L6-v2"}):
+        with pytest.raises(UserError, match=r"was embedded with .*; run with that embedding, or rebuild the A-Mem pool"):
+            require_embedding(tmp_path, other, embedder, "A-Mem")

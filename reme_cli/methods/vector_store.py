@@ -21,12 +21,21 @@ from typing import Any
 import faiss
 import numpy as np
 
+from reme_cli.core.errors import UserError
 from reme_cli.core.staging import fsync_path
 
 
 def embedding_identity(embedder: Any) -> dict[str, Any]:
     """What a pool records about the vector space it was embedded in (and refuses to mix)."""
     return {"name": embedder.name, "dim": embedder.dim}
+
+
+def require_embedding(path: Path, manifest: dict[str, Any], embedder: Any, pool: str) -> None:
+    """Refuse, in one line, a pool whose manifest (``embedding_model``, ``dim``) names another
+    vector space than ``embedder``'s: its vectors and the queries' would not compare."""
+    if manifest.get("embedding_model") != embedder.name or manifest.get("dim") != embedder.dim:
+        raise UserError(f"{path} was embedded with {manifest.get('embedding_model')} (dim {manifest.get('dim')}); "
+                        f"run with that embedding, or rebuild the {pool} pool")
 
 
 class VectorIndex:

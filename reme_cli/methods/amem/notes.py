@@ -22,7 +22,7 @@ import numpy as np
 from reme_cli.core import integrity
 from reme_cli.core.errors import UserError
 from reme_cli.core.io import now, read_lines, write_json_atomic
-from reme_cli.methods.vector_store import VectorIndex
+from reme_cli.methods.vector_store import VectorIndex, require_embedding
 
 METHOD = "amem"
 FORMAT = "reme-amem-pool"
@@ -83,9 +83,7 @@ class NoteStore:
     @classmethod
     def load(cls, path: Path, embedder: Any) -> NoteStore:
         manifest = cls.check(path)
-        if manifest.get("embedding_model") != embedder.name or manifest.get("dim") != embedder.dim:
-            raise UserError(f"{path} was embedded with {manifest.get('embedding_model')} "
-                            f"(dim {manifest.get('dim')}); run with that embedding, or rebuild the A-Mem pool")
+        require_embedding(path, manifest, embedder, "A-Mem")
         notes = [Note.from_dict(d) for d in read_lines(path / NOTES)]
         vectors = np.load(path / VECTORS) if notes else None
         if vectors is not None and len(vectors) != len(notes):

@@ -26,7 +26,7 @@ import numpy as np
 from reme_cli.core import integrity
 from reme_cli.core.errors import UserError
 from reme_cli.core.io import now, read_lines, write_json_atomic
-from reme_cli.methods.vector_store import VectorIndex
+from reme_cli.methods.vector_store import VectorIndex, require_embedding
 
 METHOD = "reasoningbank"
 FORMAT = "reme-reasoningbank-pool"
@@ -85,9 +85,7 @@ class ItemStore:
     @classmethod
     def load(cls, path: Path, embedder: Any) -> ItemStore:
         manifest = cls.check(path)
-        if manifest.get("embedding_model") != embedder.name or manifest.get("dim") != embedder.dim:
-            raise UserError(f"{path} was embedded with {manifest.get('embedding_model')} (dim {manifest.get('dim')}); "
-                            "run with that embedding, or rebuild the ReasoningBank pool")
+        require_embedding(path, manifest, embedder, "ReasoningBank")
         records = [Record.from_dict(d) for d in read_lines(path / RECORDS)]
         vectors = np.load(path / VECTORS) if records else None
         if vectors is not None and len(vectors) != len(records):
