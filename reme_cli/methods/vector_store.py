@@ -6,8 +6,9 @@ records (experiences, notes, items, pairs) in a list whose row i is row i here, 
 ``search`` for (row, score) pairs. Equal scores come in the order faiss's flat search gives
 them (deterministic for the same rows), as every method searched before this module.
 
-Persistence is to files of a folder the method owns (its manifest records the embedding's
-identity, ``embedding_identity``): ``save_vectors`` / ``read_vectors`` for the rows, and
+Persistence is to files of a folder the method owns, whose manifest records the embedding
+(``embedding_identity``; ``require_embedding`` refuses a pool of another space):
+``save_vectors`` / ``read_vectors`` for the rows, and
 optionally ``save_index`` / ``load_index`` for the index (derived: a missing or stale one
 is rebuilt from the rows, so a hand-copied index over other vectors is never searched).
 """
@@ -44,12 +45,12 @@ class VectorIndex:
     The faiss index is built on the first search after a change that is not an append
     (an append extends it in place), so a method may edit rows freely between searches."""
 
-    def __init__(self, dim: int, vectors: np.ndarray | None = None, index: faiss.IndexFlatIP | None = None):
+    def __init__(self, dim: int, vectors: np.ndarray | None = None):
         self.dim = dim
         rows = np.zeros((0, dim), np.float32) if vectors is None else vectors
         # A copy: the caller's array (another store's read-only view) is never edited through this one.
         self._vecs = np.array(rows, dtype=np.float32, order="C").reshape(len(rows), dim)
-        self._index = index
+        self._index: faiss.IndexFlatIP | None = None
 
     def __len__(self) -> int:
         return len(self._vecs)
