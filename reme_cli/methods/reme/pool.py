@@ -10,8 +10,8 @@
 The vectors and their index are the methods' one vector store (``methods/vector_store.py``).
 Saves are all-or-nothing (``core/staging.replace_dir``): the new state is written complete
 into a sibling directory and swapped in by two renames. A crash between the renames leaves
-the previous pool under a `.<name>.old-*` sibling, which `load` moves back. One writer per pool; readers may come
-and go. Other files or folders someone keeps inside the pool directory (e.g. an event
+the previous pool under a `.<name>.old-*` sibling, which `load` moves back. One writer per
+pool; readers may come and go. Other files or folders someone keeps inside the pool directory (e.g. an event
 log) are carried over to each new version by hard link, so a save never drops them.
 """
 
