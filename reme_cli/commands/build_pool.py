@@ -32,15 +32,15 @@ from reme_cli.core.errors import UserError
 from reme_cli.core.integrity import is_pool
 from reme_cli.core.registry import METHODS
 from reme_cli.core.staging import clean_stale, replace_dir
-from reme_cli.methods.base import BuildContext, BuildResult, MethodContext, PoolBuilder
+from reme_cli.methods.base import BuildContext, BuildResult, PoolBuilder
 from reme_cli.methods.streams import no_memory, training_stream
 from reme_cli.llm.embed import make_embedder_for
 from reme_cli.llm.answer_health import answer_tally, failure_message, merge, total
-from reme_cli.methods.summarizer import summarizer_settings
 from reme_cli.run.lifecycle import RunLifecycle, RunResult, Session
 from reme_cli.run.plan import plan_passes, plan_streams
 from reme_cli.run.records import CONFIG_FILE, RunDir
 from reme_cli.run.runner import Runner
+from reme_cli.run.wiring import method_context
 from reme_cli.run.summary import errors_summary, sandbox_notes
 
 REPORT_FILE = "report.json"
@@ -122,14 +122,8 @@ async def _sample_and_learn(cfg: Config, session: Session, bench: Benchmark, str
                             method: Any, embedder: Any,
                             adapts: bool) -> tuple[BuildContext, dict[str, int], dict[str, Any]]:
     client, run_dir, progress = session.client, session.run_dir, session.progress
-    summarizer, own = summarizer_settings(cfg, client)
-    try:
-        if adapts:
-            state = training_stream(method, MethodContext(cfg=cfg, llm=client, summarizer=summarizer,
-                                                          run_path=run_dir.path,
-                                                          finished_units=run_dir.finished_units()))
-        else:
-            state = no_memory()
+    async with method_context(cfg, session) as method_ctx:
+        state = training_stream(method, method_ctx) if adapts else no_memory()
         runner = Runner(bench, client, session.settings, run_dir, lambda _: state, cfg.llm.concurrency, progress,
                         health=session.ep.health)
         await runner.run(streams)
@@ -142,16 +136,13 @@ async def _sample_and_learn(cfg: Config, session: Session, bench: Benchmark, str
         for t in sorted(run_dir.trials(), key=lambda t: t.run):
             if t.ok and t.trajectory is not None:
                 attempts[t.task_id].append((Trajectory.from_dict(t.trajectory), Outcome(t.success, t.reward, t.checker)))
-        ctx = BuildContext(cfg=cfg, summarizer=summarizer, embedder=embedder, bench=bench, task_ids=task_ids,
+        ctx = BuildContext(cfg=cfg, summarizer=method_ctx.summarizer, embedder=embedder, bench=bench, task_ids=task_ids,
                            attempts=dict(attempts), work=run_dir.path)
         with answer_tally() as answers:
             await method.learn_from_training(ctx)
         if adapts:  # the method's calls were made by its units, which keep their counts (every session's)
             return ctx, sampling_llm, merge(*(t.summarizer_answers for t in run_dir.trials()))
         return ctx, sampling_llm, answers.to_dict()
-    finally:
-        if own is not None:
-            await own.close()
 
 
 def sampling_report(run_dir: RunDir, task_ids: list[str]) -> dict[str, Any]:

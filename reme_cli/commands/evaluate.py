@@ -13,11 +13,10 @@ from rich.markup import escape
 from reme_cli.bench.base import Benchmark
 from reme_cli.bench.registry import make_benchmark, prepare_benchmark
 from reme_cli.core.config import Config, config_hash
-from reme_cli.llm.client import ChatClient
 from reme_cli.llm.embed import check_key_for
 from reme_cli.core.registry import METHODS
 from reme_cli.llm.answer_health import failure_message, summary_line
-from reme_cli.methods.base import MethodContext, memory_class
+from reme_cli.methods.base import memory_class
 from reme_cli.methods.streams import MemoryStreams
 from reme_cli.run.lifecycle import RunLifecycle, RunResult, Session
 from reme_cli.run.metrics import final_metrics
@@ -25,6 +24,7 @@ from reme_cli.run.plan import Unit, plan_streams
 from reme_cli.run.records import METRICS_FILE
 from reme_cli.run.summary import errors_summary, metrics_table, sandbox_notes
 from reme_cli.run.runner import Runner
+from reme_cli.run.wiring import method_context
 
 SMOKE_NOTE = ("Embedded 135M CPU model: smoke-level scores, not model results. "
               "Real numbers need Qwen3 on vLLM (see README).")
@@ -42,18 +42,6 @@ def method_plugin(cfg: Config) -> Any:
     whatever ``memory`` says."""
     name = "none" if cfg.eval.mode == "none" else cfg.memory.name
     return memory_class(name, METHODS.get(name))
-
-
-def make_method_factory(cfg: Config, run_path: Path, client: ChatClient, finished: set[str]):
-    """A function (seed, run) -> Method, and a client to close afterwards (or None)."""
-    plugin = method_plugin(cfg)
-    summarizer, own_client = None, None
-    if getattr(plugin, "needs_summarizer", False):
-        from reme_cli.methods.summarizer import summarizer_settings
-
-        summarizer, own_client = summarizer_settings(cfg, client)
-    ctx = MethodContext(cfg=cfg, llm=client, summarizer=summarizer, run_path=run_path, finished_units=finished)
-    return MemoryStreams(plugin, ctx).method_for, own_client
 
 
 def evaluate(cfg: Config, console: Console, wait: bool = False) -> RunResult:
@@ -121,17 +109,11 @@ def chains_at_once(cfg: Config, streams: list) -> int:
 async def eval_runner(cfg: Config, bench: Benchmark, session: Session,
                       streams: list[list[Unit]]) -> AsyncIterator[Runner]:
     """The runner `reme eval` drives in a started session (``RunLifecycle.run``) over ``streams``:
-    the configured memory method behind the seam, whose own summarizer client is closed
-    afterwards (the lifecycle owns ``session.client``). The harness benchmarks
+    the configured memory method behind the seam (``run/wiring.py``). The harness benchmarks
     (scripts/bench_*.py) build theirs here too, so they time what a user runs and cannot drift
     from it."""
-    own_client = None
-    try:
-        method_for, own_client = make_method_factory(cfg, session.run_dir.path, session.client,
-                                                     session.run_dir.finished_units())
-        yield Runner(bench, session.client, session.settings, session.run_dir, method_for,
+    plugin = method_plugin(cfg)
+    async with method_context(cfg, session, summarizer=getattr(plugin, "needs_summarizer", False)) as ctx:
+        yield Runner(bench, session.client, session.settings, session.run_dir, MemoryStreams(plugin, ctx).method_for,
                      chains_at_once(cfg, streams), session.progress, health=session.ep.health,
                      env_concurrency=cfg.env.concurrency)
-    finally:
-        if own_client is not None:
-            await own_client.close()

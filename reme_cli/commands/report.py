@@ -27,7 +27,8 @@ from reme_cli.core.io import now
 from reme_cli.core.staging import replace_dir
 from reme_cli.core.staging import clean_stale
 from reme_cli.run.lock import DirLock
-from reme_cli.run.records import CONFIG_FILE, MANIFEST_FILE, TRIALS_FILE, RunDir, UnitRecord
+from reme_cli.core.trials import TRIALS_FILE, UnitRecord, read_trials
+from reme_cli.run.records import CONFIG_FILE, MANIFEST_FILE, RunDir
 
 REPORT_MARK = "REME_REPORT"  # in every report folder: the files reme wrote there, with their sha256
 
@@ -113,7 +114,7 @@ def load_frames(paths: list[Path], order: list[str] | None = None
         cfg = yaml.safe_load((path / CONFIG_FILE).read_text())  # validated by RunDir.check in report()
         manifest = json.loads((path / MANIFEST_FILE).read_text())
         run_id = _run_id(path, paths)
-        trials = RunDir(path).trials()
+        trials = read_trials(path)
         mode = cfg["eval"]["mode"]
         memory = "none" if mode == "none" else cfg["memory"]["name"]
         run_rows.append({

@@ -5,7 +5,9 @@ A staging dir is ``.<target>.<kind>-<random>/`` holding a ``REME_STAGING`` marke
 it: host, pid and the pid's start time) and the new content under ``new/``; the content is
 renamed over the target at the end. A killed run leaves one behind; the next run on the same
 target removes it, but only if it carries reme's marker and its maker is gone (callers hold
-the target's ``DirLock``). A private temporary directory (``private_tempdir``: mode 0700, a
+the target's ``DirLock``). The swap is two renames (the old target aside to
+``.<target>.old-<random>``, the staging content in); a crash between them leaves no target,
+and ``recover_swap`` puts the old one back. A private temporary directory (``private_tempdir``: mode 0700, a
 fresh name) carries the same marker; ``clean_stale_tempdirs`` removes those of its kind whose
 maker is gone (a ``kill -9``, a double Ctrl-C), never a live run's.
 """
@@ -17,7 +19,9 @@ import os
 import shutil
 import socket
 import tempfile
+import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -118,11 +122,52 @@ def replace_dir(dest: Path, fill: Any, kind: str = "building", proof: Any = None
                 except BaseException:
                     old.rename(dest)
                     raise
+        # A crash right here leaves no ``dest``: ``recover_swap`` moves ``old`` back.
         staging.rename(dest)
+        fsync_path(dest.parent)  # the renames themselves are on disk
         shutil.rmtree(old, ignore_errors=True)
         return result
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+def _backups(dest: Path) -> list[Path]:
+    return [p for p in dest.parent.glob(f".{dest.name}.old-*") if p.is_dir() and not p.is_symlink()]
+
+
+def recover_swap(dest: Path, complete: Callable[[Path], bool], wait_s: float = 1.0) -> None:
+    """If a ``replace_dir`` died between its two renames (no ``dest``, a backup beside it),
+    move the newest backup that ``complete`` accepts back to ``dest``. A writer may just be
+    between its renames: it is given ``wait_s`` to finish first. A link is followed, as
+    ``replace_dir`` does."""
+    dest = dest.resolve() if dest.is_symlink() else dest
+    if dest.exists():
+        return
+    backups = [p for p in _backups(dest) if complete(p)]
+    if not backups:
+        return
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        if dest.exists():
+            return
+        time.sleep(0.05)
+    newest = max(backups, key=lambda p: p.stat().st_mtime)
+    try:
+        newest.rename(dest)
+    except OSError:
+        if not dest.exists():
+            raise
+
+
+def clean_backups(dest: Path, complete: Callable[[Path], bool]) -> list[Path]:
+    """Remove the backups of ``dest`` that earlier interrupted swaps left behind (those
+    ``complete`` recognises as old versions of it), once ``dest`` itself is whole again;
+    the caller is ``dest``'s only writer."""
+    dest = dest.resolve() if dest.is_symlink() else dest
+    removed = [p for p in _backups(dest) if dest.exists() and complete(p)]
+    for p in removed:
+        shutil.rmtree(p, ignore_errors=True)
+    return removed
 
 
 def _fsync_tree(root: Path) -> None:

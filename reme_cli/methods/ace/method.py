@@ -15,6 +15,7 @@ from reme_cli.core.config import check_choices
 from reme_cli.core.errors import UserError
 from reme_cli.core.io import append_lines, read_lines
 from reme_cli.core.staging import replace_dir
+from reme_cli.core.trials import read_trials
 from reme_cli.llm.embed import make_embedder_for
 from reme_cli.methods.ace import texts
 from reme_cli.methods.ace.playbook import METHOD, Playbook
@@ -224,8 +225,7 @@ class Ace(Memory):
         playbook = Playbook.load(stream_dir(ctx.work, (0, 0)) / "playbook")
         playbook.built_by = cls._built_by(ctx)
         playbook.save(staging)
-        # methods/ sits below run/: the unit records are read as lines (build-pool's trials.jsonl)
-        units = [line.get("method") or {} for line in read_lines(ctx.work / "trials.jsonl") if not line.get("error")]
+        units = [t.method for t in read_trials(ctx.work) if t.ok]  # build-pool's unit records
         stats = AceStats()
         for m in units:
             stats.merge(AceStats(**m["ace"]))

@@ -17,12 +17,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import faiss
 import numpy as np
 
 from reme_cli.core import integrity
 from reme_cli.core.errors import UserError
 from reme_cli.core.io import now, read_lines, write_json_atomic
+from reme_cli.methods.vector_store import VectorIndex, require_embedding
 
 METHOD = "amem"
 FORMAT = "reme-amem-pool"
@@ -57,7 +57,7 @@ class NoteStore:
                  built_by: dict[str, Any] | None = None):
         self.embedder = embedder
         self.notes: dict[str, Note] = {n.id: n for n in notes or []}
-        self._vectors = vectors if vectors is not None else np.zeros((0, embedder.dim), dtype="float32")
+        self._index = VectorIndex(embedder.dim, vectors)
         self.built_by = built_by or {}
 
     def __len__(self) -> int:
@@ -83,9 +83,7 @@ class NoteStore:
     @classmethod
     def load(cls, path: Path, embedder: Any) -> NoteStore:
         manifest = cls.check(path)
-        if manifest.get("embedding_model") != embedder.name or manifest.get("dim") != embedder.dim:
-            raise UserError(f"{path} was embedded with {manifest.get('embedding_model')} "
-                            f"(dim {manifest.get('dim')}); run with that embedding, or rebuild the A-Mem pool")
+        require_embedding(path, manifest, embedder, "A-Mem")
         notes = [Note.from_dict(d) for d in read_lines(path / NOTES)]
         vectors = np.load(path / VECTORS) if notes else None
         if vectors is not None and len(vectors) != len(notes):
@@ -97,7 +95,7 @@ class NoteStore:
         tmp = path / (NOTES + ".tmp")
         tmp.write_text("".join(json.dumps(asdict(n), ensure_ascii=False) + "\n" for n in self.notes.values()))
         tmp.replace(path / NOTES)
-        np.save(path / VECTORS, self._vectors)
+        self._index.save_vectors(path / VECTORS)
         write_json_atomic(path / MANIFEST, {
             "format": FORMAT, "method": METHOD, "files": integrity.record(path, (NOTES, VECTORS)),
             "notes": len(self.notes), "links": sum(len(n.links) for n in self.notes.values()),
@@ -106,18 +104,15 @@ class NoteStore:
 
     def copy(self) -> NoteStore:
         return NoteStore(self.embedder, [Note.from_dict(asdict(n)) for n in self.notes.values()],
-                         self._vectors.copy(), dict(self.built_by))
+                         self._index.vectors.copy(), dict(self.built_by))
 
     # ------------------------------------------------------------------ search
     def search(self, text: str, k: int) -> list[tuple[Note, float]]:
         """The k notes nearest to ``text`` by cosine similarity, best first."""
         if not self.notes or k <= 0:
             return []
-        index = faiss.IndexFlatIP(self._vectors.shape[1])
-        index.add(self._vectors)
-        scores, rows = index.search(self.embedder.embed([text]), min(k, len(self.notes)))
         ordered = list(self.notes.values())
-        return [(ordered[r], float(s)) for s, r in zip(scores[0], rows[0]) if r >= 0]
+        return [(ordered[r], s) for r, s in self._index.search(self.embedder.embed([text]), k)[0]]
 
     def with_links(self, hits: list[Note], k: int) -> list[Note]:
         """The hits, then the notes they link to (new ones only, at most k of them)."""
@@ -155,8 +150,5 @@ class NoteStore:
 
     def _reembed(self, ids: set[str]) -> None:
         ordered = list(self.notes.values())
-        if len(self._vectors) < len(ordered):
-            pad = np.zeros((len(ordered) - len(self._vectors), self.embedder.dim), dtype="float32")
-            self._vectors = np.vstack([self._vectors, pad])
         rows = [i for i, n in enumerate(ordered) if n.id in ids]
-        self._vectors[rows] = self.embedder.embed([ordered[i].embed_text() for i in rows])
+        self._index.set_rows(rows, self.embedder.embed([ordered[i].embed_text() for i in rows]))

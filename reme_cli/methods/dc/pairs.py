@@ -1,14 +1,16 @@
 """DC-RS's memory: past (input, output) pairs and the vectors of their inputs, searched by
 cosine similarity (the authors: ``cosine_similarity`` of the inputs' embeddings, top k).
-Vectors are the project's embedder's (unit rows), so faiss's inner product is the cosine."""
+Vectors are the project's embedder's (unit rows) in the methods' vector store, whose inner
+product is the cosine."""
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 from typing import Any
 
-import faiss
 import numpy as np
+
+from reme_cli.methods.vector_store import VectorIndex
 
 
 @dataclass
@@ -22,7 +24,7 @@ class PairStore:
     def __init__(self, embedder: Any, pairs: list[Pair] | None = None, vectors: np.ndarray | None = None):
         self.embedder = embedder
         self.pairs: list[Pair] = []
-        self.index = faiss.IndexFlatIP(embedder.dim)
+        self.index = VectorIndex(embedder.dim)
         if pairs:
             self._add(pairs, vectors if vectors is not None else embedder.embed([p.input for p in pairs]))
 
@@ -31,16 +33,14 @@ class PairStore:
 
     def _add(self, pairs: list[Pair], vectors: np.ndarray) -> None:
         self.pairs += pairs
-        self.index.add(np.ascontiguousarray(vectors, dtype="float32"))
+        self.index.add(vectors)
 
     def add(self, pairs: list[Pair]) -> None:
         if pairs:
             self._add(pairs, self.embedder.embed([p.input for p in pairs]))
 
     def vectors(self) -> np.ndarray:
-        if not self.pairs:
-            return np.zeros((0, self.embedder.dim), dtype="float32")
-        return self.index.reconstruct_n(0, len(self.pairs))
+        return self.index.vectors
 
     def copy(self) -> PairStore:
         return PairStore(self.embedder, [Pair(**asdict(p)) for p in self.pairs], self.vectors())
@@ -49,5 +49,4 @@ class PairStore:
         """The k pairs whose inputs are nearest to ``text``, most similar first."""
         if not self.pairs or k <= 0:
             return []
-        scores, rows = self.index.search(self.embedder.embed([text]), min(k, len(self.pairs)))
-        return [(self.pairs[r], float(s)) for s, r in zip(scores[0], rows[0]) if r >= 0]
+        return [(self.pairs[r], s) for r, s in self.index.search(self.embedder.embed([text]), k)[0]]

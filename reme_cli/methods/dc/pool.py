@@ -24,6 +24,7 @@ from reme_cli.core.io import now, read_lines, write_json_atomic
 from reme_cli.methods.dc.cheatsheet import Cheatsheet
 from reme_cli.methods.dc.pairs import Pair, PairStore
 from reme_cli.methods.pool_dirs import find_pool
+from reme_cli.methods.vector_store import require_embedding
 
 METHOD = "dc"
 FORMAT = "reme-dc-pool"
@@ -93,9 +94,7 @@ def load(path: str | Path, variant: str, embedder: Any | None) -> DCPool:
         sheet = Cheatsheet((pool / CHEATSHEET).read_text(encoding="utf-8"), int(manifest["cheatsheet"]["rewrites"]))
     if embedder is None:
         return DCPool(sheet, None, manifest.get("built_by") or {})
-    if manifest.get("embedding_model") != embedder.name or manifest.get("dim") != embedder.dim:
-        raise UserError(f"{pool} was embedded with {manifest.get('embedding_model')} (dim {manifest.get('dim')}); "
-                        "run with that embedding, or rebuild the DC pool")
+    require_embedding(pool, manifest, embedder, "DC")
     pairs = [Pair(**row) for row in read_lines(pool / PAIRS)]
     vectors = np.load(pool / VECTORS) if pairs else None
     if vectors is not None and len(vectors) != len(pairs):

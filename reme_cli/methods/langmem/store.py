@@ -22,6 +22,7 @@ from reme_cli.core import integrity
 from reme_cli.core.errors import UserError
 from reme_cli.core.io import now, read_lines, write_json_atomic
 from reme_cli.methods.langmem.episodes import NAMESPACE
+from reme_cli.methods.vector_store import require_embedding
 
 METHOD = "langmem"
 FORMAT = "reme-langmem-episodes"
@@ -66,9 +67,7 @@ class EpisodeStore:
         except (OSError, ValueError) as exc:
             raise UserError(f"{path / MANIFEST} is unreadable ({exc}); {fix}") from None
         integrity.verify(path, manifest.get("files"), (EPISODES,), fix)
-        if manifest.get("embedding_model") != embedder.name or manifest.get("dim") != embedder.dim:
-            raise UserError(f"{path} was embedded with {manifest.get('embedding_model')} "
-                            f"(dim {manifest.get('dim')}); run with that embedding, or rebuild the LangMem pool")
+        require_embedding(path, manifest, embedder, "LangMem")
         return cls(embedder, read_lines(path / EPISODES), manifest.get("built_by"))
 
     def save(self, path: Path) -> None:

@@ -21,12 +21,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import faiss
 import numpy as np
 
 from reme_cli.core import integrity
 from reme_cli.core.errors import UserError
 from reme_cli.core.io import now, read_lines, write_json_atomic
+from reme_cli.methods.vector_store import VectorIndex, require_embedding
 
 METHOD = "reasoningbank"
 FORMAT = "reme-reasoningbank-pool"
@@ -60,7 +60,7 @@ class ItemStore:
                  built_by: dict[str, Any] | None = None):
         self.embedder = embedder
         self.records: dict[str, Record] = {r.id: r for r in records or []}
-        self._vectors = vectors if vectors is not None else np.zeros((0, embedder.dim), dtype="float32")
+        self._index = VectorIndex(embedder.dim, vectors)
         self.built_by = built_by or {}
 
     def __len__(self) -> int:
@@ -85,9 +85,7 @@ class ItemStore:
     @classmethod
     def load(cls, path: Path, embedder: Any) -> ItemStore:
         manifest = cls.check(path)
-        if manifest.get("embedding_model") != embedder.name or manifest.get("dim") != embedder.dim:
-            raise UserError(f"{path} was embedded with {manifest.get('embedding_model')} (dim {manifest.get('dim')}); "
-                            "run with that embedding, or rebuild the ReasoningBank pool")
+        require_embedding(path, manifest, embedder, "ReasoningBank")
         records = [Record.from_dict(d) for d in read_lines(path / RECORDS)]
         vectors = np.load(path / VECTORS) if records else None
         if vectors is not None and len(vectors) != len(records):
@@ -99,7 +97,7 @@ class ItemStore:
         tmp = path / (RECORDS + ".tmp")
         tmp.write_text("".join(json.dumps(asdict(r), ensure_ascii=False) + "\n" for r in self.records.values()))
         tmp.replace(path / RECORDS)
-        np.save(path / VECTORS, self._vectors)
+        self._index.save_vectors(path / VECTORS)
         write_json_atomic(path / MANIFEST, {
             "format": FORMAT, "method": METHOD, "files": integrity.record(path, (RECORDS, VECTORS)),
             "records": len(self.records), "items": self.item_count,
@@ -108,18 +106,15 @@ class ItemStore:
 
     def copy(self) -> ItemStore:
         return ItemStore(self.embedder, [Record.from_dict(asdict(r)) for r in self.records.values()],
-                         self._vectors.copy(), dict(self.built_by))
+                         self._index.vectors.copy(), dict(self.built_by))
 
     # ------------------------------------------------------------------ search
     def search(self, query: str, k: int) -> list[tuple[Record, float]]:
         """The k records whose query is nearest to ``query`` (cosine), best first."""
         if not self.records or k <= 0:
             return []
-        index = faiss.IndexFlatIP(self._vectors.shape[1])
-        index.add(self._vectors)
-        scores, rows = index.search(self.embedder.embed([query]), min(k, len(self.records)))
         ordered = list(self.records.values())
-        return [(ordered[r], float(s)) for s, r in zip(scores[0], rows[0]) if r >= 0]
+        return [(ordered[r], s) for r, s in self._index.search(self.embedder.embed([query]), k)[0]]
 
     # ------------------------------------------------------------------ events
     def apply(self, events: list[dict[str, Any]]) -> None:
@@ -130,4 +125,4 @@ class ItemStore:
             return
         for record in new:
             self.records[record.id] = record
-        self._vectors = np.vstack([self._vectors, self.embedder.embed([r.query for r in new])]).astype("float32")
+        self._index.add(self.embedder.embed([r.query for r in new]))

@@ -7,10 +7,11 @@
     <pool>/embeddings.npy     float32 rows aligned with experiences.jsonl (retrieval key text)
     <pool>/index.faiss        IndexFlatIP over those rows; derived, rebuilt when missing/stale
 
-Saves are all-or-nothing: the new state is written complete into a sibling directory and
-swapped in by two renames. A crash between the renames leaves the previous pool under a
-`.<name>.old-*` sibling, which `load` moves back. One writer per pool; readers may come
-and go. Other files or folders someone keeps inside the pool directory (e.g. an event
+The vectors and their index are the methods' one vector store (``methods/vector_store.py``).
+Saves are all-or-nothing (``core/staging.replace_dir``): the new state is written complete
+into a sibling directory and swapped in by two renames. A crash between the renames leaves
+the previous pool under a `.<name>.old-*` sibling, which `load` moves back. One writer per
+pool; readers may come and go. Other files or folders someone keeps inside the pool directory (e.g. an event
 log) are carried over to each new version by hard link, so a save never drops them.
 """
 
@@ -21,21 +22,20 @@ import json
 import os
 import shutil
 import threading
-import time
-import uuid
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-import faiss
+import faiss  # noqa: F401  (the crash tests patch faiss.write_index through this module)
 import numpy as np
 
 from reme_cli.core import integrity
 from reme_cli.core.errors import UserError
-from reme_cli.core.staging import fsync_path
+from reme_cli.core.staging import clean_backups, clean_stale, recover_swap, replace_dir
 from reme_cli.llm.embed import Embedder
 from reme_cli.methods.reme.experience import RETRIEVAL_KEYS, SOURCES, Experience, now_iso
+from reme_cli.methods.vector_store import VectorIndex, embedding_identity, read_vectors
 
 FORMAT = "reme-pool"
 FORMAT_VERSION = 1
@@ -60,7 +60,7 @@ class Pool:
         vectors: np.ndarray,
         updated_at: str | None = None,
         copied_from: str | None = None,
-        index: faiss.IndexFlatIP | None = None,
+        store: VectorIndex | None = None,
     ):
         self.path = path
         self.embedder = embedder
@@ -75,9 +75,8 @@ class Pool:
         self.last_dropped: list[tuple[Experience, str, float]] = []
         self._lock = threading.RLock()
         self._items = items
-        self._vecs = np.ascontiguousarray(vectors, dtype=np.float32).reshape(len(items), embedder.dim)
+        self._store = store if store is not None else VectorIndex(embedder.dim, vectors)
         self._pos = {e.id: i for i, e in enumerate(items)}
-        self._index = index if index is not None else _build_index(self._vecs)
 
     # ---- construction -------------------------------------------------------------
 
@@ -120,8 +119,8 @@ class Pool:
             # re-embed rather than search with vectors of other text.
             repairs.append(f"{EMBEDDINGS} missing or out of date: re-embedded {len(items)} experiences")
             vectors = embedder.embed([e.retrieval_text(manifest["retrieval_key"]) for e in items])
-        index = _read_index(path / INDEX, vectors)
-        if index is None:
+        store = VectorIndex(embedder.dim, vectors)
+        if not store.load_index(path / INDEX):
             repairs.append(f"{INDEX} missing or stale: rebuilt from the embeddings")
         pool = cls(
             path,
@@ -133,7 +132,7 @@ class Pool:
             vectors,
             updated_at=manifest.get("updated_at"),
             copied_from=manifest.get("copied_from"),
-            index=index,
+            store=store,
         )
         pool.repairs = repairs
         return pool
@@ -165,7 +164,7 @@ class Pool:
                 copy.deepcopy(self.built_by),
                 self.created_at,
                 copy.deepcopy(self._items),
-                self._vecs.copy(),
+                self._store.vectors.copy(),
                 updated_at=self.updated_at,
                 copied_from=str(self.path),
             )
@@ -195,9 +194,7 @@ class Pool:
     @property
     def vectors(self) -> np.ndarray:
         """Read-only (len, dim) view of the retrieval vectors, row i = i-th experience."""
-        view = self._vecs.view()
-        view.flags.writeable = False
-        return view
+        return self._store.vectors
 
     def search(self, query: str, top_k: int) -> list[tuple[Experience, float]]:
         """Top-k experiences by cosine between `query` and the pool's retrieval key."""
@@ -208,11 +205,7 @@ class Pool:
             return [[] for _ in queries]
         qv = self.embedder.embed(list(queries))
         with self._lock:
-            scores, rows = self._index.search(qv, min(top_k, len(self._items)))
-            return [
-                [(copy.deepcopy(self._items[i]), float(s)) for s, i in zip(srow, irow, strict=True) if i >= 0]
-                for srow, irow in zip(scores, rows, strict=True)
-            ]
+            return [[(copy.deepcopy(self._items[i]), s) for i, s in hits] for hits in self._store.search(qv, top_k)]
 
     # ---- writing ------------------------------------------------------------------
 
@@ -240,9 +233,7 @@ class Pool:
             start = len(self._items)
             self._items.extend(kept)
             self._pos.update({e.id: start + j for j, e in enumerate(kept)})
-            new_vecs = vecs[keep]
-            self._vecs = np.concatenate([self._vecs, new_vecs])
-            self._index.add(new_vecs)
+            self._store.add(vecs[keep])
             return copy.deepcopy(kept)
 
     def novel(self, experiences: Iterable[Experience], dedup_threshold: float,
@@ -288,7 +279,7 @@ class Pool:
             best_sim = sims[np.arange(len(cands)), rows].astype(np.float32)
             best_id = [self._items[r].id for r in rows]
         elif self._items:
-            sims, rows = self._index.search(vecs, 1)
+            sims, rows = self._store.raw_search(vecs, 1)
             best_sim = sims[:, 0].copy()
             best_id = [self._items[r].id for r in rows[:, 0]]
         within = vecs @ vecs.T
@@ -313,10 +304,8 @@ class Pool:
             removed = [self._items[i] for i in sorted(drop)]
             keep = [i for i in range(len(self._items)) if i not in drop]
             self._items = [self._items[i] for i in keep]
-            self._vecs = np.ascontiguousarray(self._vecs[keep])
+            self._store.keep(keep)
             self._pos = {e.id: i for i, e in enumerate(self._items)}
-            # Flat index rebuild is a memcpy of n*dim floats; simpler than id remapping.
-            self._index = _build_index(self._vecs)
             return removed
 
     def update_counts(self, ids: Iterable[str], *, retrieved: bool = True, success: bool = False) -> list[Experience]:
@@ -340,36 +329,27 @@ class Pool:
     def save(self) -> None:
         with self._lock:
             self.updated_at = now_iso()
-            staging = self._stage()
-            _swap_in(staging, self.path)
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            replace_dir(self.path, self._write, kind="saving")
+            # Safe once a save went through: this process is the pool's one writer.
+            clean_stale(self.path, "saving")
+            clean_backups(self.path, _is_pool)
 
-    def _stage(self) -> Path:
-        """Write the complete new pool into a sibling directory; remove it on any failure."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        staging = self.path.parent / f".{self.path.name}.saving-{uuid.uuid4().hex[:8]}"
-        staging.mkdir()
-        try:
-            lines = "".join(json.dumps(e.to_dict(), ensure_ascii=False) + "\n" for e in self._items)
-            _write_bytes(staging / EXPERIENCES, lines.encode("utf-8"))
-            with open(staging / EMBEDDINGS, "wb") as fh:
-                np.save(fh, self._vecs, allow_pickle=False)
-                _flush(fh)
-            faiss.write_index(self._index, str(staging / INDEX))
-            fsync_path(staging / INDEX)
-            _carry_foreign_entries(self.path, staging)
-            # Written last: a staging dir with a manifest is a complete pool.
-            _write_bytes(staging / MANIFEST, json.dumps(self._manifest(staging), indent=2).encode("utf-8"))
-            fsync_path(staging)
-        except BaseException:
-            shutil.rmtree(staging, ignore_errors=True)
-            raise
-        return staging
+    def _write(self, staging: Path) -> None:
+        """The complete new pool, into ``staging``."""
+        lines = "".join(json.dumps(e.to_dict(), ensure_ascii=False) + "\n" for e in self._items)
+        _write_bytes(staging / EXPERIENCES, lines.encode("utf-8"))
+        self._store.save_vectors(staging / EMBEDDINGS)
+        self._store.save_index(staging / INDEX)
+        _carry_foreign_entries(self.path, staging)
+        # Written last: a folder with a manifest is a complete pool.
+        _write_bytes(staging / MANIFEST, json.dumps(self._manifest(staging), indent=2).encode("utf-8"))
 
     def _manifest(self, staging: Path) -> dict[str, Any]:
         manifest: dict[str, Any] = {
             "format": FORMAT,
             "format_version": FORMAT_VERSION,
-            "embedding": {"name": self.embedder.name, "dim": self.embedder.dim},
+            "embedding": embedding_identity(self.embedder),
             "retrieval_key": self.retrieval_key,
             "size": len(self._items),
             "counts_by_source": _counts_by_source(self._items),
@@ -403,31 +383,6 @@ class Pool:
             "u_over_f": _summary(u[used] / f[used]),
             "never_retrieved": int((~used).sum()),
         }
-
-
-# ---- helpers: index ------------------------------------------------------------------
-
-
-def _build_index(vecs: np.ndarray) -> faiss.IndexFlatIP:
-    index = faiss.IndexFlatIP(vecs.shape[1])
-    if len(vecs):
-        index.add(vecs)
-    return index
-
-
-def _read_index(path: Path, vecs: np.ndarray) -> faiss.IndexFlatIP | None:
-    """The saved index if it holds exactly these vectors (a flat index stores them verbatim)."""
-    if not path.is_file():
-        return None
-    try:
-        index = faiss.read_index(str(path))
-    except RuntimeError:
-        return None
-    if not isinstance(index, faiss.IndexFlatIP) or index.d != vecs.shape[1] or index.ntotal != len(vecs):
-        return None
-    if len(vecs) and not np.array_equal(index.reconstruct_n(0, len(vecs)), vecs):
-        return None
-    return index
 
 
 # ---- helpers: reading ----------------------------------------------------------------
@@ -490,59 +445,19 @@ def _read_vectors(path: Path, manifest: dict[str, Any], n: int, dim: int) -> np.
     """The saved vectors if they still belong to the saved experiences, else None."""
     if integrity.damage(path, manifest.get("files") or {}, (EMBEDDINGS,)):
         return None
-    try:
-        vecs = np.load(path / EMBEDDINGS, allow_pickle=False)
-    except (OSError, ValueError):
-        return None
-    if vecs.dtype != np.float32 or vecs.shape != (n, dim):
-        return None
-    return vecs
+    return read_vectors(path / EMBEDDINGS, (n, dim))
 
 
 # ---- helpers: atomic save ------------------------------------------------------------
 
 
-def _swap_in(staging: Path, target: Path) -> None:
-    backup = target.parent / f".{target.name}.old-{uuid.uuid4().hex[:8]}"
-    had_old = target.exists()
-    if had_old:
-        os.rename(target, backup)
-    # A crash right here leaves no `target`; _recover_interrupted_save restores the backup.
-    os.rename(staging, target)
-    fsync_path(target.parent)
-    if had_old:
-        shutil.rmtree(backup, ignore_errors=True)
-    _remove_leftovers(target)
+def _is_pool(folder: Path) -> bool:
+    """A complete pool (what a save's backup is): its manifest is written last."""
+    return (folder / MANIFEST).is_file()
 
 
-def _leftovers(target: Path, kind: str) -> list[Path]:
-    return [p for p in target.parent.glob(f".{target.name}.{kind}-*") if p.is_dir()]
-
-
-def _remove_leftovers(target: Path) -> None:
-    """Staging/backup dirs of earlier crashed saves; safe to drop once a save succeeded."""
-    for p in _leftovers(target, "saving") + _leftovers(target, "old"):
-        shutil.rmtree(p, ignore_errors=True)
-
-
-def _recover_interrupted_save(target: Path, wait_s: float = 1.0) -> None:
-    if target.exists():
-        return
-    backups = [p for p in _leftovers(target, "old") if (p / MANIFEST).is_file()]
-    if not backups:
-        return
-    # The writer may just be between its two renames: give it a moment before stepping in.
-    deadline = time.monotonic() + wait_s
-    while time.monotonic() < deadline:
-        if target.exists():
-            return
-        time.sleep(0.05)
-    newest = max(backups, key=lambda p: p.stat().st_mtime)
-    try:
-        os.rename(newest, target)
-    except OSError:
-        if not target.exists():
-            raise
+def _recover_interrupted_save(target: Path) -> None:
+    recover_swap(target, _is_pool)
 
 
 def _carry_foreign_entries(src: Path, dst: Path) -> None:
