@@ -419,12 +419,12 @@ def pool_import_cmd(
         from reme_cli.commands.pool import import_pool, list_released
 
         if list_:
-            list_released(console)
+            list_released(overrides or [], console)
             return
         if source is None or out is None:
             raise UserError("give a pool to import and where to write it: "
                             "reme pool import official:bfcl/qwen3-8b --out DIR (names: reme pool import --list)")
-        print(import_pool(source, out, compose(["memory=reme", *(overrides or [])]), console))
+        print(import_pool(source, out, overrides or [], console))
 
     _run(body)
 
@@ -434,12 +434,15 @@ def pool_stats_cmd(
     pool: Path = typer.Argument(..., help="A pool directory."),
     overrides: Optional[list[str]] = OverridesArg,
 ) -> None:
-    """Size, counts by source, confidence and f/u distributions of a pool."""
+    """A pool's size, its method's summary (counts by kind) and the distributions of its items' numbers (ReMe: f, u, confidence).
+
+    Any method's pool: the method is found from the folder (or give memory=NAME).
+    """
 
     def body() -> None:
         from reme_cli.commands.pool import show_stats
 
-        show_stats(pool, compose(["memory=reme", *(overrides or [])]), console)
+        show_stats(pool, overrides or [], console)
 
     _run(body)
 
@@ -448,17 +451,17 @@ def pool_stats_cmd(
 def pool_show_cmd(
     pool: Path = typer.Argument(..., help="A pool directory."),
     query: Optional[str] = typer.Option(None, "--query", help="Show what this query retrieves."),
-    limit: int = typer.Option(20, help="How many experiences to list."),
+    limit: int = typer.Option(20, help="How many items to list."),
     overrides: Optional[list[str]] = OverridesArg,
 ) -> None:
-    """List a pool's experiences, or what a query retrieves from it."""
+    """List a pool's items (any method's), or what a query retrieves from it (methods that search a saved pool, e.g. ReMe)."""
 
     def body() -> None:
         if limit < 1:
             raise UserError(f"--limit {limit}: give at least 1")
         from reme_cli.commands.pool import show_pool
 
-        show_pool(pool, query, limit, compose(["memory=reme", *(overrides or [])]), console)
+        show_pool(pool, query, limit, overrides or [], console)
 
     _run(body)
 

@@ -160,6 +160,18 @@ class ReMe(Memory):
         return describe_state(where)
 
     @classmethod
+    def query_saved(cls, where: Path, query: str, limit: int, cfg: Any) -> list[tuple[str, float]]:
+        pool = resolve_pool_path(where)
+        Pool.check(pool)  # checked before the embedding model loads
+        return [(exp.id, score) for exp, score in Pool.load(pool, make_embedder_for(cfg)).search(query, limit)]
+
+    @classmethod
+    def releases(cls) -> Any:
+        from reme_cli.methods.reme.releases import RELEASES  # rich tables and the parser: only when asked
+
+        return RELEASES
+
+    @classmethod
     def preflight(cls, cfg: Config) -> None:
         # A missing or damaged pool is bad input: refused before anything is written.
         Pool.check(require_pool(cfg))
