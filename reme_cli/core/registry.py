@@ -23,13 +23,19 @@ T = TypeVar("T")
 
 
 def load_object(target: str) -> Any:
-    """``"pkg.module:attr"`` or ``"pkg.module.attr"`` -> the object."""
+    """``"pkg.module:attr"`` or ``"pkg.module.attr"`` -> the object; ``"pkg.module"`` whose
+    last part is a module -> that module (a plug-in contributing a module of hooks)."""
     module, sep, attr = target.partition(":")
     if not sep:
         module, _, attr = target.rpartition(".")
     obj = importlib.import_module(module)
-    for part in attr.split("."):
-        obj = getattr(obj, part)
+    for part in attr.split(".") if attr else ():
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            if not hasattr(obj, "__path__"):  # not a package: no submodule to import either
+                raise
+            obj = importlib.import_module(f"{obj.__name__}.{part}")
     return obj
 
 
@@ -79,7 +85,7 @@ class Registry(Generic[T]):
         return obj
 
 
-# The four seams. Built-ins are named by where they live, so core imports none of them.
+# The seams. Built-ins are named by where they live, so core imports none of them.
 BENCHMARKS: Registry[Any] = Registry("benchmark", "reme.benchmarks")
 BENCHMARKS.add("bfcl_v3", "reme_cli.bench.bfcl:BFCLBenchmark")
 BENCHMARKS.add("appworld", "reme_cli.bench.appworld:AppWorldBenchmark")
@@ -98,6 +104,18 @@ PROTOCOLS: Registry[Any] = Registry("tool-call protocol", "reme.protocols")
 PROTOCOLS.add("openai", "reme_cli.agent.protocols:OpenAIProtocol")
 PROTOCOLS.add("json", "reme_cli.agent.protocols:JSONProtocol")
 PROTOCOLS.add("code", "reme_cli.agent.protocols:CodeProtocol")
+
+# A method's scripted summarizer answers for the test server (a TEST DOUBLE, never results):
+# a module of the plug-in with ``answer(system, user, body, policy) -> dict | None`` and,
+# optionally, ``RETRY_MARKS`` (see reme_cli/testing/scripted_server.py, "Plugged-in answers").
+# Named by method; the server asks every one, in name order, so it names none.
+SCRIPTED: Registry[Any] = Registry("scripted answers", "reme.scripted")
+SCRIPTED.add("ace", "reme_cli.methods.ace.scripted")
+SCRIPTED.add("amem", "reme_cli.methods.amem.scripted")
+SCRIPTED.add("dc", "reme_cli.methods.dc.scripted")
+SCRIPTED.add("langmem", "reme_cli.methods.langmem.scripted")
+SCRIPTED.add("reasoningbank", "reme_cli.methods.reasoningbank.scripted")
+SCRIPTED.add("reme", "reme_cli.methods.reme.scripted")
 
 EMBEDDERS: Registry[Any] = Registry("embedder", "reme.embedders")
 EMBEDDERS.add("sentence_transformers", "reme_cli.llm.embed:SentenceTransformerEmbedder")
