@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import shlex
 import signal
@@ -466,37 +467,36 @@ def pool_show_cmd(
     _run(body)
 
 
-appworld_app = _typer(help="AppWorld's own environment (separate virtualenv).")
-app.add_typer(appworld_app, name="appworld")
+def _guarded(command: Callable[..., None]) -> Callable[..., None]:
+    """A plug-in's command with the CLI's handling of bad input (one line, exit 2)."""
+    @functools.wraps(command)  # Typer reads the parameters and help through __wrapped__
+    def run(*args, **kwargs) -> None:
+        _run(lambda: command(*args, **kwargs))
+
+    return run
 
 
-@appworld_app.command("setup", cls=_Command)
-def appworld_setup_cmd(
-    venv: Optional[Path] = typer.Option(None, help="Where to create it (default <prefix>/share/reme/appworld-venv)."),
-) -> None:
-    """Create AppWorld's virtualenv from the pinned version, run `appworld install`, verify it.
+def _add_plugin_commands() -> None:
+    """Commands plug-ins contribute (``reme_cli.core.registry.COMMANDS``): ``reme appworld
+    setup`` and ``reme bfcl-diff`` come from their benchmarks, so this file names none."""
+    from reme_cli.core.registry import COMMANDS, CommandGroup
 
-    Idempotent. The task data is separate: `appworld download data` on a networked machine.
-    """
+    for name in COMMANDS.names():
+        try:
+            contributed = COMMANDS.get(name)
+        except UserError as exc:  # one broken plug-in must not take `reme --help` down with it
+            console.print(f"[yellow]warning:[/yellow] {escape(str(exc))}", highlight=False, soft_wrap=True)
+            continue
+        if isinstance(contributed, CommandGroup):
+            group = _typer(help=contributed.help)
+            for sub, command in contributed.commands.items():
+                group.command(sub, cls=_Command)(_guarded(command))
+            app.add_typer(group, name=name)
+        else:
+            app.command(name, cls=_Command)(_guarded(contributed))
 
-    def body() -> None:
-        from reme_cli.bench.appworld_setup import setup
 
-        print(setup(venv))
-
-    _run(body)
-
-
-@app.command("bfcl-diff", cls=_Command)
-def bfcl_diff_cmd() -> None:
-    """Per-task differences between the pinned BFCL release and the paper's (benchmark.release)."""
-
-    def body() -> None:
-        from reme_cli.bench.bfcl_release import main as release_main
-
-        release_main(["diff"])
-
-    _run(body)
+_add_plugin_commands()
 
 
 def main() -> None:

@@ -1,5 +1,8 @@
 """Name -> implementation registries: benchmarks, memory methods, tool protocols, embedders.
 
+Seams: BENCHMARKS, METHODS, PROTOCOLS, EMBEDDERS (the run's parts), SCRIPTED (a method's
+answers on the test server) and COMMANDS (a plug-in's own ``reme`` commands).
+
 Three ways in, in the order they are looked up:
 - built-ins, registered lazily as ``"module:attribute"`` strings so that naming one never
   imports the others (bfcl-eval, sentence-transformers and friends are slow to import);
@@ -14,6 +17,8 @@ An unknown name is a ``UserError`` that lists the valid ones.
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from importlib import metadata
 from typing import Any, Generic, TypeVar
 
@@ -85,6 +90,20 @@ class Registry(Generic[T]):
         return obj
 
 
+@dataclass
+class CommandGroup:
+    """What a plug-in adds to the command line under one name (``COMMANDS``): ``reme NAME SUB``
+    for each of ``commands``. A plain function registered instead is ``reme NAME`` itself.
+
+    A command is a function whose parameters are Typer options and arguments and whose
+    docstring is its help; it raises ``UserError`` for bad input (the CLI makes that one line
+    and exit 2) and prints what a script reads on stdout. The module holding it should be
+    light: it is imported whenever ``reme`` starts, so keep heavy imports inside the body."""
+
+    help: str
+    commands: dict[str, Callable[..., Any]] = field(default_factory=dict)
+
+
 # The seams. Built-ins are named by where they live, so core imports none of them.
 BENCHMARKS: Registry[Any] = Registry("benchmark", "reme.benchmarks")
 BENCHMARKS.add("bfcl_v3", "reme_cli.bench.bfcl:BFCLBenchmark")
@@ -120,3 +139,8 @@ SCRIPTED.add("reme", "reme_cli.methods.reme.scripted")
 EMBEDDERS: Registry[Any] = Registry("embedder", "reme.embedders")
 EMBEDDERS.add("sentence_transformers", "reme_cli.llm.embed:SentenceTransformerEmbedder")
 EMBEDDERS.add("openai", "reme_cli.llm.embed:OpenAIEmbedder")
+
+# A plug-in's own commands (a ``CommandGroup`` or a function; entry-point group ``reme.commands``).
+COMMANDS: Registry[Any] = Registry("command", "reme.commands")
+COMMANDS.add("appworld", "reme_cli.bench.appworld_setup:COMMANDS")
+COMMANDS.add("bfcl-diff", "reme_cli.bench.bfcl_release:diff_command")
