@@ -62,6 +62,10 @@ class Registry(Generic[T]):
             return obj
         return wrap
 
+    def builtins(self) -> dict[str, str]:
+        """The built-ins by name, each as where it lives (``"module:attribute"``)."""
+        return dict(self._targets)
+
     def _entry_points(self) -> dict[str, metadata.EntryPoint]:
         return {ep.name: ep for ep in metadata.entry_points(group=self.group)}
 
