@@ -111,6 +111,9 @@ def _owner(path: Path, overrides: list[str]) -> tuple[Config, type[Memory], Stat
     for name in [named] if named else _named_methods():
         plugin = memory_class(name, METHODS.get(name))
         view = plugin.describe(path)
+        if view is not None and view.changes is not None and not named:  # every method reads a commit log
+            raise UserError(f"{path} is a dynamic stream's folder; say whose it is: memory=NAME "
+                            "(the run's config.yaml names it)")
         if view is not None:
             base = overrides if given else [f"memory={name}", *overrides]
             if view.changes is None:  # a pool (not a stream's folder): refuse a damaged one in one line
