@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 from statistics import fmean
+from collections.abc import Iterator
 from typing import Any
 
 from rich.console import Console
@@ -37,26 +38,33 @@ def releases_of(name: str) -> Releases:
     """The released pools of ``memory=name``; a one-line refusal when it has none."""
     found = memory_class(name, METHODS.get(name)).releases()
     if found is None:
-        having = [n for n in _named_methods() if _releases_or_none(n) is not None]
         raise UserError(f"memory={name} has no released pools to import; methods that do: "
-                        f"{', '.join(f'memory={n}' for n in having) or 'none'}")
+                        f"{', '.join(f'memory={n}' for n in _releasing()) or 'none'}")
     return found
 
 
-def _named_methods() -> list[str]:
-    return [n for n in METHODS.names() if n != "none"]
+def _plugins() -> Iterator[tuple[str, type[Memory]]]:
+    """Every registered method but ``none``, for finding one nobody named. A plug-in that
+    cannot load is passed over here (it is refused in one line when named)."""
+    for name in METHODS.names():
+        if name == "none":
+            continue
+        try:
+            yield name, memory_class(name, METHODS.get(name))
+        except UserError:
+            continue
 
 
-def _releases_or_none(name: str) -> Releases | None:
-    return memory_class(name, METHODS.get(name)).releases()
+def _releasing() -> list[str]:
+    return [name for name, plugin in _plugins() if plugin.releases() is not None]
 
 
-def _releasing_method(overrides: list[str]) -> list[str]:
+def _with_method(overrides: list[str]) -> list[str]:
     """``overrides`` with ``memory=NAME`` first when none is given and exactly one registered
     method has released pools (the CLI's default names no method)."""
     if any(o.lstrip("+~").startswith("memory=") for o in overrides):
         return overrides
-    having = [n for n in _named_methods() if _releases_or_none(n) is not None]
+    having = _releasing()
     if len(having) != 1:
         raise UserError(f"name the method whose released pool this is: memory=NAME "
                         f"(methods with released pools: {', '.join(having) or 'none'})")
@@ -64,7 +72,7 @@ def _releasing_method(overrides: list[str]) -> list[str]:
 
 
 def list_released(overrides: list[str], console: Console) -> None:
-    cfg = compose(_releasing_method(overrides))
+    cfg = compose(_with_method(overrides))
     releases_of(cfg.memory.name).list(console)
 
 
@@ -73,7 +81,7 @@ def import_pool(source: str | Path, out: Path, cfg: Config | list[str], console:
     ``out``; ``cfg`` may be the command line's overrides (the method defaults to the one
     registered method with released pools)."""
     if not isinstance(cfg, Config):
-        cfg = compose(_releasing_method(cfg))
+        cfg = compose(_with_method(cfg))
     releases = releases_of(cfg.memory.name)
     check_key_for(cfg)
     with DirLock(out):
@@ -108,8 +116,8 @@ def _owner(path: Path, overrides: list[str]) -> tuple[Config, type[Memory], Stat
         raise UserError(f"{path} does not exist; give a pool directory (reme build-pool, reme pool import)")
     given = [o.split("=", 1)[1] for o in overrides if o.lstrip("+~").startswith("memory=")]
     named = given[-1] if given else _manifest_method(path)
-    for name in [named] if named else _named_methods():
-        plugin = memory_class(name, METHODS.get(name))
+    candidates = [(named, memory_class(named, METHODS.get(named)))] if named else _plugins()
+    for name, plugin in candidates:
         view = plugin.describe(path)
         if view is not None and view.changes is not None and not named:  # every method reads a commit log
             raise UserError(f"{path} is a dynamic stream's folder; say whose it is: memory=NAME "
@@ -122,7 +130,7 @@ def _owner(path: Path, overrides: list[str]) -> tuple[Config, type[Memory], Stat
         if named:
             raise UserError(f"{path} holds no saved state of memory={name}; give one of its pools "
                             f"(reme build-pool memory={name})")
-    raise UserError(f"{path} holds no pool of any registered method ({', '.join(_named_methods())}); "
+    raise UserError(f"{path} holds no pool of any registered method ({', '.join(n for n, _ in _plugins())}); "
                     "give a pool directory (reme build-pool, reme pool import)")
 
 
