@@ -477,8 +477,8 @@ def _guarded(command: Callable[..., None]) -> Callable[..., None]:
 
 
 def _add_plugin_commands() -> None:
-    """Commands plug-ins contribute (``reme_cli.core.registry.COMMANDS``): ``reme appworld
-    setup`` and ``reme bfcl-diff`` come from their benchmarks, so this file names none."""
+    """Commands plug-ins contribute (``reme_cli.core.registry.COMMANDS``): a benchmark's own
+    commands (its environment's setup, its release differences) come from the benchmark."""
     from reme_cli.core.registry import COMMANDS, CommandGroup
 
     for name in COMMANDS.names():
