@@ -17,7 +17,7 @@ from reme_cli.bench.base import Task
 from reme_cli.core.config import Config
 from reme_cli.core.errors import UserError
 from reme_cli.methods.base import (Applied, Attempt, BuildContext, BuildResult, Episode, Learned, Memory,
-                                   MethodContext, Retrieval, Tried)
+                                   MethodContext, Releases, Retrieval, Tried)
 from reme_cli.methods.reme.build import assemble, distill_training
 from reme_cli.methods.reme.config import ReMeConfig
 from reme_cli.methods.summarizer import SummarizerSettings
@@ -166,7 +166,7 @@ class ReMe(Memory):
         return [(exp.id, score) for exp, score in Pool.load(pool, make_embedder_for(cfg)).search(query, limit)]
 
     @classmethod
-    def releases(cls) -> Any:
+    def releases(cls) -> Releases:
         from reme_cli.methods.reme.releases import RELEASES  # rich tables and the parser: only when asked
 
         return RELEASES
