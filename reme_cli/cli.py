@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import shlex
 import signal
@@ -419,12 +420,12 @@ def pool_import_cmd(
         from reme_cli.commands.pool import import_pool, list_released
 
         if list_:
-            list_released(console)
+            list_released(overrides or [], console)
             return
         if source is None or out is None:
             raise UserError("give a pool to import and where to write it: "
                             "reme pool import official:bfcl/qwen3-8b --out DIR (names: reme pool import --list)")
-        print(import_pool(source, out, compose(["memory=reme", *(overrides or [])]), console))
+        print(import_pool(source, out, overrides or [], console))
 
     _run(body)
 
@@ -434,12 +435,15 @@ def pool_stats_cmd(
     pool: Path = typer.Argument(..., help="A pool directory."),
     overrides: Optional[list[str]] = OverridesArg,
 ) -> None:
-    """Size, counts by source, confidence and f/u distributions of a pool."""
+    """A pool's size, its method's summary (counts by kind) and the distributions of its items' numbers (ReMe: f, u, confidence).
+
+    Any method's pool: the method is found from the folder (or give memory=NAME).
+    """
 
     def body() -> None:
         from reme_cli.commands.pool import show_stats
 
-        show_stats(pool, compose(["memory=reme", *(overrides or [])]), console)
+        show_stats(pool, overrides or [], console)
 
     _run(body)
 
@@ -448,52 +452,51 @@ def pool_stats_cmd(
 def pool_show_cmd(
     pool: Path = typer.Argument(..., help="A pool directory."),
     query: Optional[str] = typer.Option(None, "--query", help="Show what this query retrieves."),
-    limit: int = typer.Option(20, help="How many experiences to list."),
+    limit: int = typer.Option(20, help="How many items to list."),
     overrides: Optional[list[str]] = OverridesArg,
 ) -> None:
-    """List a pool's experiences, or what a query retrieves from it."""
+    """List a pool's items (any method's), or what a query retrieves from it (methods that search a saved pool, e.g. ReMe)."""
 
     def body() -> None:
         if limit < 1:
             raise UserError(f"--limit {limit}: give at least 1")
         from reme_cli.commands.pool import show_pool
 
-        show_pool(pool, query, limit, compose(["memory=reme", *(overrides or [])]), console)
+        show_pool(pool, query, limit, overrides or [], console)
 
     _run(body)
 
 
-appworld_app = _typer(help="AppWorld's own environment (separate virtualenv).")
-app.add_typer(appworld_app, name="appworld")
+def _guarded(command: Callable[..., None]) -> Callable[..., None]:
+    """A plug-in's command with the CLI's handling of bad input (one line, exit 2)."""
+    @functools.wraps(command)  # Typer reads the parameters and help through __wrapped__
+    def run(*args, **kwargs) -> None:
+        _run(lambda: command(*args, **kwargs))
+
+    return run
 
 
-@appworld_app.command("setup", cls=_Command)
-def appworld_setup_cmd(
-    venv: Optional[Path] = typer.Option(None, help="Where to create it (default <prefix>/share/reme/appworld-venv)."),
-) -> None:
-    """Create AppWorld's virtualenv from the pinned version, run `appworld install`, verify it.
+def _add_plugin_commands() -> None:
+    """Commands plug-ins contribute (``reme_cli.core.registry.COMMANDS``): a benchmark's own
+    commands (its environment's setup, its release differences) come from the benchmark."""
+    from reme_cli.core.registry import COMMANDS, CommandGroup
 
-    Idempotent. The task data is separate: `appworld download data` on a networked machine.
-    """
+    for name in COMMANDS.names():
+        try:
+            contributed = COMMANDS.get(name)
+        except UserError as exc:  # one broken plug-in must not take `reme --help` down with it
+            console.print(f"[yellow]warning:[/yellow] {escape(str(exc))}", highlight=False, soft_wrap=True)
+            continue
+        if isinstance(contributed, CommandGroup):
+            group = _typer(help=contributed.help)
+            for sub, command in contributed.commands.items():
+                group.command(sub, cls=_Command)(_guarded(command))
+            app.add_typer(group, name=name)
+        else:
+            app.command(name, cls=_Command)(_guarded(contributed))
 
-    def body() -> None:
-        from reme_cli.bench.appworld_setup import setup
 
-        print(setup(venv))
-
-    _run(body)
-
-
-@app.command("bfcl-diff", cls=_Command)
-def bfcl_diff_cmd() -> None:
-    """Per-task differences between the pinned BFCL release and the paper's (benchmark.release)."""
-
-    def body() -> None:
-        from reme_cli.bench.bfcl_release import main as release_main
-
-        release_main(["diff"])
-
-    _run(body)
+_add_plugin_commands()
 
 
 def main() -> None:

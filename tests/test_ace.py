@@ -5,7 +5,7 @@ task, resume after kill -9, a cached rerun, and the context guard cutting a larg
 The LLM is a test double (never a model result): BFCL ground-truth replay for the agent
 (one training task corrupted, so it fails); ACE's Reflector tags the first bullet it is shown
 helpful and the second harmful, its Curator ADDs one bullet naming the task
-(reme_cli/testing/ace_policy.py).
+(reme_cli/methods/ace/scripted.py).
 """
 
 from __future__ import annotations

@@ -148,3 +148,66 @@ def test_the_checks_see_a_planted_crossing_and_a_planted_circle(tmp_path):
                                        "reme_cli.methods.oops_seam -> reme_cli.methods.langmem.config"]
     circles = file_cycles(graph)
     assert len(circles) == 1 and set(circles[0].split(" -> ")) == {"reme_cli.core.ring_a", "reme_cli.core.ring_b"}
+
+
+# ---------------------------------------------------------------- plug-ins reached through the registry
+
+# Imports of a plug-in from outside it that cannot go yet, each with why (keep this tiny).
+# An entry that no longer occurs is harmless; delete it when its branch lands.
+OUTSIDE_IMPORTS_ALLOWED = {
+    # The fidelity ledger asks whether the authors released a pool like a build's; report/ is
+    # the metrics branch's (route it through METHODS' releases(), as commands/ablate.py does).
+    "reme_cli.report.fidelity -> reme_cli.methods.reme.official",
+    # AppWorld's SGC in the shared metrics: the metrics branch moves metrics into the benchmark.
+    "reme_cli.run.metrics -> reme_cli.bench.appworld_metrics",
+}
+
+
+def benchmark_plugins() -> set[str]:
+    """The built-in benchmarks' module stems under reme_cli/bench (``bfcl``, ``appworld``):
+    a benchmark plug-in is ``bench/<stem>.py`` and every ``bench/<stem>_*`` module or package."""
+    from reme_cli.core.registry import BENCHMARKS
+
+    modules = [target.partition(":")[0].split(".") for target in BENCHMARKS.builtins().values()]
+    return {parts[2] for parts in modules if parts[:2] == ["reme_cli", "bench"] and len(parts) == 3}
+
+
+def owner_plugin(module: str, benches: set[str]) -> str | None:
+    """``methods.<name>`` or ``bench.<stem>`` for a module inside a plug-in; None for shared rooms."""
+    parts = module.split(".")
+    if parts[:2] == list(PLUGINS_DIR) and len(parts) > 3:
+        return f"methods.{parts[2]}"
+    if parts[:2] == ["reme_cli", "bench"] and len(parts) > 2:
+        stem = next((b for b in benches if parts[2] == b or parts[2].startswith(b + "_")), None)
+        return f"bench.{stem}" if stem else None
+    return None
+
+
+def outside_imports(graph: dict[str, set[str]], benches: set[str]) -> list[str]:
+    """Imports of a plug-in's module from outside that plug-in (shared rooms and other
+    plug-ins alike): a plug-in is reached only through core/registry, by name."""
+    return sorted(f"{src} -> {dst}" for src, targets in graph.items() for dst in targets
+                  if owner_plugin(dst, benches) not in (None, owner_plugin(src, benches)))
+
+
+def test_outside_a_plugin_only_the_registry_reaches_it():
+    assert benchmark_plugins() == {"bfcl", "appworld"}
+    assert [e for e in outside_imports(module_imports(REPO), benchmark_plugins())
+            if e not in OUTSIDE_IMPORTS_ALLOWED] == []
+
+
+def test_the_plugin_rule_sees_a_shared_room_importing_a_method_or_a_benchmark(tmp_path):
+    import shutil
+
+    copy = tmp_path / "repo"
+    shutil.copytree(REPO / "reme_cli", copy / "reme_cli", ignore=shutil.ignore_patterns("__pycache__"))
+    (copy / "reme_cli" / "commands" / "oops.py").write_text(
+        "def f():\n    from reme_cli.methods.amem.notes import Note\n")
+    (copy / "reme_cli" / "testing" / "oops.py").write_text("import reme_cli.bench.appworld_setup\n")
+    (copy / "reme_cli" / "bench" / "oops.py").write_text("from reme_cli.bench import bfcl\n")
+    (copy / "reme_cli" / "bench" / "bfcl_oops.py").write_text("from reme_cli.bench.bfcl import BFCLBenchmark\n")
+    found = outside_imports(module_imports(copy), benchmark_plugins())
+    assert "reme_cli.commands.oops -> reme_cli.methods.amem.notes" in found
+    assert "reme_cli.testing.oops -> reme_cli.bench.appworld_setup" in found
+    assert "reme_cli.bench.oops -> reme_cli.bench.bfcl" in found  # a shared bench module is not the plug-in
+    assert not any(e.startswith("reme_cli.bench.bfcl_oops") for e in found)  # inside its own plug-in

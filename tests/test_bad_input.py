@@ -322,7 +322,7 @@ def test_ablate_validates_the_suite_methods_keys_without_naming_the_method(reme)
     assert_one_line(misspelt, 2)
 
 
-def test_pool_stats_reads_an_amem_pool_and_pool_show_says_what_it_reads(reme):
+def test_pool_stats_and_show_read_an_amem_pool_through_its_method(reme):
     import numpy as np
     from types import SimpleNamespace
 
@@ -337,5 +337,11 @@ def test_pool_stats_reads_an_amem_pool_and_pool_show_says_what_it_reads(reme):
     rows = {line.split("│")[1].strip(): line.split("│")[2].strip()
             for line in proc.stderr.splitlines() if line.count("│") == 3}
     assert rows["notes"] == "2" and rows["links"] == "1" and rows["never retrieved"] == "1"
-    line = assert_one_line(shown, 2)
-    assert "is a pool of memory=amem" in line and "`reme pool show` reads ReMe pools" in line
+    assert shown.returncode == 0, shown.stderr[-3000:]
+    assert "2 of 2 items in amem pool" in shown.stderr and "list files first" in shown.stderr
+    # Found from the folder without memory=; a query the method cannot answer is refused in one line.
+    found, query = run_reme_together((["pool", "stats", "amem"], reme.cwd),
+                                     (["pool", "show", "amem", "--query", "files"], reme.cwd))
+    assert found.returncode == 0 and "amem pool" in found.stderr, found.stderr[-3000:]
+    line = assert_one_line(query, 2)
+    assert "memory=amem does not search a saved pool" in line and "drop --query" in line

@@ -3,7 +3,7 @@ DC-Cu and DC-RS, the exact injected text of a planted (oversized) cheatsheet, a 
 after each task, resume after kill -9, and a replay from the response cache.
 
 The LLM is a test double (scripted server): BFCL ground-truth replay for the agent; DC's
-curator prompts are answered by reme_cli/testing/dc_policy.py (DC-Cu keeps the previous
+curator prompts are answered by reme_cli/methods/dc/scripted.py (DC-Cu keeps the previous
 items and appends one naming the task; DC-RS writes one item per retrieved pair).
 Embeddings (all-MiniLM-L6-v2) and faiss are real.
 """

@@ -21,6 +21,7 @@ from reme_cli.methods.reme.events import apply_events
 from reme_cli.methods.reme.experience import Experience
 from reme_cli.methods.reme.pool import Pool
 from reme_cli.methods.reme.method import deletable
+from reme_cli.methods.reme import scripted as reme_script  # ReMe's scripted answers (TEST DOUBLE)
 from reme_cli.testing.scripted_server import (
     AgentAndSummarizerPolicy,
     BFCLReplayPolicy,
@@ -147,7 +148,7 @@ def test_dynamic_refines_deterministically_and_events_rebuild_the_pool(workdir, 
     trials = {t["unit"]: t for t in _trials(a)}
     retried = trials[f"s0/r0/{CORRUPT}"]
     assert retried["first_success"] is False and retried["success"] is True and retried["attempts"] == 2
-    assert retried["method"]["lessons"] == [ScriptedSummarizerPolicy.LESSON]  # the method records its own fields
+    assert retried["method"]["lessons"] == [reme_script.LESSON]  # the method records its own fields
 
     for stream in ("s0_r0", "s0_r1"):
         final_a = _pool_state(a / "streams" / stream / "pool")
@@ -247,7 +248,7 @@ def test_authors_protocol_with_four_workers_survives_kill_and_resume(workdir, ba
         if t["task_id"] == CORRUPT:
             assert (t["first_success"], t["success"], t["attempts"]) == (False, True, 2)
             assert guided == ["retrieval", "previous_summary"]
-            assert ScriptedSummarizerPolicy.FAILURE_LESSON in t["method"]["trials"][1]["guidance"]
+            assert reme_script.FAILURE_LESSON in t["method"]["trials"][1]["guidance"]
         else:
             assert (t["success"], t["attempts"], guided) == (True, 1, ["retrieval"])
 

@@ -21,7 +21,7 @@ from tests.conftest import REPO
 PLUGIN = REPO / "tests" / "plugins" / "reme_toy"
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")  # shared with tests/test_plugin_toy_hooks.py: one install per session
 def site(tmp_path_factory) -> Path:
     """The plug-in installed the way a user installs one (pip), into a private folder."""
     target = tmp_path_factory.mktemp("site")
@@ -32,7 +32,7 @@ def site(tmp_path_factory) -> Path:
     return target
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def toy_server(site):
     sys.path.insert(0, str(site))
     try:

@@ -4,7 +4,7 @@ kill -9, and a rerun from the response cache.
 
 The LLM is a test double (scripted server): BFCL ground-truth replay for the agent, with one
 training and one eval task corrupted so that they fail the checker; ReasoningBank's judge and
-extraction prompts are answered by reme_cli/testing/reasoningbank_policy.py (the judge says
+extraction prompts are answered by reme_cli/methods/reasoningbank/scripted.py (the judge says
 failure when it sees a corrupted argument). Embeddings (all-MiniLM-L6-v2) and faiss are real.
 """
 
@@ -219,7 +219,7 @@ def test_judge_checker_takes_the_benchmarks_verdict_and_an_unreadable_answer_is_
     from reme_cli.llm.client import ChatResult
     from reme_cli.methods.reasoningbank.induce import InduceStats, induce
     from reme_cli.methods.summarizer import SummarizerSettings
-    from reme_cli.testing.reasoningbank_policy import answer
+    from reme_cli.methods.reasoningbank.scripted import answer
 
     class Scripted:
         def __init__(self, judge_text: str | None = None, extract_text: str | None = None):
@@ -229,7 +229,7 @@ def test_judge_checker_takes_the_benchmarks_verdict_and_an_unreadable_answer_is_
         async def chat(self, messages, **_):
             system, user = messages[0]["content"], messages[-1]["content"]
             self.systems.append(system)
-            text = answer(system, user).content
+            text = answer(system, user)["content"]
             if self.judge_text is not None and "Status:" in text:
                 text = self.judge_text
             elif self.extract_text is not None and "Memory Item" in text:

@@ -21,9 +21,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import typer
+
 from reme_cli.core.errors import UserError
 from reme_cli.core.io import now
 from reme_cli.core.procs import alive, proc_start
+from reme_cli.core.registry import CommandGroup
 from reme_cli.core.staging import clean_stale_tempdirs, private_tempdir
 
 APPWORLD_VERSION = "0.1.3.post1"
@@ -177,3 +180,17 @@ def _sha256(path: Path) -> str:
         for block in iter(lambda: f.read(1 << 20), b""):
             h.update(block)
     return h.hexdigest()
+
+
+def setup_command(
+    venv: Path | None = typer.Option(None, help="Where to create it (default <prefix>/share/reme/appworld-venv)."),
+) -> None:
+    """Create AppWorld's virtualenv from the pinned version, run `appworld install`, verify it.
+
+    Idempotent. The task data is separate: `appworld download data` on a networked machine.
+    """
+    print(setup(venv))
+
+
+# `reme appworld setup`, found through reme_cli.core.registry.COMMANDS.
+COMMANDS = CommandGroup(help="AppWorld's own environment (separate virtualenv).", commands={"setup": setup_command})

@@ -172,6 +172,11 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def diff_command() -> None:
+    """Per-task differences between the pinned BFCL release and the paper's (benchmark.release)."""
+    main(["diff"])
+
+
 if __name__ == "__main__":
     try:
         raise SystemExit(main())

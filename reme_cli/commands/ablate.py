@@ -42,9 +42,19 @@ from reme_cli.bench.registry import make_benchmark
 from reme_cli.commands.jobs import expand, job_label, swept_keys
 from reme_cli.core.config import Config, compose, config_dir
 from reme_cli.core.errors import EXIT_UNIT_ERRORS, UserError
-from reme_cli.methods.reme.official import OFFICIAL_PREFIX, pool_source, released_name
 
 MODES = {"none", "fixed", "dynamic"}
+# Whose released pools a suite's ``official`` pools are: the paper's ablations start from the
+# ReMe authors' pools, read through the method's ``releases`` hook as `reme pool import` reads them.
+RELEASED_BY = "reme"
+
+
+def _releases() -> Any:
+    from reme_cli.commands.pool import releases_of
+
+    return releases_of(RELEASED_BY)
+
+
 # A two-form pool's forms: the authors' released pool, or one built here from training trajectories.
 STARTS = ("released", "built")
 SUITE_PREFIX = "suite."  # suite.KEY=VALUE on the command line sets the suite file's KEY
@@ -120,7 +130,7 @@ def load_suite(name: str) -> dict[str, Any]:
     pools = data.get("pools") or {}
     if not isinstance(pools, dict):
         raise UserError(f"{where}: pools must map a pool name to a list of build-pool overrides "
-                        f"or a released pool ('official' or '{OFFICIAL_PREFIX}NAME')")
+                        f"or a released pool ('official' or '{_releases().prefix}NAME')")
     for pname, spec in pools.items():
         _check_pool(where, pname, spec)
     two_form = [p for p, spec in pools.items() if isinstance(spec, dict)]
@@ -160,7 +170,7 @@ def load_suite(name: str) -> dict[str, Any]:
 
 
 def _is_released(spec: Any) -> bool:
-    return isinstance(spec, str) and (spec == "official" or spec.startswith(OFFICIAL_PREFIX))
+    return isinstance(spec, str) and (spec == "official" or spec.startswith(_releases().prefix))
 
 
 def _check_pool(where: str, pname: str, spec: Any) -> None:
@@ -168,11 +178,11 @@ def _check_pool(where: str, pname: str, spec: Any) -> None:
         if set(spec) != set(STARTS) or not _is_released(spec["released"]) \
                 or not isinstance(spec["built"], (list, type(None))):
             raise UserError(f"{where}: pool {pname}'s two forms must be {{released: official or "
-                            f"'{OFFICIAL_PREFIX}NAME', built: [build-pool overrides]}}, not {spec!r}")
+                            f"'{_releases().prefix}NAME', built: [build-pool overrides]}}, not {spec!r}")
         return
     if not (_is_released(spec) or isinstance(spec, (list, type(None)))):
         raise UserError(f"{where}: pool {pname} must be a list of build-pool overrides, "
-                        f"'official' or '{OFFICIAL_PREFIX}NAME', or {{released: ..., built: [...]}}, not {spec!r}")
+                        f"'official' or '{_releases().prefix}NAME', or {{released: ..., built: [...]}}, not {spec!r}")
 
 
 def suite_settings(suite: dict[str, Any], overrides: list[str]) -> list[str]:
@@ -256,13 +266,13 @@ def plan(name: str, overrides: list[str], only: list[str] | None = None) -> Suit
         spec = suite["pools"][pname]
         if isinstance(spec, str):
             try:
-                source = released_name(base.benchmark.name, base.model.name) if spec == "official" else spec
-                pool_source(source)  # a bad name fails the plan, before anything runs
+                source = _releases().name_for(base.benchmark.name, base.model.name) if spec == "official" else spec
+                _releases().source(source)  # a bad name fails the plan, before anything runs
             except UserError as exc:
                 if pname not in forms:
                     raise
                 raise UserError(f"{exc}; build ReMe's pool here instead: suite.start=built") from None
-            job_overrides = ["memory=reme", *overrides, f"out_dir={root / 'pools' / pname}"]
+            job_overrides = [f"memory={RELEASED_BY}", *overrides, f"out_dir={root / 'pools' / pname}"]
             out.pools.append(PoolJob(pname, compose(job_overrides), job_overrides, 0, 0, source=source,
                                      start="released"))
             continue

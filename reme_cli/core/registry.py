@@ -1,5 +1,8 @@
 """Name -> implementation registries: benchmarks, memory methods, tool protocols, embedders.
 
+Seams: BENCHMARKS, METHODS, PROTOCOLS, EMBEDDERS (the run's parts), SCRIPTED (a method's
+answers on the test server) and COMMANDS (a plug-in's own ``reme`` commands).
+
 Three ways in, in the order they are looked up:
 - built-ins, registered lazily as ``"module:attribute"`` strings so that naming one never
   imports the others (bfcl-eval, sentence-transformers and friends are slow to import);
@@ -14,6 +17,8 @@ An unknown name is a ``UserError`` that lists the valid ones.
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from importlib import metadata
 from typing import Any, Generic, TypeVar
 
@@ -23,13 +28,19 @@ T = TypeVar("T")
 
 
 def load_object(target: str) -> Any:
-    """``"pkg.module:attr"`` or ``"pkg.module.attr"`` -> the object."""
+    """``"pkg.module:attr"`` or ``"pkg.module.attr"`` -> the object; ``"pkg.module"`` whose
+    last part is a module -> that module (a plug-in contributing a module of hooks)."""
     module, sep, attr = target.partition(":")
     if not sep:
         module, _, attr = target.rpartition(".")
     obj = importlib.import_module(module)
-    for part in attr.split("."):
-        obj = getattr(obj, part)
+    for part in attr.split(".") if attr else ():
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            if not hasattr(obj, "__path__"):  # not a package: no submodule to import either
+                raise
+            obj = importlib.import_module(f"{obj.__name__}.{part}")
     return obj
 
 
@@ -50,6 +61,10 @@ class Registry(Generic[T]):
             self._loaded[name] = obj
             return obj
         return wrap
+
+    def builtins(self) -> dict[str, str]:
+        """The built-ins by name, each as where it lives (``"module:attribute"``)."""
+        return dict(self._targets)
 
     def _entry_points(self) -> dict[str, metadata.EntryPoint]:
         return {ep.name: ep for ep in metadata.entry_points(group=self.group)}
@@ -79,7 +94,21 @@ class Registry(Generic[T]):
         return obj
 
 
-# The four seams. Built-ins are named by where they live, so core imports none of them.
+@dataclass
+class CommandGroup:
+    """What a plug-in adds to the command line under one name (``COMMANDS``): ``reme NAME SUB``
+    for each of ``commands``. A plain function registered instead is ``reme NAME`` itself.
+
+    A command is a function whose parameters are Typer options and arguments and whose
+    docstring is its help; it raises ``UserError`` for bad input (the CLI makes that one line
+    and exit 2) and prints what a script reads on stdout. The module holding it should be
+    light: it is imported whenever ``reme`` starts, so keep heavy imports inside the body."""
+
+    help: str
+    commands: dict[str, Callable[..., Any]] = field(default_factory=dict)
+
+
+# The seams. Built-ins are named by where they live, so core imports none of them.
 BENCHMARKS: Registry[Any] = Registry("benchmark", "reme.benchmarks")
 BENCHMARKS.add("bfcl_v3", "reme_cli.bench.bfcl:BFCLBenchmark")
 BENCHMARKS.add("appworld", "reme_cli.bench.appworld:AppWorldBenchmark")
@@ -99,6 +128,23 @@ PROTOCOLS.add("openai", "reme_cli.agent.protocols:OpenAIProtocol")
 PROTOCOLS.add("json", "reme_cli.agent.protocols:JSONProtocol")
 PROTOCOLS.add("code", "reme_cli.agent.protocols:CodeProtocol")
 
+# A method's scripted summarizer answers for the test server (a TEST DOUBLE, never results):
+# a module of the plug-in with ``answer(system, user, body, policy) -> dict | None`` and,
+# optionally, ``RETRY_MARKS`` (see reme_cli/testing/scripted_server.py, "Plugged-in answers").
+# Named by method; the server asks every one, in name order, so it names none.
+SCRIPTED: Registry[Any] = Registry("scripted answers", "reme.scripted")
+SCRIPTED.add("ace", "reme_cli.methods.ace.scripted")
+SCRIPTED.add("amem", "reme_cli.methods.amem.scripted")
+SCRIPTED.add("dc", "reme_cli.methods.dc.scripted")
+SCRIPTED.add("langmem", "reme_cli.methods.langmem.scripted")
+SCRIPTED.add("reasoningbank", "reme_cli.methods.reasoningbank.scripted")
+SCRIPTED.add("reme", "reme_cli.methods.reme.scripted")
+
 EMBEDDERS: Registry[Any] = Registry("embedder", "reme.embedders")
 EMBEDDERS.add("sentence_transformers", "reme_cli.llm.embed:SentenceTransformerEmbedder")
 EMBEDDERS.add("openai", "reme_cli.llm.embed:OpenAIEmbedder")
+
+# A plug-in's own commands (a ``CommandGroup`` or a function; entry-point group ``reme.commands``).
+COMMANDS: Registry[Any] = Registry("command", "reme.commands")
+COMMANDS.add("appworld", "reme_cli.bench.appworld_setup:COMMANDS")
+COMMANDS.add("bfcl-diff", "reme_cli.bench.bfcl_release:diff_command")

@@ -154,6 +154,28 @@ class PoolBuilder(Protocol):
         """Write the pool into the empty ``staging`` dir from ``ctx.work``'s files (no LLM)."""
 
 
+@runtime_checkable
+class Releases(Protocol):
+    """Pools a method's authors released, bundled with the plug-in (``Memory.releases``):
+    what ``reme pool import NAME|FILE --out DIR`` and a suite's released pools read. A
+    bundled pool is named ``prefix + NAME`` (ReMe: ``official:bfcl/qwen3-8b``)."""
+
+    prefix: str
+
+    def name_for(self, benchmark: str, model: str) -> str:
+        """The bundled pool of a benchmark and model (``prefix + NAME``); a UserError if none."""
+
+    def source(self, spec: str) -> Path:
+        """The file behind a bundled name or a path; a UserError naming what to fix if none."""
+
+    def list(self, console: Any) -> None:
+        """Print the bundled pools (``reme pool import --list``)."""
+
+    def import_into(self, source: str, staging: Path, cfg: Any) -> str:
+        """Write the native pool of ``source`` into the empty ``staging`` dir (it replaces
+        ``--out`` whole afterwards); returns one line saying what was imported."""
+
+
 class Memory:
     """A memory method's own part. Subclass it and override what the method has.
 
@@ -209,6 +231,19 @@ class Memory:
         committed unit changed (``reme_cli/methods/state_view.py``). ``where`` is a pool (or
         the ``reme build-pool`` directory holding it) or a stream's folder. None: nothing
         of this method's is there (or the method does not say)."""
+        return None
+
+    @classmethod
+    def query_saved(cls, where: Path, query: str, limit: int, cfg: Any) -> list[tuple[str, float]] | None:
+        """What ``query`` retrieves from the saved pool at ``where`` (``reme pool show --query``):
+        up to ``limit`` (item id, score) pairs, best first, ids as ``describe`` names them.
+        None: the method does not search a saved pool outside a run."""
+        return None
+
+    @classmethod
+    def releases(cls) -> Releases | None:
+        """The pools the method's authors released, bundled with it (``Releases``), for
+        ``reme pool import`` and suites' released pools; None: it has none."""
         return None
 
     # ------------------------------------------------------------------ state

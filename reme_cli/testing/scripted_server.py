@@ -17,11 +17,10 @@ Policies:
   named in the ``X-Reme-Task-Id`` header; tasks in ``corrupt`` get one argument changed so
   that they fail the official checker (with ``heal_on_retry``, only until the prompt carries
   a reflection lesson).
-* ``ScriptedSummarizerPolicy``: canned distillation / judge / reflection answers; requests
-  for a JSON schema or a forced tool call (the baselines' structured output) get an answer
-  that fills the schema (``schema_fill``).
-  Methods script their own summarizer answers in modules of their own, named in
-  ``SUMMARIZER_PLUGINS`` (end of this file).
+* ``ScriptedSummarizerPolicy``: each memory method's canned answers to its own prompts
+  (distillation, judge, reflection, curation...), scripted in the method's plug-in and found
+  through the registry (``scripted_answers``, end of this file); other requests for a JSON
+  schema or a forced tool call get an answer that fills the schema (``schema_fill``).
 * ``AgentAndSummarizerPolicy``: replay for agent requests, the summarizer for the rest.
 * ``FaultPolicy(inner, overflow, truncate)``: vLLM's context-length 400 or a reply cut off
   by ``max_tokens`` for chosen tasks (``--overflow``, ``--truncate``).
@@ -47,10 +46,10 @@ from __future__ import annotations
 import argparse
 import base64
 import copy
+import functools
 import hashlib
 import itertools
 import json
-import re
 import struct
 import sys
 import threading
@@ -186,11 +185,12 @@ class BFCLReplayPolicy:
     """
 
     name = "bfcl-replay"
+    BENCHMARK = "bfcl_v3"  # its registry name: the server imports no benchmark
 
     def __init__(self, corrupt: Iterable[str] = (), benchmark: Any = None, heal_on_retry: bool = False):
-        from reme_cli.bench.bfcl import BFCLBenchmark
+        from reme_cli.core.registry import BENCHMARKS
 
-        self.benchmark = benchmark if benchmark is not None else BFCLBenchmark(split="all")
+        self.benchmark = benchmark if benchmark is not None else BENCHMARKS.get(self.BENCHMARK)(split="all")
         self.corrupt = frozenset(corrupt)
         # A corrupt task answers correctly once the prompt carries a reflection lesson:
         # exercises "a retry after reflection succeeds" deterministically.
@@ -277,30 +277,22 @@ class BFCLReplayPolicy:
         return Reply(tool_calls=plan[turn])
 
 
-ACE_RETRY = "In your previous attempt, the "  # ACE's offline retry (methods/ace/prompts/retry_frame.txt)
-
-
 def _has_lessons(messages: list[dict[str, Any]]) -> bool:
-    """A retry guided by what was learned from a failure: a reflection lesson (paper text),
-    the failed trial's scripted failure analysis (the authors' protocol), or ACE's offline
-    retry with the failed attempt's reflection."""
-    from reme_cli.methods.reme.method import LESSONS_HEADER
-
+    """A retry guided by what was learned from a failure: its first user message carries one
+    of the methods' ``RETRY_MARKS`` (e.g. a reflection lesson, or the failed attempt's
+    reflection)."""
     first_user = _text_of(next((m for m in messages if m.get("role") == "user"), {}).get("content"))
-    return any(mark in first_user for mark in (LESSONS_HEADER, ScriptedSummarizerPolicy.FAILURE_LESSON, ACE_RETRY))
+    return any(mark in first_user for script in scripted_answers() for mark in getattr(script, "RETRY_MARKS", ()))
 
 
 class ScriptedSummarizerPolicy:
-    """Canned summarizer/judge answers, keyed on which prompt file a request comes from.
-
-    Distillation returns one experience naming the task's first words (so retrieval has
-    something to find), the judge scores ``judge_score``, reflection returns a fixed lesson,
-    rerank keeps the order and rewrite echoes. ``junk_every`` > 0 makes every n-th answer
-    junk, to exercise the skip-and-count paths."""
+    """Canned summarizer/judge answers: each method's script (``scripted_answers``) is asked
+    in turn, the first answer wins; a request none knows that asks for a JSON schema or a
+    forced tool call gets the schema filled (``schema_fill``). ``judge_score`` is what
+    scripted judges score; ``junk_every`` > 0 makes every n-th answer junk, to exercise the
+    skip-and-count paths."""
 
     name = "summarizer"
-    LESSON = "Re-check every argument against the task text before calling a tool."
-    FAILURE_LESSON = "Scripted FAILED lesson"  # what a failure analysis of this script says
 
     def __init__(self, judge_score: float = 0.8, junk_every: int = 0):
         self.judge_score = judge_score
@@ -313,85 +305,22 @@ class ScriptedSummarizerPolicy:
         user = _text_of(messages[-1].get("content")) if messages else ""
         if self.junk_every and next(self._count) % self.junk_every == 0:
             return Reply(content="I think the agent did fine.")
-        for answer in plugged_answers():  # first: their prompts may quote trajectories
-            reply = answer(system, user, body)
-            if reply is not None:
-                return reply
-        authors = self._authors_prompt(user)  # the authors' prompts: one user message
-        if authors is not None:
-            return authors
-        if "strict reviewer of experiences" in system:
-            return Reply(content=json.dumps({"score": self.judge_score, "reason": "scripted"}))
-        if "FAILED. It will retry" in system:
-            return Reply(content=json.dumps({"guidance": self.LESSON}))
-        if "Rank the candidates" in system:
-            return Reply(content=json.dumps({"ranked_indices": []}))
-        if "Rewrite them into short guidance" in system:
-            return Reply(content=json.dumps({"rewritten_context": "Scripted guidance."}))
-        for kind in ("SUCCESSFUL", "FAILED", "two attempts", "ONE reusable"):
-            if kind in system:
-                words = " ".join(user.split()[:40])
-                return Reply(content=json.dumps([{
-                    "when_to_use": f"When a task says: {words[-160:]}",
-                    "experience": f"Scripted {kind} lesson: check the state before each call.",  # FAILURE_LESSON
-                    "tags": ["scripted"], "confidence": 0.9, "tools_used": [],
-                }]))
-        if "Content for analysis:" in user:  # A-Mem's note construction: words of the content
-            words = re.findall(r"[A-Za-z_]{4,}", user.split("Content for analysis:", 1)[1])
-            return Reply(content=json.dumps({"keywords": words[:5], "context": " ".join(words[:12]),
-                                             "tags": ["scripted", *words[5:7]]}), raw=True)
-        if "AI memory evolution agent" in user:  # A-Mem: link to the nearest note, retag all
-            n = int(re.search(r"The number of neighbors is (\d+)", user).group(1))
-            return Reply(content=json.dumps({
-                "should_evolve": True, "actions": ["strengthen", "update_neighbor"],
-                "suggested_connections": ["0"], "tags_to_update": ["scripted", "linked"],
-                "new_context_neighborhood": [f"Scripted context {i}, evolved." for i in range(n)],
-                "new_tags_neighborhood": [["scripted", "evolved"] for _ in range(n)]}), raw=True)
-        if system == "You are a memory subroutine for an AI.":  # LangMem's memory manager: one new memory
-            return self._memory_manager(body, user)  # (first: its tool_choice may be "auto")
-        if structured_request(body):  # other memory methods' schemas (LangMem, A-Mem)
-            content, calls = structured_answer(body)
-            return Reply(content=content, tool_calls=calls, raw=True)
+        for script in scripted_answers():
+            try:
+                fields = script.answer(system, user, body, self)
+            except ValueError as exc:  # a request of the method's that its script refuses
+                raise PolicyError(str(exc)) from exc
+            if fields is not None:
+                return Reply(**fields)
+        if structured_request(body):  # other methods' schemas (LangMem's optimizer, A-Mem)
+            return Reply(**self.fill(body))
         raise PolicyError("the summarizer script does not know this prompt")
 
-
-    # How the authors' prompts (reme_cli/methods/reme/authors_prompts/) tell their kind.
-    AUTHORS_KINDS = {"reviewing successful step sequences": "SUCCESSFUL", "reviewing failed step sequences": "FAILED",
-                     "comparing higher-scoring and lower-scoring": "comparative"}
-
-    def _authors_prompt(self, user: str) -> Reply | None:
-        """Answers in the authors' formats: a ```json block, as their prompts show it."""
-        def block(value: Any) -> Reply:
-            return Reply(content="```json\n" + json.dumps(value, indent=2) + "\n```")
-
-        if "validating the quality and usefulness of extracted step-level task memories" in user:
-            return block({"is_valid": True, "score": self.judge_score, "feedback": "scripted", "recommendations": ""})
-        # The task's words: the first user step of the (first) step sequence.
-        first = user.split("role=user content=\n", 1)[-1].split("\n\n# Tools", 1)[0].split("\n###", 1)[0]
-        words = " ".join(first.split()[:40])[-160:]
-        if user.startswith("# Execution Process"):  # simple_summary: trajectory-level
-            return block([{"when_to_use": f"When a task says: {words}",
-                           "memory": "Scripted trajectory lesson: check the state before each call."}])
-        kind = next((k for mark, k in self.AUTHORS_KINDS.items() if mark in user), None)
-        if kind is None:
-            return None
-        return block([{"when_to_use": f"When a task says: {words}",
-                       "experience": f"Scripted {kind} lesson: check the state before each call.",  # FAILURE_LESSON
-                       "tags": ["scripted"], "confidence": 0.9, "step_type": "action", "tools_used": []}])
-
     @staticmethod
-    def _memory_manager(body: dict[str, Any], user: str) -> Reply:
-        """An insert of the first schema offered that is not trustcall's patch/remove tool,
-        filled with words of the session (so each task's memory says what the task was)."""
-        names = [t["function"]["name"] for t in body.get("tools") or [] if t.get("type") == "function"]
-        insert = next((n for n in names if n not in ("PatchDoc", "RemoveDoc", "PatchFunctionErrors")), None)
-        if insert is None:
-            raise PolicyError("a memory-manager request offers no schema to insert")
-        forced = {**body, "tool_choice": {"type": "function", "function": {"name": insert}}}
-        texts = [_text_of(m.get("content")) for m in body.get("messages") or []]
-        session = next((t for t in texts if "<session_" in t), user).split("<session_", 1)[-1].split(">", 1)[-1]
-        content, calls = structured_answer(forced, topic_from=session)
-        return Reply(content=content, tool_calls=calls, raw=True)
+    def fill(body: dict[str, Any], topic_from: str | None = None) -> dict[str, Any]:
+        """The fields of a reply satisfying the request's schema or forced tool (for scripts)."""
+        content, calls = structured_answer(body, topic_from=topic_from)
+        return {"content": content, "tool_calls": calls, "raw": True}
 
 
 class AgentAndSummarizerPolicy:
@@ -805,19 +734,22 @@ def main(argv: list[str] | None = None) -> int:
 
 # ------------------------------------------------------------------ plugged-in answers
 
-# Summarizer answers scripted beside their method ("module:function"; the function takes
-# (system, user, body) and returns a Reply, or None for a prompt it does not know).
-SUMMARIZER_PLUGINS = (
-    "reme_cli.testing.ace_policy:answer",
-    "reme_cli.testing.dc_policy:answer",
-    "reme_cli.testing.reasoningbank_policy:answer",
-)
+# Each memory method scripts the answers to its own prompts in a module of its plug-in,
+# registered in ``reme_cli.core.registry.SCRIPTED`` (entry-point group ``reme.scripted``):
+#   answer(system, user, body, policy) -> dict | None   # Reply's fields; None: not my prompt
+#   RETRY_MARKS: tuple[str, ...]   # optional: text marking a retry guided by a lesson
+# ``policy`` is the ScriptedSummarizerPolicy (its ``judge_score``, ``fill``); a script may
+# raise ValueError for a request of its method's it cannot answer (HTTP 400).
 
 
-def plugged_answers() -> list[Any]:
-    from reme_cli.core.registry import load_object
+@functools.cache
+def scripted_answers() -> tuple[Any, ...]:
+    """Every registered method's script, in name order; looked up once per process (the
+    entry points are not scanned per request: ``scripted_answers.cache_clear()`` after
+    registering one in process)."""
+    from reme_cli.core.registry import SCRIPTED
 
-    return [load_object(target) for target in SUMMARIZER_PLUGINS]
+    return tuple(SCRIPTED.get(name) for name in SCRIPTED.names())
 
 
 if __name__ == "__main__":

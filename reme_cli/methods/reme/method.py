@@ -17,7 +17,7 @@ from reme_cli.bench.base import Task
 from reme_cli.core.config import Config
 from reme_cli.core.errors import UserError
 from reme_cli.methods.base import (Applied, Attempt, BuildContext, BuildResult, Episode, Learned, Memory,
-                                   MethodContext, Retrieval, Tried)
+                                   MethodContext, Releases, Retrieval, Tried)
 from reme_cli.methods.reme.build import assemble, distill_training
 from reme_cli.methods.reme.config import ReMeConfig
 from reme_cli.methods.summarizer import SummarizerSettings
@@ -158,6 +158,18 @@ class ReMe(Memory):
     @classmethod
     def describe(cls, where: Path) -> StateView | None:
         return describe_state(where)
+
+    @classmethod
+    def query_saved(cls, where: Path, query: str, limit: int, cfg: Any) -> list[tuple[str, float]]:
+        pool = resolve_pool_path(where)
+        Pool.check(pool)  # checked before the embedding model loads
+        return [(exp.id, score) for exp, score in Pool.load(pool, make_embedder_for(cfg)).search(query, limit)]
+
+    @classmethod
+    def releases(cls) -> Releases:
+        from reme_cli.methods.reme.releases import RELEASES  # rich tables and the parser: only when asked
+
+        return RELEASES
 
     @classmethod
     def preflight(cls, cfg: Config) -> None:

@@ -12,6 +12,8 @@ from typing import Any
 
 from reme_cli.bench.base import Task
 from reme_cli.methods.base import Learned, Memory, Retrieval, Tried
+from reme_cli.methods.state_view import StateView
+from reme_toy.describe import describe as describe_state
 
 HEADER = "Last time this worked:"
 
@@ -26,6 +28,10 @@ class ToyMemory(Memory):
 
     def __init__(self, last: str | None = None):
         self.last = last
+
+    @classmethod
+    def describe(cls, where: Path) -> StateView | None:
+        return describe_state(where)
 
     def fork(self, where: Path) -> ToyMemory:
         return ToyMemory(self.last)

@@ -1,5 +1,6 @@
-"""TEST DOUBLE: scripted answers to Dynamic Cheatsheet's two curator prompts (plugged into
-``ScriptedSummarizerPolicy`` through ``scripted_server.SUMMARIZER_PLUGINS``).
+"""TEST DOUBLE: scripted answers to Dynamic Cheatsheet's two curator prompts, found by the
+test server through the registry (``reme_cli.core.registry.SCRIPTED``). A reply is the
+server's ``Reply`` fields as a dict.
 
 - DC-Cu's curator keeps every memory item of the previous cheatsheet and appends one that
   names the current input's first words, so each rewrite is visible and checkable;
@@ -11,8 +12,6 @@ from __future__ import annotations
 
 import re
 from typing import Any
-
-from reme_cli.testing.scripted_server import Reply
 
 CUMULATIVE = "# CHEATSHEET REFRENCE CURATOR"  # the authors' spelling
 SYNTHESIS = "# CHEATSHEET CURATOR"
@@ -37,13 +36,13 @@ def _sheet(items: list[str]) -> str:
     return f"NEW CHEATSHEET:\n```\n<cheatsheet>\nVersion: {len(items)}\n\n{body}\n</cheatsheet>\n```"
 
 
-def answer(system: str, user: str, body: dict[str, Any]) -> Reply | None:
+def answer(system: str, user: str, body: Any = None, policy: Any = None) -> dict[str, Any] | None:
     if user.startswith(CUMULATIVE):
         previous = _between(user, "## PREVIOUS CHEATSHEET\n\n", "\n\n-----\n-----\n\n## CURRENT INPUT")
         question = _between(user, "## CURRENT INPUT\n\n", "\n\n-----\n-----\n\n## MODEL ANSWER")
         items = _ITEM.findall(previous) + [_item(f"Scripted strategy for: {_words(question)}",
                                                  "Check the state before each call.")]
-        return Reply(content=_sheet(items), raw=True)
+        return {"content": _sheet(items), "raw": True}
     if user.startswith(SYNTHESIS):
         notes = _between(user, "## NOTES FOR CHEATSHEET\n\n", "\n\n-----\n-----\n\nMake sure")
         next_input = user.split("## NEXT INPUT:\n\n", 1)[1]
@@ -51,5 +50,5 @@ def answer(system: str, user: str, body: dict[str, Any]) -> Reply | None:
         items = [_item(f"Scripted lesson from pair #{i} (similarity {s}): {_words(text)}", "Reuse its calls.")
                  for i, s, text in retrieved]
         items.append(_item(f"Scripted plan for: {_words(next_input)}", "Start from the closest pair."))
-        return Reply(content=_sheet(items), raw=True)
+        return {"content": _sheet(items), "raw": True}
     return None

@@ -1,5 +1,6 @@
 """TEST DOUBLE: the scripted summarizer's answers to ReasoningBank's prompts
-(reme_cli/methods/reasoningbank/prompts), plugged into ``ScriptedSummarizerPolicy``.
+(``prompts/``), found by the test server through the registry
+(``reme_cli.core.registry.SCRIPTED``). A reply is the server's ``Reply`` fields as a dict.
 
 - the judge says failure when the trajectory shows a corrupted argument (what
   ``BFCLReplayPolicy``'s ``--corrupt`` writes), success otherwise;
@@ -22,19 +23,17 @@ def _query_words(user: str) -> str:
     return " ".join(query.split()[:6])
 
 
-def answer(system: str, user: str, body: Any = None) -> Any:
-    """A ``Reply`` for a ReasoningBank prompt, or None for any other prompt."""
-    from reme_cli.testing.scripted_server import Reply
-
+def answer(system: str, user: str, body: Any = None, policy: Any = None) -> dict[str, Any] | None:
+    """The reply to a ReasoningBank prompt, or None for any other prompt."""
     if JUDGE_MARK in system:
         failed = "corrupted" in user
-        return Reply(content=f"Thoughts: scripted: {'an argument was corrupted' if failed else 'all calls ran'}.\n"
-                             f"Status: \"{'failure' if failed else 'success'}\"", raw=True)
+        return {"content": f"Thoughts: scripted: {'an argument was corrupted' if failed else 'all calls ran'}.\n"
+                           f"Status: \"{'failure' if failed else 'success'}\"", "raw": True}
     for mark, kind in ((SUCCESS_MARK, "success"), (FAILURE_MARK, "failure")):
         if mark in system:
             words = _query_words(user)
-            return Reply(content=(f"The trajectory shows a scripted {kind}.\n\n```\n# Memory Item 1\n"
-                                  f"## Title Scripted {kind} item: {words}\n"
-                                  f"## Description A scripted {kind} lesson.\n"
-                                  f"## Content Check the state before each call ({kind}).\n```"), raw=True)
+            return {"content": (f"The trajectory shows a scripted {kind}.\n\n```\n# Memory Item 1\n"
+                                f"## Title Scripted {kind} item: {words}\n"
+                                f"## Description A scripted {kind} lesson.\n"
+                                f"## Content Check the state before each call ({kind}).\n```"), "raw": True}
     return None
