@@ -17,6 +17,7 @@ from typing import Callable
 
 import pandas as pd
 
+from reme_cli.report.benchmarks import bench_rank, benchmark_label, labels_of, seed_metrics_of
 from reme_cli.report.fidelity import departures, embedding_name, fidelity_text
 from reme_cli.report.columns import method_columns
 from reme_cli.report.metrics import as_flag, scored_units
@@ -29,9 +30,6 @@ DASH = "—"
 FIDELITY = "fidelity"  # where the row's runs depart from the authors' setup (reme_cli/report/fidelity.py)
 DAGGER = "†"
 SMOKE_NOTE = "smoke-level: embedded 135M model, not comparable to the paper"
-APPWORLD_NOTE = ("AppWorld: Avg@k and Pass@k are over task goal completion (TGC, every test of the task "
-                 "passes); SGC Avg@k is scenario goal completion (every task of a scenario passes in a run), "
-                 "averaged over the k runs. The paper reports no SGC.")
 FIRST = "first trial"
 FIRST_NOTE = ("first trial: Avg@k / Pass@k over each unit's first trial, for the runs where some unit "
               "ran more than one (blank: every unit ran one trial, so it equals ours). Ours scores the "
@@ -49,8 +47,6 @@ COST_NOTE = (f"{TOKENS}: the executor's prompt + completion tokens per task over
 PUBLISHED_NOTE = (f"{PUBLISHED}: numbers other papers report for the same method, with their model, split and "
                   "source; measured with other models and harnesses (one run per task), so no Δ is taken.")
 MODEL_ORDER = ["qwen3-8b", "qwen3-14b", "qwen3-32b", "local"]
-BENCHMARK_ORDER = ["bfcl_v3", "appworld"]
-BENCHMARK_LABELS = {"bfcl_v3": "BFCL-v3", "appworld": "AppWorld"}
 GRANULARITY_LABELS = {"trajectory": "trajectory-level", "keypoint": "keypoint-level"}
 RETRIEVAL_KEY_LABELS = {"task_query": "key=task query", "generalized_query": "key=generalized query",
                         "keywords": "key=query keywords", "usage_scenario": "key=usage scenario"}
@@ -212,11 +208,6 @@ def _model_rank(model: str) -> tuple:
     return (MODEL_ORDER.index(model) if model in MODEL_ORDER else len(MODEL_ORDER), model)
 
 
-def _bench_rank(benchmark: str) -> tuple:
-    return (BENCHMARK_ORDER.index(benchmark) if benchmark in BENCHMARK_ORDER
-            else len(BENCHMARK_ORDER), benchmark)
-
-
 def _labelled_runs(metrics: pd.DataFrame, runs: pd.DataFrame, spec: TableSpec) -> pd.DataFrame:
     """Runs joined with their metrics, with ``base`` (paper row) and ``row`` (displayed) labels.
 
@@ -240,11 +231,6 @@ def _labelled_runs(metrics: pd.DataFrame, runs: pd.DataFrame, spec: TableSpec) -
 
 def _metric_name(metric: str, k: int) -> str:
     return f"{'Avg' if metric == 'avg' else 'Pass'}@{int(k)}"
-
-
-def sgc_name(k: int) -> str:
-    """AppWorld's scenario goal completion, averaged over the k runs like Avg@k."""
-    return f"SGC Avg@{int(k)}"
 
 
 def _paper_mode(note: object) -> str | None:
@@ -272,7 +258,7 @@ def _paper_cell(paper: pd.DataFrame, spec: TableSpec, run: pd.Series,
 def _fill_cells(cells: dict, run: pd.Series, spec: TableSpec, paper: pd.DataFrame,
                 notes: list[str]) -> None:
     """Write one run's ours / n / paper / Δ cells (both metrics) into ``cells``."""
-    group = f"{model_label(run['model'])} {BENCHMARK_LABELS.get(run['benchmark'], run['benchmark'])}"
+    group = f"{model_label(run['model'])} {benchmark_label(run['benchmark'])}"
     for metric in ("avg", "pass"):
         name = _metric_name(metric, run["k"])
         prefix = f"{group} {name}"
@@ -296,9 +282,10 @@ def _fill_cells(cells: dict, run: pd.Series, spec: TableSpec, paper: pd.DataFram
                                                 else found[1] / 100)
         mean = run[f"{metric}_mean"]
         cells[f"{prefix} Δ"] = DASH if math.isnan(mean) else fmt_points(mean * 100 - found[0])
-    if pd.notna(run.get("sgc_mean")):
-        sgc = fmt_mean_std(run["sgc_mean"], run["sgc_std"])
-        cells[f"{group} {sgc_name(run['k'])} ours"] = f"{sgc} {DAGGER}" if run["partial"] else sgc
+    for own in seed_metrics_of(run["benchmark"]):  # what the benchmark declares beside them
+        if pd.notna(run.get(f"{own.name}_mean")):
+            ours = fmt_mean_std(run[f"{own.name}_mean"], run[f"{own.name}_std"])
+            cells[f"{group} {own.title(int(run['k']))} ours"] = f"{ours} {DAGGER}" if run["partial"] else ours
     if spec.cost:
         for column, value in ((TOKENS, run.get("tokens_per_unit")), (MAX_PROMPT, run.get("max_prompt"))):
             cells[f"{group} {column}"] = DASH if value is None or pd.isna(value) else f"{value:,.0f}"
@@ -340,8 +327,9 @@ def _table_notes(joined: pd.DataFrame, spec: TableSpec, cell_notes: list[str], p
     paper_models = joined["model"].map(paper_model_label).notna()
     if spec.paper_table is not None and (paper_models & (joined["k"] != 4)).any():
         notes.append("the paper reports Avg@4/Pass@4; columns with another k show no paper value.")
-    if (joined["benchmark"] == "appworld").any():
-        notes.append(APPWORLD_NOTE)
+    for benchmark in sorted(set(joined["benchmark"]), key=bench_rank):
+        if (note := labels_of(benchmark).note) is not None:
+            notes.append(note)
     if (joined["n_retried"] > 0).any():
         notes.append(FIRST_NOTE)
     if spec.cost:
@@ -357,15 +345,16 @@ def _column_order(joined: pd.DataFrame, columns: set[str]) -> list[str]:
     ordered = []
     groups = joined[["model", "benchmark", "k"]].drop_duplicates()
     keys = sorted(groups.itertuples(index=False),
-                  key=lambda g: (_model_rank(g.model), _bench_rank(g.benchmark), int(g.k)))
+                  key=lambda g: (_model_rank(g.model), bench_rank(g.benchmark), int(g.k)))
     for g in keys:
-        group = f"{model_label(g.model)} {BENCHMARK_LABELS.get(g.benchmark, g.benchmark)}"
+        group = f"{model_label(g.model)} {benchmark_label(g.benchmark)}"
         for metric in ("avg", "pass"):
             for sub in SUB_COLUMNS:
                 name = f"{group} {_metric_name(metric, g.k)} {sub}"
                 if name in columns and name not in ordered:
                     ordered.append(name)
-        for name in (f"{group} {sgc_name(g.k)} ours", f"{group} {TOKENS}", f"{group} {MAX_PROMPT}"):
+        own = [f"{group} {m.title(int(g.k))} ours" for m in seed_metrics_of(g.benchmark)]
+        for name in (*own, f"{group} {TOKENS}", f"{group} {MAX_PROMPT}"):
             if name in columns and name not in ordered:
                 ordered.append(name)
     return ordered + ([PUBLISHED] if PUBLISHED in columns else []) + ([FIDELITY] if FIDELITY in columns else [])

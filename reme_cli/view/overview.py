@@ -11,7 +11,7 @@ from typing import Any
 import pandas as pd
 import yaml
 
-from reme_cli.commands.report import UNIT_COLUMNS, flatten, suite_order, unit_row
+from reme_cli.commands.report import flatten, suite_order, unit_columns, unit_row
 from reme_cli.core.config import config_dir
 from reme_cli.core.io import now
 from reme_cli.report.metrics import run_metrics
@@ -21,7 +21,7 @@ from reme_cli.view.runs import Run, read_json
 
 
 def units_frame(run: Run) -> pd.DataFrame:
-    return pd.DataFrame([unit_row(run.id, t) for t in run.records], columns=UNIT_COLUMNS)
+    return pd.DataFrame([unit_row(run.id, t) for t in run.records], columns=unit_columns())
 
 
 def scores(run: Run) -> dict[str, Any]:
