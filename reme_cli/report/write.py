@@ -32,7 +32,7 @@ def choose_tables(runs: pd.DataFrame, suite: str | None = None) -> list[str]:
     two different memory.top_k), which is exactly when it has something to compare.
     """
     if suite is not None:
-        table_spec(suite)  # raises ValueError for an unknown suite
+        table_spec(suite)  # a UserError for an unknown suite
         return [suite]
     chosen = ["table1"]
     for name in table_names():
