@@ -6,6 +6,7 @@ function (a lazy import is still a dependency)."""
 from __future__ import annotations
 
 import ast
+import re
 from collections import defaultdict
 
 from tests.conftest import REPO
@@ -154,13 +155,7 @@ def test_the_checks_see_a_planted_crossing_and_a_planted_circle(tmp_path):
 
 # Imports of a plug-in from outside it that cannot go yet, each with why (keep this tiny).
 # An entry that no longer occurs is harmless; delete it when its branch lands.
-OUTSIDE_IMPORTS_ALLOWED = {
-    # The fidelity ledger asks whether the authors released a pool like a build's; report/ is
-    # the metrics branch's (route it through METHODS' releases(), as commands/ablate.py does).
-    "reme_cli.report.fidelity -> reme_cli.methods.reme.official",
-    # AppWorld's SGC in the shared metrics: the metrics branch moves metrics into the benchmark.
-    "reme_cli.run.metrics -> reme_cli.bench.appworld_metrics",
-}
+OUTSIDE_IMPORTS_ALLOWED: set[str] = set()
 
 
 def benchmark_plugins() -> set[str]:
@@ -211,3 +206,97 @@ def test_the_plugin_rule_sees_a_shared_room_importing_a_method_or_a_benchmark(tm
     assert "reme_cli.testing.oops -> reme_cli.bench.appworld_setup" in found
     assert "reme_cli.bench.oops -> reme_cli.bench.bfcl" in found  # a shared bench module is not the plug-in
     assert not any(e.startswith("reme_cli.bench.bfcl_oops") for e in found)  # inside its own plug-in
+
+
+# ---------------------------------------------------------------- no shared room names a benchmark
+
+# A benchmark is a plug-in like any other: what is particular to it (its metrics and labels,
+# its scripted answers, its commands) lives in bench/ and its configs, and the shared rooms
+# iterate what it declares. An identifier, an import or a string (docstrings and comments may
+# cite a source) that names one is knowledge in the wrong room.
+BENCHMARK_WORDS = re.compile(r"appworld|bfcl", re.IGNORECASE)
+SHARED_ROOMS = ("core", "llm", "agent", "methods", "run", "report", "commands", "view", "testing")
+NAMES_A_BENCHMARK_BY_NEED = {
+    # The registry is where built-ins are named, by where they live, so nothing else need be.
+    "reme_cli/core/registry.py": "registers the built-in benchmarks",
+    # Distribution names whose versions every manifest records (provenance, not behaviour).
+    "reme_cli/run/records.py": "the pinned packages a manifest records",
+    # `reme --help` says what reme reproduces (BFCL-v3 and AppWorld) and `pool import`'s help
+    # gives a released pool's name as its example.
+    "reme_cli/cli.py": "help text: what reme reproduces, an example pool name",
+    # Open (issue 34): the test double's ground-truth replay policies (bfcl-replay,
+    # appworld-gold) still live in the server; the methods' scripted answers moved out.
+    "reme_cli/testing/scripted_server.py": "open: the benchmarks' replay policies",
+}
+
+
+def _docstrings(tree: ast.AST) -> set[int]:
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
+                found.add(id(first.value))
+    return found
+
+
+def _names(node: ast.AST, docstrings: set[int]) -> list[str]:
+    if isinstance(node, ast.Import):
+        return [a.name for a in node.names] + [a.asname or "" for a in node.names]
+    if isinstance(node, ast.ImportFrom):
+        return [node.module or ""] + [a.name for a in node.names] + [a.asname or "" for a in node.names]
+    if isinstance(node, ast.Name):
+        return [node.id]
+    if isinstance(node, ast.Attribute):
+        return [node.attr]
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return [node.name]
+    if isinstance(node, ast.arg):
+        return [node.arg]
+    if isinstance(node, ast.keyword):
+        return [node.arg or ""]
+    if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
+        return [node.value]
+    return []
+
+
+def shared_files(root) -> list:
+    """The shared rooms' modules: whole packages, the method seam's own files (not the
+    method plug-ins below it), and the CLI."""
+    base = root / "reme_cli"
+    files = [p for room in SHARED_ROOMS if room != "methods" for p in (base / room).rglob("*.py")]
+    return sorted([*files, *(base / "methods").glob("*.py"), base / "cli.py"])
+
+
+def benchmark_names_in_shared_rooms(root) -> list[str]:
+    hits = []
+    for path in shared_files(root):
+        rel = path.relative_to(root).as_posix()
+        if rel in NAMES_A_BENCHMARK_BY_NEED:
+            continue
+        tree = ast.parse(path.read_text(), str(path))
+        docstrings = _docstrings(tree)
+        hits += [f"{rel}:{node.lineno}: {name[:60]!r}" for node in ast.walk(tree)
+                 for name in _names(node, docstrings) if BENCHMARK_WORDS.search(name)]
+    return sorted(set(hits))
+
+
+def test_no_shared_room_names_a_benchmark():
+    assert benchmark_names_in_shared_rooms(REPO) == []
+
+
+def test_the_check_sees_a_planted_benchmark_name(tmp_path):
+    """The rule can fail: an import, an identifier and a string naming a benchmark in a copy
+    of the tree are found; the same words in a docstring are not."""
+    import shutil
+
+    copy = tmp_path / "repo"
+    shutil.copytree(REPO / "reme_cli", copy / "reme_cli", ignore=shutil.ignore_patterns("__pycache__"))
+    (copy / "reme_cli" / "report" / "oops.py").write_text(
+        '"""Cites AppWorld\'s paper: allowed."""\n'
+        "from reme_cli.bench.appworld_metrics import SGC\n"
+        "def bfcl_only(run):\n"
+        "    return run['benchmark'] == 'bfcl_v3'\n")
+    hits = benchmark_names_in_shared_rooms(copy)
+    assert hits == ["reme_cli/report/oops.py:2: 'reme_cli.bench.appworld_metrics'",
+                    "reme_cli/report/oops.py:3: 'bfcl_only'", "reme_cli/report/oops.py:4: 'bfcl_v3'"]

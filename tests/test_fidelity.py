@@ -24,6 +24,7 @@ from reme_cli.methods.reme.method import ReMe
 from reme_cli.methods.streams import StateStream, open_stream
 from reme_cli.methods.reme.pool import Pool
 from reme_cli.methods.summarizer import SummarizerSettings
+from reme_cli.bench.appworld import AppWorldBenchmark
 from reme_cli.run.metrics import compute_metrics
 from reme_cli.run.plan import Unit, plan_streams
 from reme_cli.run.records import UnitRecord
@@ -377,8 +378,10 @@ def test_scenario_goal_completion_by_hand():
                           stop_reason="answered", checker={"scenario": task.split("_")[0], "difficulty": difficulty})
     trials = [rec(0, 0, "a_1", True), rec(0, 0, "a_2", True), rec(0, 0, "b_1", True), rec(0, 0, "b_2", False, 3),
               rec(0, 1, "a_1", True), rec(0, 1, "a_2", False), rec(0, 1, "b_1", True), rec(0, 1, "b_2", True, 3)]
-    m = compute_metrics(trials, 2)
+    m = compute_metrics(trials, 2, metrics=AppWorldBenchmark.metrics)
     # run 0: a passes (both), b fails -> 1/2; run 1: a fails, b passes -> 1/2; SGC = 0.5.
     # TGC Avg@2: a_1 1.0, a_2 0.5, b_1 1.0, b_2 0.5 -> 0.75. Difficulty 1: 5 of 6 units; 3: 1 of 2.
     assert m["sgc"]["mean"] == 0.5 and m["avg@2"]["mean"] == 0.75
     assert m["by_difficulty"] == {"1": pytest.approx(5 / 6), "3": 0.5}
+    # Only a benchmark that declares them gets them: the same records as a BFCL run's do not.
+    assert "sgc" not in compute_metrics(trials, 2) and "by_difficulty" not in compute_metrics(trials, 2)

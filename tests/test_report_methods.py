@@ -6,7 +6,7 @@ import pytest
 
 from reme_cli.report.metrics import run_metrics
 from reme_cli.report.published import load_published
-from reme_cli.report.tables import COST_NOTE, MAX_PROMPT, PUBLISHED, PUBLISHED_NOTE, TOKENS, build_table
+from reme_cli.report.tables import COST_NOTE, FIDELITY, MAX_PROMPT, PUBLISHED, PUBLISHED_NOTE, TOKENS, build_table
 from reme_cli.report.write import choose_tables
 from tests.test_report_pkg import ERR, make_run, make_units, one_row
 
@@ -46,7 +46,7 @@ def test_methods_table_shows_cost_and_published_context():
                                                   "(test_challenge); DeepSeek-V3.1; ACE paper (arXiv 2510.04618), "
                                                   "Table 1: ReAct")
     assert table.loc["ReMe (dynamic)", PUBLISHED] == ""
-    assert list(table.columns)[-1] == PUBLISHED
+    assert list(table.columns)[-2:] == [PUBLISHED, FIDELITY]  # every table ends with its fidelity column
     assert COST_NOTE in table.attrs["notes"] and PUBLISHED_NOTE in table.attrs["notes"]
     # the ReMe paper's own Table 1 cell stays beside ours, as in table1
     assert table.loc["ReMe (dynamic)", f"{g} Avg@2 paper"] != ""

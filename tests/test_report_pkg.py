@@ -6,6 +6,7 @@ import warnings
 import pandas as pd
 import pytest
 
+from reme_cli.core.errors import UserError
 from reme_cli.report.metrics import run_metrics
 from reme_cli.report.paper import paper_model_label, paper_value
 from reme_cli.report.plots import plot_bars, plot_pool_series, plot_topk
@@ -377,7 +378,7 @@ def test_choose_tables_by_suite_or_by_varying_params():
                          _reme("b", **{"memory.top_k": 5, "memory.granularity": "keypoint"})])
     assert choose_tables(runs) == ["table1", "topk"]  # only top_k varies
     assert choose_tables(runs, "table2") == ["table2"]
-    with pytest.raises(ValueError):
+    with pytest.raises(UserError, match="unknown table 'table9'; choose one of .*table1"):
         choose_tables(runs, "table9")
 
 

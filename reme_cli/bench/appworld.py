@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from reme_cli.bench import appworld_agent, sandbox
+from reme_cli.bench import appworld_metrics
 from reme_cli.bench.appworld_setup import APPWORLD_VERSION, default_venv  # noqa: F401 - the venv's home
 from reme_cli.bench.appworld_workers import Limits, Processes
 from reme_cli.bench.base import DEFAULT_PROMPT_FAMILY, BenchmarkConfig, Outcome, Task, ToolResult
@@ -97,6 +98,8 @@ class AppWorldBenchmark:
     # The authors' run_appworld.py: batches of 8 tasks at once against one shared pool.
     dynamic_workers = 8
     max_steps_per_turn = None
+    metrics = appworld_metrics.METRICS  # Avg@k / Pass@k over TGC, SGC, success per difficulty
+    labels = appworld_metrics.LABELS
     system_prompt: str | None = None  # the authors' agent: each task's own (Task.meta)
 
     def __init__(self, cfg: AppWorldConfig):

@@ -125,7 +125,9 @@ class Benchmark(Protocol):
     called by commands that run episodes before they write anything, never by plans;
     ``plan_size()`` -> (tasks, note or None): the task count for a plan made where the data
     is not (AppWorld: its official split sizes); ``async aclose()``: stops the benchmark's
-    processes at the end of a run, in the run's event loop."""
+    processes at the end of a run, in the run's event loop; ``metrics`` (default Avg@k and
+    Pass@k) and ``labels``: what it scores beside them and what tables call it
+    (``reme_cli.bench.scoring``)."""
 
     name: str
     config_class: ClassVar[type[BenchmarkConfig]]

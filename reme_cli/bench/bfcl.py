@@ -38,6 +38,7 @@ from reme_cli.core.environ import set_default
 set_default("BFCL_PROJECT_ROOT", os.path.join(tempfile.gettempdir(), "reme-bfcl"))
 
 from reme_cli.bench.base import BenchmarkConfig, InProcessEnv, Outcome, Task, ToolDialect, ToolResult  # noqa: E402
+from reme_cli.bench.scoring import TASK_METRICS, Labels  # noqa: E402
 from reme_cli.bench.calls import (  # noqa: E402
     canonical_call,
     decode_arguments,
@@ -268,6 +269,8 @@ class BFCLBenchmark:
     dynamic_workers = 4
     max_steps_per_turn: int | None = BFCLConfig.max_steps_per_turn
     tool_dialect = TOOL_DIALECT
+    metrics = TASK_METRICS  # the paper's Avg@k and Pass@k
+    labels = Labels("BFCL-v3")
 
     @classmethod
     def from_config(cls, cfg: BFCLConfig) -> BFCLBenchmark:

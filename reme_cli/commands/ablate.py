@@ -3,7 +3,7 @@
 A suite is data (``configs/ablation/SUITE.yaml``, or a path to such a file):
 
     description: "..."
-    table: topk                        # the report layout (reme_cli/report/tables.py)
+    table: topk                        # the report layout: a suite's table, or a table: block (reme_cli/report/specs.py)
     overrides: [...]                   # for every job, before the user's own
     benchmark_overrides:               # ... and these for the benchmark the job runs
       bfcl_v3: [benchmark.release=paper]
@@ -162,7 +162,12 @@ def load_suite(name: str) -> dict[str, Any]:
         raise UserError(f"{where}: overrides must be a list")
     if not isinstance(data.setdefault("benchmark_overrides", {}), dict):
         raise UserError(f"{where}: benchmark_overrides must map a benchmark name to a list of overrides")
-    data.setdefault("table", path.stem)
+    table = data.setdefault("table", path.stem)
+    if isinstance(table, dict):  # the suite's own table: checked now, laid out by `reme report`
+        from reme_cli.report.specs import parse_spec
+
+        data["table"] = path.stem if path.parent == config_dir() / "ablation" else str(path.resolve())
+        parse_spec(data["table"], table)
     data.setdefault("description", path.stem)
     data["name"] = path.stem
     data["pools"] = pools

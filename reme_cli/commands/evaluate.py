@@ -12,6 +12,7 @@ from rich.markup import escape
 
 from reme_cli.bench.base import Benchmark
 from reme_cli.bench.registry import make_benchmark, prepare_benchmark
+from reme_cli.bench.scoring import declared_metrics
 from reme_cli.core.config import Config, config_hash
 from reme_cli.llm.embed import check_key_for
 from reme_cli.core.registry import METHODS
@@ -63,7 +64,7 @@ def evaluate(cfg: Config, console: Console, wait: bool = False) -> RunResult:
                            "streams": [[u.key for u in s] for s in streams] if cfg.eval.mode == "dynamic" else None,
                            "units_total": units_total})
         run_dir = life.run_dir
-        metrics = final_metrics(run_dir.trials(), cfg.eval.runs, cfg.eval.mode)
+        metrics = final_metrics(run_dir.trials(), cfg.eval.runs, cfg.eval.mode, declared_metrics(bench))
         metrics["llm_usage"] = life.usage
         life.finish(METRICS_FILE, metrics, what="the metrics",
                     complete=metrics["units"] == units_total and metrics["errors"] == 0)

@@ -130,27 +130,40 @@ def load_frames(paths: list[Path], order: list[str] | None = None
         if mode == "dynamic":
             fields = list(method_columns(memory).series)
             series_rows += [{"run_id": run_id, **row} for row in _series(trials, fields)]
-    units = pd.DataFrame(unit_rows, columns=UNIT_COLUMNS)
+    units = pd.DataFrame(unit_rows, columns=unit_columns())
     series = pd.DataFrame(series_rows) if series_rows else None
     return units, pd.DataFrame(run_rows), series
 
 
 UNIT_COLUMNS = ["run_id", "seed", "run", "task_id", "success", "first_success", "attempts", "error",
-                "stop_reason", "checker_error_type", "scenario", "difficulty", "tokens", "max_prompt"]
+                "stop_reason", "checker_error_type", "tokens", "max_prompt"]
+
+
+def unit_columns() -> list[str]:
+    """The unit frame's columns: ``UNIT_COLUMNS`` and the checker fields the benchmarks' own
+    metrics read (``reme_cli.bench.scoring``)."""
+    return [*UNIT_COLUMNS, *checker_fields()]
+
+
+def checker_fields() -> tuple[str, ...]:
+    from reme_cli.bench.scoring import fields_of
+    from reme_cli.report.metrics import declared_reducers
+
+    return fields_of(declared_reducers())
 
 
 def unit_row(run_id: str, t: UnitRecord) -> dict[str, Any]:
-    """One unit as the report's unit frame holds it (``UNIT_COLUMNS``)."""
+    """One unit as the report's unit frame holds it (``unit_columns()``)."""
     checker = t.checker or {}
     return {"run_id": run_id, "seed": t.seed, "run": t.run, "task_id": t.task_id,
             "success": t.success, "first_success": first_trial_success(t),
             "attempts": t.attempts, "error": not t.ok, "stop_reason": t.stop_reason,
             "checker_error_type": None if t.success else checker.get("error_type"),
-            # AppWorld's checker names both; SGC and the difficulty table need them.
-            "scenario": checker.get("scenario"), "difficulty": checker.get("difficulty"),
             # The executor's tokens over the unit's trials (the methods table's cost).
             "tokens": (t.tokens.get("prompt", 0) + t.tokens.get("completion", 0)) if t.tokens else None,
-            "max_prompt": t.tokens.get("max_prompt") if t.tokens else None}
+            "max_prompt": t.tokens.get("max_prompt") if t.tokens else None,
+            # What the benchmarks' own metrics read (AppWorld's SGC: scenario, difficulty).
+            **{f: checker.get(f) for f in checker_fields()}}
 
 
 def first_trial_success(t: UnitRecord) -> bool:
@@ -190,14 +203,11 @@ def report(dirs: list[Path], out: Path | None = None, suite: str | None = None,
            order: list[str] | None = None) -> tuple[Path, list[Path]]:
     """Write the report of every run under ``dirs``; ``suite``: the table layout, ``order``:
     run labels as the suite lists them (``suite_order``)."""
-    from reme_cli.report.tables import table_spec
+    from reme_cli.report.specs import table_spec
     from reme_cli.report.write import write_report
 
     if suite is not None:
-        try:
-            table_spec(suite)
-        except ValueError as exc:
-            raise UserError(str(exc).splitlines()[0]) from None
+        table_spec(suite)  # a UserError naming the valid tables
     paths = find_runs(dirs)
     for path in paths:
         RunDir(path).check()

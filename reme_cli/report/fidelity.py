@@ -44,7 +44,9 @@ def _reference(benchmark: str) -> dict[str, Any]:
     from reme_cli.core.config import compose, to_dict
     from reme_cli.core.errors import UserError
 
-    if benchmark not in ("bfcl_v3", "appworld"):
+    from reme_cli.report.paper import paper_benchmarks
+
+    if benchmark not in paper_benchmarks():
         return {}
     try:
         ref = flatten(to_dict(compose([f"benchmark={benchmark}", "model=qwen3-8b", "memory=reme"])))
@@ -56,11 +58,21 @@ def _reference(benchmark: str) -> dict[str, Any]:
 def released_kind(params: Mapping[str, Any]) -> bool:
     """Whether the authors released a pool like the one this build config makes: keypoint
     experiences, summarized by the executor itself, for a model and benchmark they released."""
-    from reme_cli.methods.reme.official import released_pools
+    from reme_cli.core.errors import UserError
+    from reme_cli.core.registry import METHODS
+    from reme_cli.methods.base import memory_class
 
-    bench = {"bfcl_v3": "bfcl"}.get(str(params.get("benchmark.name")), params.get("benchmark.name"))
-    return (params.get("memory.granularity") == "keypoint" and params.get("summarizer.name") == "same"
-            and f"{bench}/{params.get('model.name')}" in released_pools())
+    if params.get("memory.granularity") != "keypoint" or params.get("summarizer.name") != "same":
+        return False
+    name = str(params.get("memory.name") or "reme")
+    releases = memory_class(name, METHODS.get(name)).releases()
+    if releases is None:
+        return False
+    try:
+        releases.name_for(str(params.get("benchmark.name")), str(params.get("model.name")))
+    except UserError:  # none released for this benchmark and model
+        return False
+    return True
 
 
 def flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:

@@ -13,22 +13,51 @@ retried a failed task (the authors' dynamic protocol: up to 3 trials, the last o
 ``n_retried`` counts the scored units that ran more than one trial. A unit frame without
 ``first_success`` (or with it missing for a unit) reads as scored on its first trial.
 
-Runs whose every scored unit names its scenario (AppWorld) also get SGC and the success rate
-per difficulty level.
+Each run also gets the metrics its benchmark declares beyond Avg@k / Pass@k
+(``reme_cli.bench.scoring``: AppWorld's SGC and success per difficulty): a per-seed metric
+as ``{name}_mean`` / ``{name}_std``, a breakdown as ``{name}`` ({group: value}). The columns
+are those of every benchmark loadable here, so a report's CSV keeps its shape whatever runs
+it holds; a cell is NaN ({}) where the metric does not apply.
 """
 
 from __future__ import annotations
 
 import math
+from functools import cache
+from typing import Any
 
 import pandas as pd
 
+from reme_cli.bench.scoring import Breakdown, Reducer, benchmark_class, fields_of, own_metrics, registered
 from reme_cli.run import metrics as scores
 
-METRIC_COLUMNS = ["run_id", "avg_mean", "avg_std", "pass_mean", "pass_std", "n_seeds", "n_tasks",
-                  "n_units", "n_errors", "expected_units", "partial", "per_seed", "sgc_mean", "sgc_std",
-                  "by_difficulty", "n_retried", "first_avg_mean", "first_avg_std", "first_pass_mean",
-                  "first_pass_std", "tokens_per_unit", "max_prompt"]
+BASE_COLUMNS = ["run_id", "avg_mean", "avg_std", "pass_mean", "pass_std", "n_seeds", "n_tasks",
+                "n_units", "n_errors", "expected_units", "partial", "per_seed"]
+AFTER_COLUMNS = ["n_retried", "first_avg_mean", "first_avg_std", "first_pass_mean",
+                 "first_pass_std", "tokens_per_unit", "max_prompt"]
+
+
+@cache
+def declared_reducers() -> tuple[Reducer, ...]:
+    """Every loadable benchmark's own metrics (beyond Avg@k / Pass@k), each name once."""
+    found: dict[str, Reducer] = {}
+    for cls in registered().values():
+        for metric in own_metrics(cls):
+            found.setdefault(metric.name, metric)
+    return tuple(found.values())
+
+
+def breakdown_names() -> list[str]:
+    return [m.name for m in declared_reducers() if isinstance(m, Breakdown)]
+
+
+def reducer_columns(reducers: tuple[Reducer, ...]) -> list[str]:
+    return [c for m in reducers for c in ([m.name] if isinstance(m, Breakdown) else [f"{m.name}_mean", f"{m.name}_std"])]
+
+
+def metric_columns() -> list[str]:
+    """The columns of ``run_metrics``' frame."""
+    return [*BASE_COLUMNS, *reducer_columns(declared_reducers()), *AFTER_COLUMNS]
 
 
 def as_flag(column: pd.Series) -> pd.Series:
@@ -43,7 +72,8 @@ def scored_units(units: pd.DataFrame) -> pd.DataFrame:
 
 def counted_units(units: pd.DataFrame) -> pd.DataFrame:
     """Every unit as the scores count it: an errored one failed."""
-    return scores.headline(units.assign(success=as_flag(units["success"]), error=as_flag(units["error"])))
+    return scores.headline(units.assign(success=as_flag(units["success"]), error=as_flag(units["error"])),
+                           fields_of(declared_reducers()))
 
 
 def first_trial(units: pd.DataFrame) -> pd.Series:
@@ -80,19 +110,25 @@ def seed_scores(units: pd.DataFrame) -> pd.DataFrame:
     return scores.seed_scores(per_task.set_index(["seed", "task_id"]))[["avg", "pass"]].reset_index()
 
 
-def scenario_columns(units: pd.DataFrame) -> dict:
-    """sgc_mean, sgc_std and by_difficulty ({level: success rate}) of one run's units; NaN
-    and {} when some unit has no scenario (not an AppWorld run)."""
-    scored = counted_units(units)
-    frame = pd.DataFrame({"seed": scored["seed"], "run": scored["run"],
-                          "scenario": scored["scenario"] if "scenario" in scored else None,
-                          "difficulty": scored["difficulty"] if "difficulty" in scored else None,
-                          "success": scored["success"]})
-    appworld = scores.appworld_scores(frame)
-    if not appworld:
-        return {"sgc_mean": math.nan, "sgc_std": math.nan, "by_difficulty": {}}
-    return {"sgc_mean": appworld["sgc"]["mean"], "sgc_std": appworld["sgc"]["std"],
-            "by_difficulty": appworld.get("by_difficulty", {})}
+def run_reducers(benchmark: Any) -> tuple[Reducer, ...]:
+    """The reducers a run's benchmark declares; every known one where its benchmark cannot be
+    loaded here (or is not given), each then applying only where its fields are in the units."""
+    cls = benchmark_class(benchmark)
+    return own_metrics(cls) if cls is not None else declared_reducers()
+
+
+def declared_columns(units: pd.DataFrame, k: int, reducers: tuple[Reducer, ...]) -> dict[str, Any]:
+    """The declared metrics' columns of one run's units: NaN / {} where one does not apply."""
+    found = scores.declared_scores(counted_units(units), k, reducers)
+    out: dict[str, Any] = {}
+    for m in declared_reducers():
+        value = found.get(m.key(k)) if m in reducers else None
+        if isinstance(m, Breakdown):
+            out[m.name] = value or {}
+        else:
+            out[f"{m.name}_mean"] = math.nan if value is None else value["mean"]
+            out[f"{m.name}_std"] = math.nan if value is None else value["std"]
+    return out
 
 
 def _one_run(run: pd.Series, units: pd.DataFrame) -> dict:
@@ -112,7 +148,7 @@ def _one_run(run: pd.Series, units: pd.DataFrame) -> dict:
         "n_tasks": int(units["task_id"].nunique()), "n_units": len(units),
         "n_errors": n_errors, "expected_units": expected, "partial": bool(partial),
         "per_seed": {int(r.seed): (float(r.avg), float(r["pass"])) for _, r in per_seed.iterrows()},
-        **scenario_columns(units),
+        **declared_columns(units, int(run["k"]), run_reducers(run.get("benchmark"))),
         "n_retried": int(retried(scored_units(units)).sum()),
         "first_avg_mean": first_avg_mean, "first_avg_std": first_avg_std,
         "first_pass_mean": first_pass_mean, "first_pass_std": first_pass_std,
@@ -132,11 +168,11 @@ def token_columns(units: pd.DataFrame) -> dict:
 
 
 def run_metrics(units: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
-    """One row per run in ``runs`` (sorted by run_id) with the columns in ``METRIC_COLUMNS``.
+    """One row per run in ``runs`` (sorted by run_id) with the columns of ``metric_columns()``.
 
     ``partial`` is True when the run has fewer units than planned (seeds*k*tasks), any errored
     unit, or a status other than "complete"; tables mark such runs instead of hiding it.
     """
     rows = [_one_run(run, units[units["run_id"] == run["run_id"]])
             for _, run in runs.sort_values("run_id", kind="stable").iterrows()]
-    return pd.DataFrame(rows, columns=METRIC_COLUMNS)
+    return pd.DataFrame(rows, columns=metric_columns())

@@ -53,3 +53,8 @@ def paper_value(table: str, model_label: str, setting: str, benchmark: str, metr
     row = hit.iloc[0]
     std = float(row["std_pct"])
     return float(row["value_pct"]), (None if math.isnan(std) else std)
+
+
+def paper_benchmarks() -> list[str]:
+    """The benchmarks the paper's tables report, in the order they first appear there."""
+    return list(dict.fromkeys(load_paper_tables()["benchmark"]))

@@ -16,7 +16,8 @@ from matplotlib.figure import Figure
 
 from reme_cli.report.columns import series_labels
 from reme_cli.report.order import ids_in_run_order, in_run_order
-from reme_cli.report.tables import DAGGER, BENCHMARK_LABELS, model_label, row_label, table_spec
+from reme_cli.report.benchmarks import benchmark_label
+from reme_cli.report.tables import DAGGER, model_label, row_label, table_spec
 
 SERIES_KEYS = ("run_id", "seed", "run", "position")  # the other columns of pool_series are series
 
@@ -56,7 +57,7 @@ def plot_topk(metrics: pd.DataFrame, runs: pd.DataFrame, path: str | Path) -> Pa
     for (model, bench, k), group in joined.groupby(["model", "benchmark", "k"], sort=True):
         group = group.sort_values("K", kind="stable")  # a line through K in order; ties in run order
         for metric, name in METRICS:
-            label = f"{model_label(model)} {BENCHMARK_LABELS.get(bench, bench)} {name}@{k}"
+            label = f"{model_label(model)} {benchmark_label(bench)} {name}@{k}"
             line = ax.errorbar(group["K"], group[f"{metric}_mean"] * 100,
                                yerr=group[f"{metric}_std"] * 100, marker="o", capsize=4,
                                label=label, linestyle="-" if metric == "avg" else "--")

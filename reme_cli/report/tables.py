@@ -12,36 +12,31 @@ its variant (or run id). A partial run is shown with a dagger and explained in a
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable
 
 import pandas as pd
 
+from reme_cli.report.benchmarks import bench_rank, benchmark_label, labels_of, seed_metrics_of
 from reme_cli.report.fidelity import departures, embedding_name, fidelity_text
 from reme_cli.report.columns import method_columns
 from reme_cli.report.metrics import as_flag, scored_units
 from reme_cli.report.order import in_run_order, natural_key, suite_ranks
 from reme_cli.report.paper import load_paper_tables, paper_model_label
 from reme_cli.report.published import load_published, published_text
+from reme_cli.report.specs import TableSpec, numbers_in, table_names, table_spec
 from reme_cli.report.stats import paired_bootstrap
 
 DASH = "—"
 FIDELITY = "fidelity"  # where the row's runs depart from the authors' setup (reme_cli/report/fidelity.py)
 DAGGER = "†"
 SMOKE_NOTE = "smoke-level: embedded 135M model, not comparable to the paper"
-APPWORLD_NOTE = ("AppWorld: Avg@k and Pass@k are over task goal completion (TGC, every test of the task "
-                 "passes); SGC Avg@k is scenario goal completion (every task of a scenario passes in a run), "
-                 "averaged over the k runs. The paper reports no SGC.")
 FIRST = "first trial"
 FIRST_NOTE = ("first trial: Avg@k / Pass@k over each unit's first trial, for the runs where some unit "
               "ran more than one (blank: every unit ran one trial, so it equals ours). Ours scores the "
               "last trial that ran, as the authors' dynamic protocol does: up to 3 trials, a retry only "
               "after a failure (results/authors_setup_evidence.md §1a).")
 SUB_COLUMNS = ("ours", "n", "paper", "Δ", FIRST)  # per (group, metric); the first trial after Δ
-SETTING_ORDER = ["No Memory", "A-Mem", "LangMem", "ReMe (fixed)", "ReMe (dynamic)"]
-METHODS_ORDER = [*SETTING_ORDER, "ACE (fixed)", "ACE (dynamic)", "DC (cumulative, fixed)",
-                 "DC (cumulative, dynamic)", "DC (retrieval_synthesis, fixed)", "DC (retrieval_synthesis, dynamic)",
-                 "ReasoningBank (fixed)", "ReasoningBank (dynamic)"]
 TOKENS, MAX_PROMPT, PUBLISHED = "tokens/task", "max prompt", "published elsewhere (context, not a target)"
 COST_NOTE = (f"{TOKENS}: the executor's prompt + completion tokens per task over all its trials (summarizer "
              f"calls not included); {MAX_PROMPT}: the longest prompt any step sent. Methods that keep their "
@@ -49,42 +44,6 @@ COST_NOTE = (f"{TOKENS}: the executor's prompt + completion tokens per task over
 PUBLISHED_NOTE = (f"{PUBLISHED}: numbers other papers report for the same method, with their model, split and "
                   "source; measured with other models and harnesses (one run per task), so no Δ is taken.")
 MODEL_ORDER = ["qwen3-8b", "qwen3-14b", "qwen3-32b", "local"]
-BENCHMARK_ORDER = ["bfcl_v3", "appworld"]
-BENCHMARK_LABELS = {"bfcl_v3": "BFCL-v3", "appworld": "AppWorld"}
-GRANULARITY_LABELS = {"trajectory": "trajectory-level", "keypoint": "keypoint-level"}
-RETRIEVAL_KEY_LABELS = {"task_query": "key=task query", "generalized_query": "key=generalized query",
-                        "keywords": "key=query keywords", "usage_scenario": "key=usage scenario"}
-COMPONENT_KEYS = ("memory.addition", "memory.reflection.enabled", "memory.deletion.enabled")
-COMPONENT_ROWS = {("full", False, False): "full addition",
-                  ("selective", False, False): "selective addition",
-                  ("selective", True, False): "+ reflection",
-                  ("selective", True, True): "+ deletion"}
-
-Labeler = Callable[[pd.Series], "str | None"]
-
-
-@dataclass(frozen=True)
-class TableSpec:
-    """What distinguishes one paper table: how a run becomes a row, and the row order.
-
-    ``params``: the run-config keys ``label`` reads; the table shows the runs of the methods
-    that declare all of them (``reme_cli.report.columns``). Rows follow the suite's listing
-    of its variants first, then ``sort_key`` or ``order``.
-    """
-
-    title: str
-    row_header: str
-    label: Labeler
-    order: list[str] = field(default_factory=list)  # known labels first, in this order
-    paper_table: str | None = None  # table name in paper_tables.csv; None = no paper numbers
-    sort_key: Callable[[str], tuple] | None = None  # overrides ``order`` (numeric rows)
-    params: tuple[str, ...] = ()
-    # The methods table: each group also shows what a task cost (the executor's tokens, the
-    # longest prompt), and each row the numbers other papers published for its method.
-    cost: bool = False
-    published: bool = False
-
-
 # ---------------------------------------------------------------- labels and formatting
 
 def model_label(model: str) -> str:
@@ -92,13 +51,6 @@ def model_label(model: str) -> str:
     if model == "local":
         return "local (135M)"
     return paper_model_label(model) or str(model)
-
-
-def _flag(value: object) -> bool:
-    """A config switch that may arrive as bool or as text."""
-    if isinstance(value, str):
-        return value.strip().lower() in {"true", "1", "on", "yes"}
-    return bool(value)
 
 
 def _params(run: pd.Series) -> dict:
@@ -123,7 +75,7 @@ def fmt_points(points: float) -> str:
     return f"{points:+.2f}"
 
 
-# ---------------------------------------------------------------- row labels per table
+# ---------------------------------------------------------------- row labels
 
 def setting_label(run: pd.Series) -> str | None:
     """Table 1's setting: the memory method's declared label, with the mode where it says so."""
@@ -137,84 +89,17 @@ def row_label(spec: TableSpec, run: pd.Series) -> str | None:
     return spec.label(run)
 
 
-def granularity_label(run: pd.Series) -> str | None:
-    value = _params(run).get("memory.granularity")
-    if value is None:
-        return None
-    return GRANULARITY_LABELS.get(value, f"granularity={value}")
-
-
-def component_label(run: pd.Series) -> str | None:
-    """Table 3's cumulative rows from the addition / reflection / deletion switches."""
-    params = _params(run)
-    if any(k not in params for k in COMPONENT_KEYS):
-        return None
-    addition, reflection, deletion = COMPONENT_KEYS
-    combo = (params[addition], _flag(params[reflection]), _flag(params[deletion]))
-    on_off = {True: "on", False: "off"}
-    return COMPONENT_ROWS.get(
-        combo, f"addition={combo[0]}, reflection={on_off[combo[1]]}, deletion={on_off[combo[2]]}")
-
-
-def summarizer_label(run: pd.Series) -> str | None:
-    """Table 4's row: the summarizer model, where "same" means the executor itself."""
-    name = _params(run).get("summarizer.name")
-    if name is None:
-        return None
-    model = run["model"] if name == "same" else name
-    return f"summarizer={paper_model_label(model) or model}"
-
-
-def retrieval_key_label(run: pd.Series) -> str | None:
-    value = _params(run).get("memory.retrieval_key")
-    if value is None:
-        return None
-    return RETRIEVAL_KEY_LABELS.get(value, f"key={value}")
-
-
-def topk_label(run: pd.Series) -> str | None:
-    value = _params(run).get("memory.top_k")
-    return None if value is None else f"K={int(value)}"
-
-
-def alpha_beta_label(run: pd.Series) -> str | None:
-    params = _params(run)
-    alpha, beta = params.get("memory.deletion.alpha"), params.get("memory.deletion.beta")
-    if alpha is None or beta is None:
-        return None
-    return f"α={float(alpha):g}, β={float(beta):g}"
-
-
-def _numbers_in(label: str) -> tuple:
-    """Sort key for labels like "K=5" or "α=5, β=0.5": their numbers, in order."""
-    parts = label.replace(",", " ").replace("=", " ").split()
-    return tuple(float(p) for p in parts if _is_number(p))
-
-
-def _is_number(text: str) -> bool:
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
-
-
 # ---------------------------------------------------------------- generic layout
 
 def _row_sort_key(spec: TableSpec, label: str) -> tuple:
-    if spec.sort_key is not None:
-        return (spec.sort_key(label), label)
+    if spec.numeric:
+        return (numbers_in(label), label)
     rank = spec.order.index(label) if label in spec.order else len(spec.order)
     return (rank, label)
 
 
 def _model_rank(model: str) -> tuple:
     return (MODEL_ORDER.index(model) if model in MODEL_ORDER else len(MODEL_ORDER), model)
-
-
-def _bench_rank(benchmark: str) -> tuple:
-    return (BENCHMARK_ORDER.index(benchmark) if benchmark in BENCHMARK_ORDER
-            else len(BENCHMARK_ORDER), benchmark)
 
 
 def _labelled_runs(metrics: pd.DataFrame, runs: pd.DataFrame, spec: TableSpec) -> pd.DataFrame:
@@ -242,11 +127,6 @@ def _metric_name(metric: str, k: int) -> str:
     return f"{'Avg' if metric == 'avg' else 'Pass'}@{int(k)}"
 
 
-def sgc_name(k: int) -> str:
-    """AppWorld's scenario goal completion, averaged over the k runs like Avg@k."""
-    return f"SGC Avg@{int(k)}"
-
-
 def _paper_mode(note: object) -> str | None:
     """The ReMe mode a paper ablation value was measured in, read from the CSV's note."""
     text = str(note).lower() if isinstance(note, str) else ""
@@ -272,7 +152,7 @@ def _paper_cell(paper: pd.DataFrame, spec: TableSpec, run: pd.Series,
 def _fill_cells(cells: dict, run: pd.Series, spec: TableSpec, paper: pd.DataFrame,
                 notes: list[str]) -> None:
     """Write one run's ours / n / paper / Δ cells (both metrics) into ``cells``."""
-    group = f"{model_label(run['model'])} {BENCHMARK_LABELS.get(run['benchmark'], run['benchmark'])}"
+    group = f"{model_label(run['model'])} {benchmark_label(run['benchmark'])}"
     for metric in ("avg", "pass"):
         name = _metric_name(metric, run["k"])
         prefix = f"{group} {name}"
@@ -296,9 +176,10 @@ def _fill_cells(cells: dict, run: pd.Series, spec: TableSpec, paper: pd.DataFram
                                                 else found[1] / 100)
         mean = run[f"{metric}_mean"]
         cells[f"{prefix} Δ"] = DASH if math.isnan(mean) else fmt_points(mean * 100 - found[0])
-    if pd.notna(run.get("sgc_mean")):
-        sgc = fmt_mean_std(run["sgc_mean"], run["sgc_std"])
-        cells[f"{group} {sgc_name(run['k'])} ours"] = f"{sgc} {DAGGER}" if run["partial"] else sgc
+    for own in seed_metrics_of(run["benchmark"]):  # what the benchmark declares beside them
+        if pd.notna(run.get(f"{own.name}_mean")):
+            ours = fmt_mean_std(run[f"{own.name}_mean"], run[f"{own.name}_std"])
+            cells[f"{group} {own.title(int(run['k']))} ours"] = f"{ours} {DAGGER}" if run["partial"] else ours
     if spec.cost:
         for column, value in ((TOKENS, run.get("tokens_per_unit")), (MAX_PROMPT, run.get("max_prompt"))):
             cells[f"{group} {column}"] = DASH if value is None or pd.isna(value) else f"{value:,.0f}"
@@ -340,8 +221,9 @@ def _table_notes(joined: pd.DataFrame, spec: TableSpec, cell_notes: list[str], p
     paper_models = joined["model"].map(paper_model_label).notna()
     if spec.paper_table is not None and (paper_models & (joined["k"] != 4)).any():
         notes.append("the paper reports Avg@4/Pass@4; columns with another k show no paper value.")
-    if (joined["benchmark"] == "appworld").any():
-        notes.append(APPWORLD_NOTE)
+    for benchmark in sorted(set(joined["benchmark"]), key=bench_rank):
+        if (note := labels_of(benchmark).note) is not None:
+            notes.append(note)
     if (joined["n_retried"] > 0).any():
         notes.append(FIRST_NOTE)
     if spec.cost:
@@ -357,15 +239,16 @@ def _column_order(joined: pd.DataFrame, columns: set[str]) -> list[str]:
     ordered = []
     groups = joined[["model", "benchmark", "k"]].drop_duplicates()
     keys = sorted(groups.itertuples(index=False),
-                  key=lambda g: (_model_rank(g.model), _bench_rank(g.benchmark), int(g.k)))
+                  key=lambda g: (_model_rank(g.model), bench_rank(g.benchmark), int(g.k)))
     for g in keys:
-        group = f"{model_label(g.model)} {BENCHMARK_LABELS.get(g.benchmark, g.benchmark)}"
+        group = f"{model_label(g.model)} {benchmark_label(g.benchmark)}"
         for metric in ("avg", "pass"):
             for sub in SUB_COLUMNS:
                 name = f"{group} {_metric_name(metric, g.k)} {sub}"
                 if name in columns and name not in ordered:
                     ordered.append(name)
-        for name in (f"{group} {sgc_name(g.k)} ours", f"{group} {TOKENS}", f"{group} {MAX_PROMPT}"):
+        own = [f"{group} {m.title(int(g.k))} ours" for m in seed_metrics_of(g.benchmark)]
+        for name in (*own, f"{group} {TOKENS}", f"{group} {MAX_PROMPT}"):
             if name in columns and name not in ordered:
                 ordered.append(name)
     return ordered + ([PUBLISHED] if PUBLISHED in columns else []) + ([FIDELITY] if FIDELITY in columns else [])
@@ -401,51 +284,9 @@ def layout(metrics: pd.DataFrame, runs: pd.DataFrame, spec: TableSpec) -> pd.Dat
 
 # ---------------------------------------------------------------- the tables
 
-def _specs() -> dict[str, TableSpec]:
-    """Every table this package can build, by suite name."""
-    return {
-        "table1": TableSpec("Table 1: main results", "setting", setting_label, SETTING_ORDER,
-                            "table1"),
-        "table2": TableSpec("Table 2: experience granularity", "granularity", granularity_label,
-                            ["trajectory-level", "keypoint-level"], "table2_granularity",
-                            params=("memory.granularity",)),
-        "table3": TableSpec("Table 3: components (cumulative)", "components", component_label,
-                            list(COMPONENT_ROWS.values()), "table3_components",
-                            params=COMPONENT_KEYS),
-        "table4": TableSpec("Table 4: summarizer model", "summarizer", summarizer_label,
-                            [f"summarizer=Qwen3-{s}" for s in ("8B", "14B", "32B")],
-                            "table4_summarizer", params=("summarizer.name",)),
-        "table5": TableSpec("Table 5: retrieval key", "retrieval key", retrieval_key_label,
-                            list(RETRIEVAL_KEY_LABELS.values()), "table5_retrieval_key",
-                            params=("memory.retrieval_key",)),
-        "topk": TableSpec("Retrieved experiences K", "K", topk_label, sort_key=_numbers_in,
-                          params=("memory.top_k",)),
-        "alpha_beta": TableSpec("Deletion thresholds α × β", "α, β", alpha_beta_label,
-                                sort_key=_numbers_in,
-                                params=("memory.deletion.alpha", "memory.deletion.beta")),
-        # Every method on the same tasks, model, seeds and checker; the ReMe paper's Table 1
-        # numbers where it has the row, other papers' numbers as context.
-        "methods": TableSpec("Memory methods side by side", "setting", setting_label, METHODS_ORDER,
-                             "table1", cost=True, published=True),
-    }
-
-
-def table_spec(name: str) -> TableSpec:
-    """The spec of a suite/table name; ValueError lists the valid names."""
-    specs = _specs()
-    if name not in specs:
-        raise ValueError(f"unknown table {name!r}; choose one of {', '.join(specs)}")
-    return specs[name]
-
-
-def table_names() -> list[str]:
-    return list(_specs())
-
-
 def build_table(name: str, metrics: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
-    """A paper table by its suite name: "table1" (memory systems x models x benchmarks),
-    "table2" (granularity), "table3" (cumulative components), "table4" (summarizer),
-    "table5" (retrieval key), "topk", "alpha_beta" (no paper numbers for the last two)."""
+    """The table of suite ``name`` (its ``table:`` block, ``reme_cli.report.specs``), e.g.
+    "table1" (memory systems x models x benchmarks) or "topk"."""
     return layout(metrics, runs, table_spec(name))
 
 

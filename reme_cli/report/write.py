@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from reme_cli.report.appworld import appworld_table
-from reme_cli.report.metrics import run_metrics
+from reme_cli.report.declared import declared_tables
+from reme_cli.report.metrics import breakdown_names, run_metrics
 from reme_cli.report.order import SUITE_RANK, in_run_order
 from reme_cli.report.plots import plot_bars, plot_pool_series, plot_topk
 from reme_cli.report.retries import first_trial_table
@@ -32,7 +32,7 @@ def choose_tables(runs: pd.DataFrame, suite: str | None = None) -> list[str]:
     two different memory.top_k), which is exactly when it has something to compare.
     """
     if suite is not None:
-        table_spec(suite)  # raises ValueError for an unknown suite
+        table_spec(suite)  # a UserError for an unknown suite
         return [suite]
     chosen = ["table1"]
     for name in table_names():
@@ -54,12 +54,13 @@ def _metrics_frame(metrics: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
     cols = [c for c in [*RUN_COLUMNS, SUITE_RANK] if c in runs.columns]
     out = in_run_order(runs[cols].merge(metrics, on="run_id")).drop(columns=SUITE_RANK, errors="ignore")
     return out.assign(per_seed=out["per_seed"].map(_per_seed_text),
-                      by_difficulty=out["by_difficulty"].map(_levels_text))
+                      **{name: out[name].map(_groups_text) for name in breakdown_names()})
 
 
-def _levels_text(by_difficulty: dict) -> str:
-    """by_difficulty as "level:rate" with fixed decimals, for the CSV ("" outside AppWorld)."""
-    return ";".join(f"{d}:{r:.6f}" for d, r in sorted(by_difficulty.items()))
+def _groups_text(by_group: dict) -> str:
+    """A declared breakdown as "group:value" with fixed decimals, for the CSV ("" where it
+    does not apply)."""
+    return ";".join(f"{d}:{r:.6f}" for d, r in sorted(by_group.items()))
 
 
 def _runs_overview(metrics: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
@@ -123,7 +124,7 @@ def _header_md(runs: pd.DataFrame, metrics: pd.DataFrame) -> list[str]:
 
 def write_report(out_dir: str | Path, units: pd.DataFrame, runs: pd.DataFrame,
                  pool_series: pd.DataFrame | None = None, suite: str | None = None) -> list[Path]:
-    """Write report.md, CSVs (metrics, each table, AppWorld's SGC and difficulty breakdown,
+    """Write report.md, CSVs (metrics, each table, each benchmark's own metrics (AppWorld: SGC, difficulty),
     first trial vs scored where some run retried, comparisons, error analysis) and PNGs.
 
     Returns every written path, report.md last.
@@ -139,10 +140,9 @@ def write_report(out_dir: str | Path, units: pd.DataFrame, runs: pd.DataFrame,
         _write_csv(table, out / f"table_{name}.csv", written)
         body = to_markdown(table) if len(table) else "No run applies to this table."
         md += [f"## {table.attrs['title']}", "", body, *_notes_md(table), ""]
-    appworld = appworld_table(metrics, runs)
-    if len(appworld):
-        _write_csv(appworld, out / "table_appworld.csv", written)
-        md += [f"## {appworld.attrs['title']}", "", to_markdown(appworld), *_notes_md(appworld), ""]
+    for benchmark, own in declared_tables(metrics, runs).items():
+        _write_csv(own, out / f"table_{benchmark}.csv", written)
+        md += [f"## {own.attrs['title']}", "", to_markdown(own), *_notes_md(own), ""]
     first = first_trial_table(metrics, runs)
     if len(first):
         _write_csv(first, out / "table_first_trial.csv", written)

@@ -1,5 +1,6 @@
-"""Avg@k and Pass@k from unit records (never from re-running anything): the one place they
-are computed, for `reme eval`'s metrics.json and for `reme report` alike.
+"""Avg@k, Pass@k and the benchmark's own declared metrics (``reme_cli.bench.scoring``) from
+unit records (never from re-running anything): the one place they are computed, for
+`reme eval`'s metrics.json and for `reme report` alike.
 
 Per seed: Avg@k = mean over tasks of the task's mean success over its k runs;
 Pass@k = fraction of tasks solved in at least one of the k runs. Across seeds: mean and
@@ -13,75 +14,59 @@ a run whose units error cannot score higher for it. That it errored stays visibl
 
 from __future__ import annotations
 
-import math
 from collections import Counter
+from collections.abc import Sequence
 from typing import Any
 
 import pandas as pd
 
-from reme_cli.bench.appworld_metrics import sgc_per_seed, success_by_difficulty
+from reme_cli.bench.scoring import (TASK_METRICS, Reducer, fields_of, mean_std, over_seeds, seed_scores,
+                                    task_scores)
 from reme_cli.llm.answer_health import merge
 from reme_cli.run.records import UnitRecord
 
+__all__ = ["compute_metrics", "declared_scores", "final_metrics", "headline", "mean_std", "over_seeds",
+           "seed_scores", "task_scores"]
 
-def headline(units: pd.DataFrame) -> pd.DataFrame:
-    """``units`` (columns task_id, success, error; optionally scenario, difficulty) as the
-    headline numbers count them: an errored unit failed. Its scenario and difficulty, which
-    only a verdict carries, are the task's from its other units."""
+
+def headline(units: pd.DataFrame, fields: Sequence[str] = ()) -> pd.DataFrame:
+    """``units`` (columns task_id, success, error; optionally the checker ``fields``) as the
+    headline numbers count them: an errored unit failed. Its checker fields, which only a
+    verdict carries, are the task's from its other units."""
     out = units.assign(success=units["success"].eq(True) & ~units["error"].eq(True))
-    for col in ("scenario", "difficulty"):
+    for col in fields:
         if col in out and out[col].isna().any():
             known = out.dropna(subset=[col]).drop_duplicates("task_id").set_index("task_id")[col]
             out[col] = out[col].where(out[col].notna(), out["task_id"].map(known))
     return out
 
 
-def task_scores(scored: pd.DataFrame) -> pd.DataFrame:
-    """Indexed by (seed, task_id), from scored units (columns seed, task_id, success as bool):
-    ``avg`` = the task's mean success over its runs, ``pass`` = 1.0 if any run succeeded,
-    ``runs`` = how many of its runs were scored."""
-    success = scored["success"].astype(float)
-    grouped = success.groupby([scored["seed"], scored["task_id"]])
-    return pd.DataFrame({"avg": grouped.mean(), "pass": grouped.max(), "runs": grouped.size()})
+def reducers(metrics: Sequence[Reducer]) -> tuple[Reducer, ...]:
+    """The paper's Avg@k and Pass@k first, always, then what the benchmark adds."""
+    return (*TASK_METRICS, *(m for m in metrics if m not in TASK_METRICS))
 
 
-def seed_scores(per_task: pd.DataFrame) -> pd.DataFrame:
-    """Indexed by seed, from `task_scores`: ``avg`` (Avg@k) and ``pass`` (Pass@k) as
-    fractions, the means over that seed's scored tasks, and ``tasks``, how many."""
-    return per_task.groupby(level="seed").agg(**{"avg": ("avg", "mean"), "pass": ("pass", "mean"),
-                                                  "tasks": ("avg", "size")})
-
-
-def mean_std(values: pd.Series) -> tuple[float, float]:
-    """Mean and sample std (ddof=1) over seeds: std 0.0 for a single seed, both NaN for none."""
-    if len(values) == 0:
-        return math.nan, math.nan
-    if len(values) == 1:
-        return float(values.iloc[0]), 0.0
-    return float(values.mean()), float(values.std(ddof=1))
-
-
-def over_seeds(values: pd.Series) -> dict[str, Any]:
-    mean, std = mean_std(values)
-    return {"mean": mean, "std": std, "n_seeds": int(len(values))}
-
-
-def appworld_scores(scored: pd.DataFrame) -> dict[str, Any]:
-    """``sgc`` (over seeds) and ``by_difficulty`` (when some unit names its level) of scored
-    units (columns seed, run, scenario, difficulty, success) when every one names its AppWorld
-    scenario; {} otherwise (not an AppWorld run)."""
-    if scored.empty or "scenario" not in scored or not scored["scenario"].notna().all():
+def declared_scores(scored: pd.DataFrame, k: int, metrics: Sequence[Reducer]) -> dict[str, Any]:
+    """{key: value} of each declared reducer beyond Avg@k / Pass@k that applies to the scored
+    units (columns seed, run, task_id, success and the reducers' fields)."""
+    if scored.empty:
         return {}
-    out: dict[str, Any] = {"sgc": over_seeds(sgc_per_seed(scored))}
-    by_difficulty = success_by_difficulty(scored)
-    if by_difficulty:
-        out["by_difficulty"] = by_difficulty
-    return out
+    found = {m.key(k): m.value(scored) for m in reducers(metrics)[len(TASK_METRICS):]}
+    return {key: value for key, value in found.items() if value is not None}
 
 
-def compute_metrics(trials: list[UnitRecord], k: int, success_key: str = "success") -> dict[str, Any]:
+def _checker_value(checker: dict | None, name: str) -> Any:
+    value = (checker or {}).get(name)
+    return None if value == "" else value
+
+
+def compute_metrics(trials: list[UnitRecord], k: int, success_key: str = "success",
+                    metrics: Sequence[Reducer] = TASK_METRICS) -> dict[str, Any]:
+    """metrics.json's numbers: Avg@k and Pass@k over seeds and per seed, then each other
+    reducer the benchmark declares (``metrics``, e.g. ``AppWorldBenchmark.metrics``)."""
     if not trials:
         return {"k": k, "tasks": 0, "units": 0, "errors": 0, "per_seed": {}}
+    fields = fields_of(metrics)
     df = pd.DataFrame(
         {
             "seed": [t.seed for t in trials],
@@ -89,11 +74,10 @@ def compute_metrics(trials: list[UnitRecord], k: int, success_key: str = "succes
             "task_id": [t.task_id for t in trials],
             "success": [bool(getattr(t, success_key)) for t in trials],
             "error": [not t.ok for t in trials],
-            "scenario": [(t.checker or {}).get("scenario") or None for t in trials],
-            "difficulty": [(t.checker or {}).get("difficulty") for t in trials],
+            **{f: [_checker_value(t.checker, f) for t in trials] for f in fields},
         }
     )
-    scored = headline(df)  # an errored unit failed (module docstring)
+    scored = headline(df, fields)  # an errored unit failed (module docstring)
     stop_reasons = dict(Counter(t.stop_reason for t in trials).most_common())
     per_task = task_scores(scored)
     per_seed = seed_scores(per_task)
@@ -112,17 +96,18 @@ def compute_metrics(trials: list[UnitRecord], k: int, success_key: str = "succes
     }
     for name, col in ((f"avg@{k}", "avg"), (f"pass@{k}", "pass")):
         out[name] = over_seeds(per_seed[col])
-    out.update(appworld_scores(scored))
+    out.update(declared_scores(scored, k, metrics))
     return out
 
 
-def final_metrics(trials: list[UnitRecord], k: int, mode: str) -> dict[str, Any]:
+def final_metrics(trials: list[UnitRecord], k: int, mode: str,
+                  metrics: Sequence[Reducer] = TASK_METRICS) -> dict[str, Any]:
     """What `reme eval` writes to metrics.json (before its LLM usage): the metrics of the final
     attempts, in dynamic mode those of the first attempts beside them, and the memory
     method's summarizer answers per role (every recorded unit's, errored ones included)."""
-    metrics = compute_metrics(trials, k)
+    metrics_json = compute_metrics(trials, k, metrics=metrics)
     if mode == "dynamic":  # retries make first-attempt and final success differ
-        metrics["first_attempt"] = compute_metrics(trials, k, success_key="first_success")
-        metrics["variants"] = {"final": metrics.copy(), "first attempt": metrics["first_attempt"]}
-    metrics["summarizer_answers"] = merge(*(t.summarizer_answers for t in trials))
-    return metrics
+        metrics_json["first_attempt"] = compute_metrics(trials, k, success_key="first_success", metrics=metrics)
+        metrics_json["variants"] = {"final": metrics_json.copy(), "first attempt": metrics_json["first_attempt"]}
+    metrics_json["summarizer_answers"] = merge(*(t.summarizer_answers for t in trials))
+    return metrics_json

@@ -23,6 +23,14 @@ def _pct(x: float) -> str:
     return f"{100 * x:.2f}"
 
 
+def own_scores(metrics: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The per-seed scores a benchmark declared beside Avg@k / Pass@k (e.g. AppWorld's SGC),
+    read from metrics.json's shape: a mean over seeds that is not one of the paper's two."""
+    k = metrics.get("k")
+    return {key: value for key, value in metrics.items()
+            if key not in (f"avg@{k}", f"pass@{k}") and isinstance(value, dict) and {"mean", "std", "n_seeds"} <= set(value)}
+
+
 def metrics_table(metrics: dict[str, Any], title: str, variants: dict[str, dict[str, Any]] | None = None,
                   notes: Sequence[str] = ()) -> Table:
     """One row per metric variant (e.g. final and first-attempt success); ``notes`` end the
@@ -30,8 +38,8 @@ def metrics_table(metrics: dict[str, Any], title: str, variants: dict[str, dict[
     k = metrics["k"]
     stops = metrics.get("stop_reasons") or {}
     caption = ["stop reasons: " + ", ".join(f"{r} {n}" for r, n in stops.items())] if stops else []
-    if "sgc" in metrics:  # AppWorld: scenario goal completion beside the task-level numbers
-        caption.append(f"SGC % {_pct(metrics['sgc']['mean'])} ± {_pct(metrics['sgc']['std'])}")
+    caption += [f"{key.upper()} % {_pct(value['mean'])} ± {_pct(value['std'])}"
+                for key, value in own_scores(metrics).items()]
     caption += notes
     table = Table(title=title, caption="; ".join(caption) or None)
     table.add_column("success")

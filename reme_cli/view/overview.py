@@ -11,30 +11,37 @@ from typing import Any
 import pandas as pd
 import yaml
 
-from reme_cli.commands.report import UNIT_COLUMNS, flatten, suite_order, unit_row
+from reme_cli.commands.report import flatten, suite_order, unit_columns, unit_row
 from reme_cli.core.config import config_dir
 from reme_cli.core.io import now
-from reme_cli.report.metrics import run_metrics
+from reme_cli.report.metrics import declared_reducers, reducer_columns, run_metrics
 from reme_cli.report.order import natural_key
 from reme_cli.report.stats import task_interval
 from reme_cli.view.runs import Run, read_json
 
 
 def units_frame(run: Run) -> pd.DataFrame:
-    return pd.DataFrame([unit_row(run.id, t) for t in run.records], columns=UNIT_COLUMNS)
+    return pd.DataFrame([unit_row(run.id, t) for t in run.records], columns=unit_columns())
+
+
+def own_means() -> list[str]:
+    """The means of the per-seed metrics benchmarks declare (AppWorld's ``sgc_mean``)."""
+    return [c for c in reducer_columns(declared_reducers()) if c.endswith("_mean")]
 
 
 def scores(run: Run) -> dict[str, Any]:
     """The run's metrics as the report computes them, and a task-bootstrap interval of each."""
     units = units_frame(run)
-    frame = pd.DataFrame([{"run_id": run.id, "seeds": run.config["eval"]["seeds"], "k": run.config["eval"]["runs"],
+    frame = pd.DataFrame([{"run_id": run.id, "benchmark": run.config["benchmark"]["name"],
+                           "seeds": run.config["eval"]["seeds"], "k": run.config["eval"]["runs"],
                            "tasks": len(run.manifest.get("task_ids") or []) or units["task_id"].nunique(),
                            "status": run.manifest.get("status", "running")}])
     row = run_metrics(units, frame).iloc[0].to_dict()
     scored = units[~units["error"].eq(True)]
     out = {k: _num(row[k]) for k in ("avg_mean", "avg_std", "pass_mean", "pass_std", "first_avg_mean",
                                      "first_pass_mean", "n_seeds", "n_tasks", "n_units", "n_errors",
-                                     "expected_units", "n_retried", "tokens_per_unit", "sgc_mean")}
+                                     "expected_units", "n_retried", "tokens_per_unit",
+                                     *own_means())}
     out["partial"] = bool(row["partial"])
     for metric in ("avg", "pass"):
         lo, hi = task_interval(scored, metric) if len(scored) else (math.nan, math.nan)

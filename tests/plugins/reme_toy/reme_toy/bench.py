@@ -8,6 +8,7 @@ from typing import Any
 
 from reme_cli.bench.base import BenchmarkConfig, InProcessEnv, Outcome, Task, ToolResult
 from reme_cli.core.config import check_choices
+from reme_toy.metrics import LABELS, METRICS
 
 TOOLS = [{"type": "function", "function": {"name": name, "description": desc,
                                             "parameters": {"type": "object", "properties": {}}}}
@@ -56,6 +57,8 @@ class ToyBenchmark:
     name = "toy"
     config_class = ToyConfig
     max_steps_per_turn = None
+    metrics = METRICS  # Avg@k, Pass@k, and its own: progress, success per target
+    labels = LABELS
 
     def __init__(self, cfg: ToyConfig):
         self.cfg = cfg
