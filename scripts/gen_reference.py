@@ -155,9 +155,10 @@ def _trailing_comment(line: str) -> str:
 
 
 def _type_name(tp: Any) -> str:
-    text = tp if isinstance(tp, str) else getattr(tp, "__name__", str(tp))
-    return text.replace("typing.", "").replace("Optional[", "null | ").rstrip("]") \
-        if "Optional[" in text and text.count("[") == 1 else text.replace("typing.", "")
+    text = (tp if isinstance(tp, str) else getattr(tp, "__name__", str(tp))).replace("typing.", "")
+    if text.startswith("Optional[") and text.endswith("]"):
+        return "null | " + text[len("Optional["):-1]
+    return text
 
 
 def _default(f: dataclasses.Field) -> Any:
@@ -211,10 +212,21 @@ def _table(rows: list[tuple[str, str, str, str]], sources: dict[str, str]) -> li
     return out + [""]
 
 
+def _header_comment(text: str) -> str:
+    """The comment lines a group file opens with (its own description), Hydra's header aside."""
+    lines = []
+    for line in text.splitlines():
+        if not line.startswith("#"):
+            break
+        if "@package" not in line:
+            lines.append(line.lstrip("#").strip())
+    return " ".join(lines)
+
+
 def _flatten(data: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:
     if isinstance(data, dict):
         for k, v in data.items():
-            if k == "defaults" and not prefix:
+            if k == "defaults":  # Hydra's defaults list: which other options this one picks
                 yield "defaults", v
                 continue
             yield from _flatten(v, f"{prefix}{k}.")
@@ -251,11 +263,13 @@ def config_page() -> str:
             "`configs/config.yaml` picks one option per group; `GROUP=OPTION` on the command line picks "
             "another. An option's file holds only what it changes from the defaults above.", ""]
     for group in GROUPS:
-        out += [f"### `{group}=`", "", "| option | sets |", "| --- | --- |"]
+        out += [f"### `{group}=`", "", "| option | what it is | sets |", "| --- | --- | --- |"]
         for path in sorted((REPO / "configs" / group).glob("*.yaml")):
-            data = yaml.safe_load(path.read_text()) or {}
-            sets = "; ".join(f"`{k}={_yaml_value(v)}`" for k, v in _flatten(data))
-            out.append(f"| `{group}={path.stem}` | {_cell(sets) or '(the defaults)'} |")
+            text = path.read_text()
+            # A group file's keys are under its group, unless it is a global package (presets).
+            prefix = "" if "@package _global_" in text.split("\n", 1)[0] else f"{group}."
+            sets = "; ".join(f"`{k}={_yaml_value(v)}`" for k, v in _flatten(yaml.safe_load(text) or {}, prefix))
+            out.append(f"| `{group}={path.stem}` | {_cell(_header_comment(text))} | {_cell(sets) or '(the defaults)'} |")
         out.append("")
     return "\n".join(out)
 
