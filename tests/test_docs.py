@@ -178,3 +178,19 @@ def test_gen_reference_writes_the_generated_pages(tmp_path):
     assert "| `eval.runs` | int | `4` |" in (tmp_path / "reference" / "config.md").read_text()
     assert (tmp_path / "results.md").read_text().startswith("# Results committed with reme")
     assert not (REPO / "docs" / "reference").exists()  # generated, never written into docs/
+
+
+def test_the_strict_build_fails_on_a_broken_anchor(tmp_path):
+    """The manual's own settings (mkdocs.yml's validation) turn a link to a missing heading
+    into a failed build, not a warning scrolled past."""
+    from mkdocs.commands.build import build
+    from mkdocs.config import load_config
+    from mkdocs.exceptions import Abort
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "index.md").write_text("# Home\n\n## Here\n\n[fine](#here) [gone](#nowhere)\n")
+    cfg = load_config(str(REPO / "mkdocs.yml"), docs_dir=str(docs), site_dir=str(tmp_path / "site"),
+                      strict=True, nav=["index.md"], hooks=[])
+    with pytest.raises(Abort, match="warning"):
+        build(cfg)
