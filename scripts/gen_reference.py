@@ -291,6 +291,45 @@ def results_page() -> str:
 PAGES = {"reference/cli.md": cli_page, "reference/config.md": config_page, "results.md": results_page}
 
 
+# ---------------------------------------------------------------- the layers picture
+
+MERMAID = re.compile(r"```mermaid\n(flowchart TB\n.*?)```", re.S)
+NODE = re.compile(r'^\s*(\w+)\["(.*)"\]\s*$')
+
+
+def chain_svg(source: str) -> str | None:
+    """A top-down mermaid chain (``a["title<br/>note"]`` nodes, one ``a --> b --> ...`` line)
+    drawn as an SVG, so the picture shows without mermaid's script (offline, no CDN). Any other
+    diagram: None (it stays mermaid)."""
+    lines = source.strip().splitlines()[1:]
+    nodes = {m.group(1): m.group(2) for m in map(NODE.match, lines) if m}
+    chains = [line for line in lines if "-->" in line]
+    if len(chains) != 1 or len(nodes) + len(chains) != len(lines):
+        return None
+    order = [part.strip() for part in chains[0].split("-->")]
+    if set(order) != set(nodes):
+        return None
+    width, box, gap = 760, 50, 16
+    height = len(order) * (box + gap) - gap + 2
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" width="100%" role="img" '
+           f'aria-label="the layers, top to bottom: {", ".join(order)}" font-family="sans-serif">']
+    for i, name in enumerate(order):
+        title, _, note = nodes[name].partition("<br/>")
+        y = 1 + i * (box + gap)
+        out.append(f'<rect x="1" y="{y}" width="{width - 2}" height="{box}" rx="6" fill="#eef2fb" stroke="#3f51b5"/>')
+        out.append(f'<text x="14" y="{y + 20}" font-size="15" font-weight="bold">{html.escape(title)}</text>')
+        out.append(f'<text x="14" y="{y + 39}" font-size="12.5">{html.escape(note)}</text>')
+        if i:
+            out.append(f'<path d="M{width // 2} {y - gap + 1} v{gap - 3}" stroke="#3f51b5" stroke-width="2"/>'
+                       f'<path d="M{width // 2 - 5} {y - 6} l5 5 l5 -5" fill="none" stroke="#3f51b5" stroke-width="2"/>')
+    return "\n".join(out + ["</svg>"])
+
+
+def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
+    """mkdocs hook: a mermaid chain becomes an inline SVG (GitHub draws the mermaid itself)."""
+    return MERMAID.sub(lambda m: chain_svg(m.group(1)) or m.group(0), markdown)
+
+
 def on_files(files: Any, config: Any) -> Any:
     """mkdocs hook: the generated pages join the build (nothing is written into docs/)."""
     from mkdocs.structure.files import File

@@ -107,9 +107,12 @@ def test_the_results_index_is_built_from_results_readme(site):
         assert (REPO / "results" / name.rstrip("/")).exists(), f"results/README.md names {name}, which is gone"
 
 
-def test_the_architecture_page_shows_every_layer_in_order():
+def test_the_architecture_page_shows_every_layer_in_order(site):
     from tests.test_architecture import LAYERS
 
+    # the built page draws the picture itself (an SVG: no mermaid script, no CDN), top floor first
+    drawn = re.search(r'<svg[^>]*aria-label="the layers, top to bottom: ([^"]+)"', page(site, "architecture"))
+    assert drawn and drawn.group(1).split(", ") == ["cli", *reversed(LAYERS[:-1])]
     text = (REPO / "docs" / "architecture.md").read_text()
     diagram = text.split("```mermaid", 1)[1].split("```", 1)[0]
     at = [diagram.find(f"{layer}/") if layer != "cli" else diagram.find("cli.py") for layer in LAYERS]
