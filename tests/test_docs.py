@@ -197,3 +197,19 @@ def test_the_strict_build_fails_on_a_broken_anchor(tmp_path):
                       strict=True, nav=["index.md"], hooks=[])
     with pytest.raises(Abort, match="warning"):
         build(cfg)
+
+
+def test_every_schema_key_has_its_doc_beside_it():
+    """The configuration reference shows each key's comment from the source: a key of the
+    schema (reme_cli/core/config.py) or of BenchmarkConfig added without one fails here."""
+    import importlib.util
+
+    from reme_cli.bench.base import BenchmarkConfig
+    from reme_cli.core.config import Config
+
+    spec = importlib.util.spec_from_file_location("gen_reference", REPO / "scripts" / "gen_reference.py")
+    gen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen)
+    rows = [*gen.config_rows(Config, ""), *gen.config_rows(BenchmarkConfig, "benchmark.")]
+    assert len(rows) > 60
+    assert [key for key, _, _, doc in rows if not doc and key not in ("benchmark", "memory")] == []
