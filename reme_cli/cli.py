@@ -283,7 +283,7 @@ def ablate_cmd(
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the plan (runs, units, LLM calls, pools) "
                                                           "and run nothing."),
     only: Optional[list[str]] = typer.Option(None, "--only", help="Run just this run label (repeatable): one "
-                                                                     "cluster job per run, see README."),
+                                                                     "cluster job per run, see docs/reproducing.md."),
     launcher: str = typer.Option("inline", "--launcher", help="Where runs go: inline (here, in turn), joblib "
                                                              "(parallel local processes), slurm or submitit-local "
                                                              "(submitit jobs)."),

@@ -1,10 +1,10 @@
-"""The README's fidelity table is the ledger of what the harness runs by default.
+"""The manual's fidelity table (docs/fidelity.md, "The ledger") is the ledger of what the harness runs by default.
 
 Every row whose key is a config key must hold: each paper-table suite (configs/ablation/)
 resolves its ReMe runs to the row's authors' value, and the same suite with
 ``experiment=paper_text`` to the row's paper-text value, unless the variant itself sets that
 key (Table 3 switches reflection, the top-k suite sweeps top_k, ...). So neither the
-configs nor the README can drift from the other without this failing."""
+configs nor the manual can drift from the other without this failing."""
 
 from __future__ import annotations
 
@@ -20,12 +20,17 @@ ROOT = Path(__file__).resolve().parents[1]
 SUITES = sorted(p.stem for p in (ROOT / "configs" / "ablation").glob("*.yaml"))
 BASE = ["model=qwen3-8b", "embedding=minilm"]
 TICKED = re.compile(r"`([^`]*)`")
+LEDGER = ROOT / "docs" / "fidelity.md"
+
+
+def ledger_table() -> str:
+    """The ledger section of the fidelity page: its heading to the next one."""
+    return LEDGER.read_text().split("\n## The ledger\n", 1)[1].split("\n#", 1)[0]
 
 
 def ledger() -> list[tuple[str, object, object]]:
     """(key, authors' value, paper-text value) for each config key of the table."""
-    text = (ROOT / "README.md").read_text()
-    section = text.split("### Fidelity: what the authors ran vs the paper's text", 1)[1].split("\n#", 1)[0]
+    section = ledger_table()
     rows = []
     for line in section.splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
@@ -35,16 +40,15 @@ def ledger() -> list[tuple[str, object, object]]:
         authors = [yaml.safe_load(v.split(":")[0]) for v in TICKED.findall(cells[1])][:len(keys)]
         paper = authors if cells[2].startswith("same") else \
             [yaml.safe_load(v) for v in TICKED.findall(cells[2])][:len(keys)]
-        assert len(authors) == len(paper) == len(keys), f"README fidelity row unreadable: {line}"
+        assert len(authors) == len(paper) == len(keys), f"fidelity ledger row unreadable: {line}"
         rows += list(zip(keys, authors, paper))
     return rows
 
 
 def on_appworld() -> dict[str, object]:
     """Rows whose authors' value names AppWorld's own: "`5` on BFCL (`1` on AppWorld ...)"."""
-    text = (ROOT / "README.md").read_text().split("### Fidelity: what the authors ran vs the paper's text", 1)[1]
     out = {}
-    for line in text.split("\n#", 1)[0].splitlines():
+    for line in ledger_table().splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
         found = re.search(r"`([^`]+)` on AppWorld", cells[1]) if len(cells) == 4 else None
         if found and cells[0].startswith("`"):
@@ -71,7 +75,7 @@ def value(cfg, dotted: str):
 
 def test_the_ledger_reads_every_config_row():
     keys = [k for k, _, _ in ledger()]
-    # Rows the table must hold; a README edit that made them unreadable fails here.
+    # Rows the table must hold; an edit of the page that made them unreadable fails here.
     for must in ("memory.reflection.max_retries", "memory.u_credit", "memory.deletion.every", "eval.dynamic_workers",
                  "memory.rerank", "memory.dedup_threshold", "summarizer.temperature", "benchmark.release"):
         assert must in keys
@@ -150,4 +154,4 @@ def test_every_table_starts_from_the_released_pool(suite, bench, planned):
         else:
             assert pool.source == f"official:{'bfcl' if bench == 'bfcl_v3' else bench}/qwen3-8b", job.label
     assert "pools the tables start from | the authors' released pool of the model and benchmark, in every suite" \
-        in (ROOT / "README.md").read_text()
+        in ledger_table()

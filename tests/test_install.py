@@ -39,7 +39,7 @@ WRONG_HINTS = {
 
 def _user_facing_files():
     files = [REPO / "README.md"]
-    for folder, pattern in (("reme_cli", "*.py"), ("scripts", "*"), ("configs", "*.yaml")):
+    for folder, pattern in (("reme_cli", "*.py"), ("scripts", "*"), ("configs", "*.yaml"), ("docs", "*.md")):
         files += [p for p in (REPO / folder).rglob(pattern) if p.is_file() and p.suffix != ".pyc"]
     return files
 
@@ -48,7 +48,7 @@ def test_install_hints_name_the_projects_own_command():
     found = []
     for path in _user_facing_files():
         for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-            if "never `pip install reme`" in line:  # the README's warning itself
+            if "never `pip install reme`" in line:  # the warning itself (README, the manual)
                 continue
             found += [f"{path.relative_to(REPO)}:{n}: {what}" for what, rx in WRONG_HINTS.items() if rx.search(line)]
     assert not found, "\n".join(found)

@@ -20,16 +20,16 @@ from omegaconf import MISSING
 class BenchmarkConfig:
     """What every benchmark accepts under ``benchmark.``; a benchmark extends it."""
 
-    name: str = MISSING
-    split: str = "test"
+    name: str = MISSING  # the benchmark plug-in (configs/benchmark/NAME.yaml, or a "module:Class" path)
+    split: str = "test"  # which task list: the benchmark's own names (BFCL: train | test)
     limit: Optional[int] = None  # first N ids of the split
     task_ids: Optional[list[str]] = None  # explicit ids: override split and limit
     max_interactions: int = 30  # model calls per task (paper: 30)
-    system_prompt: Optional[str] = None
+    system_prompt: Optional[str] = None  # the agent's system message; null: the task's own, else the protocol's
     # How the benchmark wants actions and thinking, over the model's own settings when set
     # (AppWorld: code actions, thinking off as in the official runs).
     tool_protocol: Optional[str] = None
-    thinking: Optional[bool] = None
+    thinking: Optional[bool] = None  # null: the model's own setting (model.thinking)
     # The model's reasoning in the history it sees (tool-call protocols; code actions keep
     # only the code): drop | reasoning_content (the authors' BFCL agent) | reasoning.
     history_reasoning: str = "reasoning_content"

@@ -233,7 +233,7 @@ def _param_names(classes: tuple[str, ...]) -> dict[str, tuple[str, ...]]:
 @dataclass
 class BFCLConfig(BenchmarkConfig):
     """The defaults are BFCL as the ReMe authors' agent ran it (agentscope-ai/ReMe 65971baf,
-    benchmark/bfcl/); README "Fidelity" names each source."""
+    benchmark/bfcl/); the fidelity ledger (docs/fidelity.md) names each source."""
 
     name: str = "bfcl_v3"
     # Model calls per user turn. None: no cap, only max_interactions over the task (the

@@ -32,10 +32,10 @@ class SamplingCfg:
     parameter, top_k and min_p off; the Qwen3 model configs send none but the temperature,
     as the authors' agents did (results/authors_setup_evidence.md section 9)."""
 
-    temperature: float = 0.9
-    top_p: Optional[float] = 1.0
+    temperature: float = 0.9  # the executor's sampling temperature (paper: 0.9)
+    top_p: Optional[float] = 1.0  # nucleus sampling; null: not sent
     top_k: Optional[int] = 0  # 0: off (vLLM, llama.cpp and llama-cpp-python all read 0 so)
-    min_p: Optional[float] = 0.0
+    min_p: Optional[float] = 0.0  # null: not sent
     max_tokens: Optional[int] = 4096  # null: no cap (the server's context is the limit)
     # Penalty on tokens among the last 64 (llama.cpp's and llama-cpp-python's repeat_penalty,
     # vLLM's repetition_penalty, sent under the server's name); None: not sent.
@@ -44,18 +44,18 @@ class SamplingCfg:
 
 @dataclass
 class ModelCfg:
-    name: str = MISSING
+    name: str = MISSING  # the model config's name (configs/model/NAME.yaml)
     kind: str = "vllm"  # local | vllm | openai
-    served_name: Optional[str] = None
-    hf_id: Optional[str] = None
+    served_name: Optional[str] = None  # the name its server serves it under (llm.model's default)
+    hf_id: Optional[str] = None  # the Hugging Face repository a managed vLLM server loads
     tool_protocol: str = "openai"  # openai | json
-    thinking: bool = False
-    n_ctx: int = 8192
+    thinking: bool = False  # Qwen3's thinking switch, sent as chat_template_kwargs.enable_thinking
+    n_ctx: int = 8192  # context length in tokens: the embedded server's, and what memory budgets against
     # A cap on tool steps per user turn for models that rarely stop calling tools (the
     # 135M CPU model); the benchmark's own limit applies too.
     max_steps_per_turn: Optional[int] = None
     sampling: SamplingCfg = field(default_factory=SamplingCfg)
-    serve_args: list[str] = field(default_factory=list)
+    serve_args: list[str] = field(default_factory=list)  # extra arguments of a managed `vllm serve`
     # Parameters in billions: sizes tensor parallelism for a managed vLLM server.
     params_b: Optional[float] = None
     # GPUs per managed vLLM server: auto (the fewest, a power of two, whose memory holds the
@@ -73,7 +73,7 @@ class LLMCfg:
     # first, with failover). None: reme starts the model's server itself.
     base_url: Any = None
     model: Optional[str] = None  # the model name that server serves (default: model.served_name)
-    api_key: str = "EMPTY"
+    api_key: str = "EMPTY"  # sent as the bearer token (a local server takes any)
     concurrency: int = 8  # requests in flight at once, across every episode of the run
     timeout: float = 600.0  # seconds per request
     max_retries: int = 6  # on connection errors, timeouts, 429 and 5xx
@@ -84,7 +84,7 @@ class LLMCfg:
     # Managed vLLM servers of the model (no base_url), each on its own GPUs: a number, or
     # auto (as many as the visible GPUs hold at model.tensor_parallel).
     replicas: Any = 1
-    cache_dir: str = f"{CACHE_ROOT}/llm"
+    cache_dir: str = f"{CACHE_ROOT}/llm"  # the response cache
 
 
 @dataclass
@@ -94,9 +94,9 @@ class SummarizerCfg:
     and no thinking switch sent (flowllm sends neither: the endpoint's default decides)."""
 
     name: str = "same"  # same: the executor model summarizes
-    base_url: Optional[str] = None
-    model: Optional[str] = None
-    temperature: float = 0.6
+    base_url: Optional[str] = None  # a server you run for it; null: the executor's, or summarizer.serve's
+    model: Optional[str] = None  # the model name that server serves
+    temperature: float = 0.6  # the authors' memory service: v0.1.9 default.yaml
     max_tokens: Optional[int] = None  # None: no cap (the model's context is the limit)
     # None: send no thinking switch; true/false: Qwen3's enable_thinking, as for the executor.
     thinking: Optional[bool] = None
@@ -114,9 +114,9 @@ class EmbeddingCfg:
     """The default is embedding=minilm: all-MiniLM-L6-v2 (384-d), loaded offline."""
 
     kind: str = "sentence_transformers"  # sentence_transformers | openai
-    model: str = "all-MiniLM-L6-v2"
+    model: str = "all-MiniLM-L6-v2"  # a sentence-transformers model, or the endpoint's model name
     base_url: Optional[str] = None  # kind=openai: the endpoint (only its host is in the run hash)
-    dim: int = 384
+    dim: int = 384  # the vectors' size
     # kind=openai: sent as `dimensions` on every request when set (the authors' client sends
     # dimensions=1024 to text-embedding-v4); dim must then equal it.
     dimensions: Optional[int] = None
@@ -130,7 +130,7 @@ class EmbeddingCfg:
     # | cuda | cuda:N. Out of the run hash: the vectors agree across devices to float
     # rounding, far below anything retrieval or dedup thresholds can tell apart.
     device: str = "auto"
-    cache_dir: str = f"{CACHE_ROOT}/embeddings"
+    cache_dir: str = f"{CACHE_ROOT}/embeddings"  # the vector cache
 
 
 @dataclass
@@ -138,7 +138,7 @@ class BuildCfg:
     """`reme build-pool`: how the training trajectories are sampled (any method)."""
 
     samples: int = 8  # trajectories per training task (paper: N=8)
-    temperature: float = 0.9
+    temperature: float = 0.9  # their sampling temperature (paper: 0.9)
 
 
 @dataclass
@@ -156,7 +156,7 @@ class EvalCfg:
     scope: str = "stream"
     runs: int = 4  # k of Avg@k / Pass@k
     seeds: int = 3  # independent repetitions (mean ± std)
-    seed_base: int = 0
+    seed_base: int = 0  # added to every seed: each unit's sampling seed and shuffle derive from it
     # Dynamic mode: workers walking each stream at once, sharing its memory. None: the
     # benchmark's own number, what the authors' scripts ran (BFCL 4, AppWorld 8); 1 runs
     # a stream's tasks one after another (the paper's text describes no concurrency).
@@ -171,9 +171,9 @@ class EvalCfg:
 
 @dataclass
 class Config:
-    experiment: str = "default"
-    out_dir: Optional[str] = None
-    runs_root: str = "runs"
+    experiment: str = "default"  # the preset's name (experiment=NAME sets it); a folder of runs_root
+    out_dir: Optional[str] = None  # the run directory; null: runs_root/<experiment>/<benchmark>-<model>-<mode>-<hash>/
+    runs_root: str = "runs"  # where run directories go unless out_dir names one
     model: ModelCfg = field(default_factory=ModelCfg)
     llm: LLMCfg = field(default_factory=LLMCfg)
     summarizer: SummarizerCfg = field(default_factory=SummarizerCfg)
