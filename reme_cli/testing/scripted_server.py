@@ -503,6 +503,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--embedding-fault", type=int, action="append", default=[], metavar="STATUS",
                         help="answer the next embedding request with this HTTP status (repeat it)")
     parser.add_argument("--max-embedding-inputs", type=int, help="refuse embedding requests with more texts")
+    common = set(vars(parser.parse_args([])))  # the server's own options; the rest are the policies'
     replays = REPLAY_POLICIES.names()
     for replay in replays:  # each replay policy declares its own options (e.g. a data root)
         add_arguments = getattr(REPLAY_POLICIES.get(replay), "add_arguments", None)
@@ -511,8 +512,6 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.corrupt and args.policy.partition("+")[0] not in replays:
         parser.error(f"--corrupt needs a replay policy ({', '.join(replays)})")
-    common = {"policy", "text", "step", "corrupt", "delay", "port", "overflow", "truncate", "refuse_chat",
-              "max_model_len", "embedding_fault", "max_embedding_inputs"}
     options = {k: v for k, v in vars(args).items() if k not in common}
     try:
         policy = make_policy(args.policy, corrupt=args.corrupt, text=args.text, steps=args.step, **options)
