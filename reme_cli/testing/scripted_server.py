@@ -45,8 +45,6 @@ from __future__ import annotations
 
 import argparse
 import base64
-import copy
-import functools
 import hashlib
 import itertools
 import json
@@ -55,7 +53,6 @@ import sys
 import threading
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Protocol
 
