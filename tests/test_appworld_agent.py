@@ -23,7 +23,8 @@ from reme_cli.bench import appworld_agent
 from reme_cli.bench.appworld import default_venv
 from reme_cli.bench.base import Outcome, Task, ToolResult
 from reme_cli.llm.client import ChatClient
-from reme_cli.testing.scripted_server import AppWorldGoldPolicy, ScriptedServer, StepsPolicy, make_policy
+from reme_cli.bench.appworld_scripted import AppWorldGoldPolicy
+from reme_cli.testing.scripted_server import ScriptedServer, StepsPolicy, make_policy
 
 PROMPT_DIR = appworld_agent.AUTHORS_PROMPT.parent
 HEADER = "Some Related Experience to help you to complete the task"

@@ -224,9 +224,6 @@ NAMES_A_BENCHMARK_BY_NEED = {
     # `reme --help` says what reme reproduces (BFCL-v3 and AppWorld) and `pool import`'s help
     # gives a released pool's name as its example.
     "reme_cli/cli.py": "help text: what reme reproduces, an example pool name",
-    # Open (issue 34): the test double's ground-truth replay policies (bfcl-replay,
-    # appworld-gold) still live in the server; the methods' scripted answers moved out.
-    "reme_cli/testing/scripted_server.py": "open: the benchmarks' replay policies",
 }
 
 

@@ -25,9 +25,9 @@ from reme_cli.core.config import compose
 from reme_cli.llm.client import ChatClient
 from reme_cli.run.plan import plan_streams
 from reme_cli.run.settings import episode_settings
+from reme_cli.bench.bfcl_scripted import BFCLReplayPolicy
 from reme_cli.testing.scripted_server import (
     AgentAndSummarizerPolicy,
-    BFCLReplayPolicy,
     Reply,
     ScriptedServer,
     ScriptedSummarizerPolicy,

@@ -25,8 +25,8 @@ from reme_cli.methods.reme.step_sequence import (AGENT_SHAPES, COMPLETED, PYTHON
                                                  step_sequence, tool_prompt)
 from reme_cli.methods.reme.summarize import summarize
 from reme_cli.methods.summarizer import SummarizerSettings
-from reme_cli.testing.scripted_server import AgentAndSummarizerPolicy, BFCLReplayPolicy, ScriptedServer, \
-    ScriptedSummarizerPolicy
+from reme_cli.bench.bfcl_scripted import BFCLReplayPolicy
+from reme_cli.testing.scripted_server import AgentAndSummarizerPolicy, ScriptedServer, ScriptedSummarizerPolicy
 from tests.conftest import REPO, run_reme
 
 PROMPTS = REPO / "reme_cli" / "methods" / "reme" / "authors_prompts"

@@ -21,7 +21,8 @@ from typing import Callable
 
 import pytest
 
-from reme_cli.testing.scripted_server import BFCLReplayPolicy, ScriptedServer
+from reme_cli.bench.bfcl_scripted import BFCLReplayPolicy
+from reme_cli.testing.scripted_server import ScriptedServer
 from tests.conftest import run_reme, run_reme_together
 
 REPLAY = ["model=qwen3-8b", "embedding=minilm", "llm.model=replay", "llm.cache=false", "eval.seeds=1",

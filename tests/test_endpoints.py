@@ -15,7 +15,8 @@ from pathlib import Path
 
 
 from reme_cli.llm.client import Replica, pick_replica
-from reme_cli.testing.scripted_server import BFCLReplayPolicy, ScriptedServer
+from reme_cli.bench.bfcl_scripted import BFCLReplayPolicy
+from reme_cli.testing.scripted_server import ScriptedServer
 from tests.conftest import REPO
 
 STAND_IN = f"""#!{sys.executable}

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from reme_cli.testing.scripted_server import BFCLReplayPolicy, ScriptedServer
+from reme_cli.bench.bfcl_scripted import BFCLReplayPolicy
+from reme_cli.testing.scripted_server import ScriptedServer
 from tests.conftest import scripted_server_process
 
 # The replay servers here replay the ground truth of the release this process imports, the

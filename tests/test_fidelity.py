@@ -28,12 +28,8 @@ from reme_cli.bench.appworld import AppWorldBenchmark
 from reme_cli.run.metrics import compute_metrics
 from reme_cli.run.plan import Unit, plan_streams
 from reme_cli.run.records import UnitRecord
-from reme_cli.testing.scripted_server import (
-    AgentAndSummarizerPolicy,
-    BFCLReplayPolicy,
-    ScriptedServer,
-    ScriptedSummarizerPolicy,
-)
+from reme_cli.bench.bfcl_scripted import BFCLReplayPolicy
+from reme_cli.testing.scripted_server import AgentAndSummarizerPolicy, ScriptedServer, ScriptedSummarizerPolicy
 
 QUERIES = {"move": "Move the report into the archive folder.", "buy": "Buy ten shares of the tech company.",
            "mail": "Send a message to my colleague about the meeting."}

@@ -17,8 +17,8 @@ from pydantic import BaseModel, Field
 
 from reme_cli.methods.langmem import episodes
 from reme_cli.methods.langmem.config import LangMemConfig
-from reme_cli.testing.scripted_server import (AgentAndSummarizerPolicy, BFCLReplayPolicy, ScriptedServer,
-                                              ScriptedSummarizerPolicy)
+from reme_cli.bench.bfcl_scripted import BFCLReplayPolicy
+from reme_cli.testing.scripted_server import AgentAndSummarizerPolicy, ScriptedServer, ScriptedSummarizerPolicy
 from tests.conftest import REPO, run_reme
 from tests.test_memory_flow import _kill_when
 

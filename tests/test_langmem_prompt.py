@@ -25,8 +25,8 @@ from reme_cli.llm.client import ChatResult, ContextOverflow
 from reme_cli.methods.langmem.prompt.config import LangMemPromptConfig
 from reme_cli.methods.langmem.prompt.method import format_guidance
 from reme_cli.methods.langmem.prompt.optimizer import INSTALL_HINT, optimize, prompt_version
-from reme_cli.testing.scripted_server import (AgentAndSummarizerPolicy, BFCLReplayPolicy, ScriptedServer,
-                                              ScriptedSummarizerPolicy)
+from reme_cli.bench.bfcl_scripted import BFCLReplayPolicy
+from reme_cli.testing.scripted_server import AgentAndSummarizerPolicy, ScriptedServer, ScriptedSummarizerPolicy
 from tests.conftest import REPO, run_reme
 
 INSTALL = "bash scripts/install.sh --baselines"

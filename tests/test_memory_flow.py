@@ -22,12 +22,8 @@ from reme_cli.methods.reme.experience import Experience
 from reme_cli.methods.reme.pool import Pool
 from reme_cli.methods.reme.method import deletable
 from reme_cli.methods.reme import scripted as reme_script  # ReMe's scripted answers (TEST DOUBLE)
-from reme_cli.testing.scripted_server import (
-    AgentAndSummarizerPolicy,
-    BFCLReplayPolicy,
-    ScriptedServer,
-    ScriptedSummarizerPolicy,
-)
+from reme_cli.bench.bfcl_scripted import BFCLReplayPolicy
+from reme_cli.testing.scripted_server import AgentAndSummarizerPolicy, ScriptedServer, ScriptedSummarizerPolicy
 from tests.conftest import REPO, run_reme
 
 CORRUPT = "multi_turn_base_2"  # fails until the retry is guided by what its failure taught

@@ -12,7 +12,8 @@ import sys
 from collections import defaultdict
 
 from reme_cli.llm.client import ChatClient, episode_affinity
-from reme_cli.testing.scripted_server import BFCLReplayPolicy, FixedPolicy, ScriptedServer
+from reme_cli.bench.bfcl_scripted import BFCLReplayPolicy
+from reme_cli.testing.scripted_server import FixedPolicy, ScriptedServer
 from tests.conftest import REPO
 
 EPISODE = "x-episode"

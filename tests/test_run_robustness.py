@@ -19,12 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from reme_cli.testing.scripted_server import (
-    BFCLReplayPolicy,
-    FaultPolicy,
-    ScriptedServer,
-    ScriptedSummarizerPolicy,
-)
+from reme_cli.bench.bfcl_scripted import BFCLReplayPolicy
+from reme_cli.testing.scripted_server import FaultPolicy, ScriptedServer, ScriptedSummarizerPolicy
 from tests.conftest import scripted_server_process
 
 REPLAY = ["model=qwen3-8b", "embedding=minilm", "llm.model=replay", "llm.cache=false", "eval.seeds=1",

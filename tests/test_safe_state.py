@@ -27,8 +27,8 @@ from reme_cli.core.errors import UserError
 from reme_cli.core.staging import MARK, clean_stale, new_staging
 from reme_cli.methods.reme.experience import Experience
 from reme_cli.methods.reme.pool import Pool
-from reme_cli.testing.scripted_server import (AgentAndSummarizerPolicy, BFCLReplayPolicy, ScriptedServer,
-                                              ScriptedSummarizerPolicy)
+from reme_cli.bench.bfcl_scripted import BFCLReplayPolicy
+from reme_cli.testing.scripted_server import AgentAndSummarizerPolicy, ScriptedServer, ScriptedSummarizerPolicy
 from tests.conftest import run_reme, run_reme_together
 
 REPLAY = ["model=qwen3-8b", "embedding=minilm", "llm.model=replay", "llm.cache=false",

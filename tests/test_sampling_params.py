@@ -20,7 +20,8 @@ from reme_cli.core.errors import UserError
 from reme_cli.llm.client import ChatClient
 from reme_cli.llm.embed import resolve_device
 from reme_cli.methods.summarizer import summarizer_settings
-from reme_cli.testing.scripted_server import BFCLReplayPolicy, FixedPolicy, Reply, ScriptedServer
+from reme_cli.bench.bfcl_scripted import BFCLReplayPolicy
+from reme_cli.testing.scripted_server import FixedPolicy, Reply, ScriptedServer
 from tests.conftest import REPO
 
 FILTERS = ("temperature", "top_p", "top_k", "min_p", "max_tokens")

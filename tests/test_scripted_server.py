@@ -16,13 +16,8 @@ import pytest
 from openai import BadRequestError, OpenAI
 
 from reme_cli.bench.bfcl import BFCLBenchmark
-from reme_cli.testing.scripted_server import (
-    TASK_HEADER,
-    BFCLReplayPolicy,
-    FixedPolicy,
-    ScriptedServer,
-    conversation_position,
-)
+from reme_cli.bench.bfcl_scripted import BFCLReplayPolicy
+from reme_cli.testing.scripted_server import TASK_HEADER, FixedPolicy, ScriptedServer, conversation_position
 
 BENCH = BFCLBenchmark(split="all")
 

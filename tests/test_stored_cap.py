@@ -12,13 +12,8 @@ from typing import Any
 
 import pytest
 
-from reme_cli.testing.scripted_server import (
-    DONE_TEXT,
-    BFCLReplayPolicy,
-    Reply,
-    ScriptedServer,
-    conversation_position,
-)
+from reme_cli.bench.bfcl_scripted import BFCLReplayPolicy
+from reme_cli.testing.scripted_server import DONE_TEXT, Reply, ScriptedServer, conversation_position
 
 HUGE = 10_000_000
 REPLAY = ["model=qwen3-8b", "embedding=minilm", "llm.model=huge", "llm.cache=false", "eval.seeds=1",

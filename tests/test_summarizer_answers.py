@@ -24,8 +24,13 @@ from reme_cli.llm.json_reply import parse_json, strip_reasoning, unterminated_th
 from reme_cli.methods.reme.formats import sampling
 from reme_cli.methods.summarizer import summarizer_settings, thinking_switch
 from reme_cli.run.records import UnitRecord
-from reme_cli.testing.scripted_server import (AgentAndSummarizerPolicy, BFCLReplayPolicy, Reply,
-                                              ScriptedServer, ScriptedSummarizerPolicy)
+from reme_cli.bench.bfcl_scripted import BFCLReplayPolicy
+from reme_cli.testing.scripted_server import (
+    AgentAndSummarizerPolicy,
+    Reply,
+    ScriptedServer,
+    ScriptedSummarizerPolicy,
+)
 from tests.conftest import run_reme
 
 CUT = "<think>Let me weigh the trajectory step by step. First, the agent"

@@ -24,12 +24,8 @@ from pathlib import Path
 import pytest
 
 from reme_cli.testing.browser import chromium, missing
-from reme_cli.testing.scripted_server import (
-    AgentAndSummarizerPolicy,
-    BFCLReplayPolicy,
-    ScriptedServer,
-    ScriptedSummarizerPolicy,
-)
+from reme_cli.bench.bfcl_scripted import BFCLReplayPolicy
+from reme_cli.testing.scripted_server import AgentAndSummarizerPolicy, ScriptedServer, ScriptedSummarizerPolicy
 from reme_cli.view.api import answer
 from reme_cli.view.runs import Catalog
 from reme_cli.view.server import ViewServer

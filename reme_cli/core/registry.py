@@ -1,7 +1,8 @@
 """Name -> implementation registries: benchmarks, memory methods, tool protocols, embedders.
 
 Seams: BENCHMARKS, METHODS, PROTOCOLS, EMBEDDERS (the run's parts), SCRIPTED (a method's
-answers on the test server) and COMMANDS (a plug-in's own ``reme`` commands).
+answers on the test server), REPLAY_POLICIES (a benchmark's ground truth on it) and
+COMMANDS (a plug-in's own ``reme`` commands).
 
 Three ways in, in the order they are looked up:
 - built-ins, registered lazily as ``"module:attribute"`` strings so that naming one never
@@ -139,6 +140,13 @@ SCRIPTED.add("dc", "reme_cli.methods.dc.scripted")
 SCRIPTED.add("langmem", "reme_cli.methods.langmem.scripted")
 SCRIPTED.add("reasoningbank", "reme_cli.methods.reasoningbank.scripted")
 SCRIPTED.add("reme", "reme_cli.methods.reme.scripted")
+
+# A benchmark's ground-truth replay on the test server (a TEST DOUBLE, never results): a policy
+# class named by policy name (``--policy NAME`` and ``NAME+summarizer``); see
+# reme_cli/bench/replay.py for what it declares.
+REPLAY_POLICIES: Registry[Any] = Registry("replay policy", "reme.replay_policies")
+REPLAY_POLICIES.add("bfcl-replay", "reme_cli.bench.bfcl_scripted:BFCLReplayPolicy")
+REPLAY_POLICIES.add("appworld-gold", "reme_cli.bench.appworld_scripted:AppWorldGoldPolicy")
 
 EMBEDDERS: Registry[Any] = Registry("embedder", "reme.embedders")
 EMBEDDERS.add("sentence_transformers", "reme_cli.llm.embed:SentenceTransformerEmbedder")

@@ -3,20 +3,20 @@
 Used by tests and by benchmarks of the harness itself (its overhead, and end-to-end
 runs whose correct verdict is known in advance). Never use it for results.
 
-    with ScriptedServer(BFCLReplayPolicy()) as srv:
+    with ScriptedServer(FixedPolicy("ok")) as srv:
         client = OpenAI(base_url=srv.base_url, api_key="x")
 
-    python -m reme_cli.testing.scripted_server --policy bfcl-replay [--corrupt ID ...]
+    python -m reme_cli.testing.scripted_server --policy NAME [--corrupt ID ...]
         [--delay S] [--port N]          # first stdout line: the base_url
 
 Policies:
 * ``FixedPolicy(text)``: always answers ``text``.
 * ``StepsPolicy(steps)``: answers the i-th request of an episode with ``steps[i]``, then
   "Done." (``--policy steps --step TEXT --step TEXT ...``).
-* ``BFCLReplayPolicy(corrupt, heal_on_retry)``: replays BFCL ground truth for the task
-  named in the ``X-Reme-Task-Id`` header; tasks in ``corrupt`` get one argument changed so
-  that they fail the official checker (with ``heal_on_retry``, only until the prompt carries
-  a reflection lesson).
+* Replay policies: a benchmark's ground truth for the task named in the ``X-Reme-Task-Id``
+  header (tasks in ``corrupt`` answered wrongly), each in its benchmark's plug-in and found
+  through the registry by name (``REPLAY_POLICIES``; the seam is reme_cli/bench/replay.py),
+  which also contributes its own options to this command line.
 * ``ScriptedSummarizerPolicy``: each memory method's canned answers to its own prompts
   (distillation, judge, reflection, curation...), scripted in the method's plug-in and found
   through the registry (``scripted_answers``, end of this file); other requests for a JSON
@@ -45,8 +45,6 @@ from __future__ import annotations
 
 import argparse
 import base64
-import copy
-import functools
 import hashlib
 import itertools
 import json
@@ -55,30 +53,23 @@ import sys
 import threading
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Protocol
 
+from reme_cli.bench.replay import (  # noqa: F401 - the seam's parts, re-exported for the server's users
+    DONE_TEXT,
+    TASK_HEADER,
+    TOOL_RESULTS_PREFIX,
+    Call,
+    PolicyError,
+    Reply,
+    conversation_position,
+    has_lessons,
+    scripted_answers,
+)
+from reme_cli.bench.replay import text_of as _text_of
 from reme_cli.testing.schema_fill import structured_answer, structured_request
 
-TASK_HEADER = "X-Reme-Task-Id"
-TOOL_RESULTS_PREFIX = "[tool results]"
-DONE_TEXT = "Done."
-
-Call = tuple[str, dict[str, Any]]
-
-
-class PolicyError(Exception):
-    """A request the policy cannot answer; becomes an HTTP 400 with this message."""
-
-
-@dataclass
-class Reply:
-    content: str | None = None
-    tool_calls: list[Call] = field(default_factory=list)
-    finish_reason: str | None = None  # default: "tool_calls" or "stop"
-    raw: bool = False  # send content as is, even when the request has a response_format
-    reasoning: str | None = None  # sent as the message's reasoning_content, as vLLM's reasoning parser does
 
 
 class Policy(Protocol):
@@ -111,178 +102,6 @@ class StepsPolicy:
     def reply(self, body: dict[str, Any], headers: Mapping[str, str]) -> Reply:
         done = sum(1 for m in body.get("messages") or [] if m.get("role") == "assistant")
         return Reply(content=self.steps[done] if done < len(self.steps) else DONE_TEXT)
-
-
-# ------------------------------------------------------------------ BFCL replay
-
-
-def _text_of(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):  # OpenAI content parts
-        return "".join(p.get("text", "") for p in content if isinstance(p, dict))
-    return ""
-
-
-def conversation_position(messages: list[dict[str, Any]]) -> tuple[int, int]:
-    """(turn index, step within the turn) of the reply being asked for.
-
-    Turn = user messages so far - 1 (tool-result wrappers of the JSON protocol are not
-    user turns); step = assistant messages since the last user turn.
-    """
-    last_user = -1
-    turns = 0
-    for i, msg in enumerate(messages):
-        if msg.get("role") == "user" and not _text_of(msg.get("content")).lstrip().startswith(
-            TOOL_RESULTS_PREFIX
-        ):
-            turns += 1
-            last_user = i
-    if turns == 0:
-        raise PolicyError("the request has no user message")
-    step = sum(1 for m in messages[last_user + 1 :] if m.get("role") == "assistant")
-    return turns - 1, step
-
-
-def _strings_in(value: Any, out: dict[str, None]) -> dict[str, None]:
-    """Every string (keys and values) in a task's initial state, in first-seen order."""
-    if isinstance(value, str):
-        out.setdefault(value)
-    elif isinstance(value, dict):
-        for k, v in value.items():
-            _strings_in(k, out)
-            _strings_in(v, out)
-    elif isinstance(value, list):
-        for v in value:
-            _strings_in(v, out)
-    return out
-
-
-def _variants(value: Any, domain: list[str]) -> list[Any]:
-    """Wrong values to try for one argument, mildest first. ``domain`` holds strings from
-    the task's state: an unknown name is sometimes a silent no-op (adding an unknown
-    stock to a watchlist), while another valid name changes the outcome."""
-    if isinstance(value, bool):
-        return [not value]
-    if isinstance(value, str):
-        return [value + "_corrupted", "corrupted", ""] + [d for d in domain if d != value]
-    if isinstance(value, int):
-        return [value + 1, value * 10 + 7, -value - 1]
-    if isinstance(value, float):
-        return [value + 1.0, value * 10 + 7.5, -value - 1.0]
-    if isinstance(value, list):
-        return [value[:-1], value + value[:1]] if value else [["corrupted"]]
-    if isinstance(value, dict):
-        return [{**value, "corrupted": True}]
-    return ["corrupted"]
-
-
-class BFCLReplayPolicy:
-    """Answers with the BFCL ground truth of the task named in ``X-Reme-Task-Id``.
-
-    Step 0 of a turn: all ground-truth calls of the turn, as parallel tool calls. Later
-    steps, and turns whose ground truth is empty: the text "Done.".
-    """
-
-    name = "bfcl-replay"
-    BENCHMARK = "bfcl_v3"  # its registry name: the server imports no benchmark
-
-    def __init__(self, corrupt: Iterable[str] = (), benchmark: Any = None, heal_on_retry: bool = False):
-        from reme_cli.core.registry import BENCHMARKS
-
-        self.benchmark = benchmark if benchmark is not None else BENCHMARKS.get(self.BENCHMARK)(split="all")
-        self.corrupt = frozenset(corrupt)
-        # A corrupt task answers correctly once the prompt carries a reflection lesson:
-        # exercises "a retry after reflection succeeds" deterministically.
-        self.heal_on_retry = heal_on_retry
-        for task_id in self.corrupt:
-            self.benchmark.ground_truth(task_id)  # UserError for an unknown id
-        self._plans: dict[str, list[list[Call]]] = {}
-        self._corruptions: dict[str, dict[str, Any]] = {}
-        self._lock = threading.Lock()
-
-    def plan(self, task_id: str) -> list[list[Call]]:
-        """The calls this policy will answer with, per turn (a copy)."""
-        with self._lock:
-            if task_id not in self._plans:
-                calls = self.benchmark.ground_truth_calls(task_id)
-                if task_id in self.corrupt:
-                    calls, info = self._corrupt(task_id, calls)
-                    self._corruptions[task_id] = info
-                self._plans[task_id] = calls
-            return copy.deepcopy(self._plans[task_id])
-
-    def corruption(self, task_id: str) -> dict[str, Any] | None:
-        """What was changed for a corrupt task: turn, call index, name, arg, old, new."""
-        if task_id not in self.corrupt:
-            return None
-        self.plan(task_id)
-        return copy.deepcopy(self._corruptions[task_id])
-
-    def _corrupt(
-        self, task_id: str, calls: list[list[Call]]
-    ) -> tuple[list[list[Call]], dict[str, Any]]:
-        # Start with the first argument of the first call of the first non-empty turn. Some
-        # changes leave the verdict unchanged (ls(a=False) in a folder without hidden
-        # files), so each candidate is checked with the official checker and the first one
-        # that fails wins; later calls/arguments are tried only when needed.
-        positions = [(t, i) for t, turn in enumerate(calls) for i in range(len(turn))]
-        domain = list(_strings_in(self.benchmark.load(task_id).meta["initial_config"], {}))
-        for t, i in positions:
-            name, args = calls[t][i]
-            for arg, old in args.items():
-                for new in _variants(old, domain):
-                    candidate = copy.deepcopy(calls)
-                    candidate[t][i][1][arg] = new
-                    if not self._passes(task_id, candidate):
-                        info = {
-                            "turn": t,
-                            "index": i,
-                            "name": name,
-                            "arg": arg,
-                            "old": old,
-                            "new": new,
-                        }
-                        return candidate, info
-        raise PolicyError(f"no single-argument change makes {task_id} fail the checker")
-
-    def _passes(self, task_id: str, calls: list[list[Call]]) -> bool:
-        task = self.benchmark.load(task_id)
-        env = self.benchmark.episode(task, f"scripted-corrupt-{task_id}")
-        try:
-            for turn in calls:
-                for name, args in turn:
-                    env.execute(name, args)
-                env.end_turn()
-            return env.evaluate().success
-        finally:
-            env.close()
-
-    def reply(self, body: dict[str, Any], headers: Mapping[str, str]) -> Reply:
-        task_id = headers.get(TASK_HEADER)
-        if not task_id:
-            raise PolicyError(f"the {TASK_HEADER} header is required by the bfcl-replay policy")
-        try:
-            plan = self.plan(task_id)
-        except Exception as exc:  # unknown id -> UserError; say which
-            raise PolicyError(f"cannot replay task {task_id!r}: {exc}") from exc
-        messages = body.get("messages")
-        if not isinstance(messages, list):
-            raise PolicyError("'messages' must be a list")
-        if self.heal_on_retry and task_id in self.corrupt and _has_lessons(messages):
-            plan = self.benchmark.ground_truth_calls(task_id)
-        turn, step = conversation_position(messages)
-        if step > 0 or turn >= len(plan) or not plan[turn]:
-            return Reply(content=DONE_TEXT)
-        return Reply(tool_calls=plan[turn])
-
-
-def _has_lessons(messages: list[dict[str, Any]]) -> bool:
-    """A retry guided by what was learned from a failure: its first user message carries one
-    of the methods' ``RETRY_MARKS`` (e.g. a reflection lesson, or the failed attempt's
-    reflection)."""
-    first_user = _text_of(next((m for m in messages if m.get("role") == "user"), {}).get("content"))
-    return any(mark in first_user for script in scripted_answers() for mark in getattr(script, "RETRY_MARKS", ()))
 
 
 class ScriptedSummarizerPolicy:
@@ -327,44 +146,13 @@ class AgentAndSummarizerPolicy:
     """Replay for the agent's requests (they carry the task header), the summarizer script
     for the rest: one server for ``summarizer=same``."""
 
-    name = "bfcl-replay+summarizer"
-
     def __init__(self, agent: Policy, summarizer: Policy):
         self.agent, self.summarizer = agent, summarizer
+        self.name = f"{agent.name}+summarizer"
 
     def reply(self, body: dict[str, Any], headers: Mapping[str, str]) -> Reply:
         policy = self.agent if headers.get(TASK_HEADER) else self.summarizer
         return policy.reply(body, headers)
-
-
-# ------------------------------------------------------------------ AppWorld
-
-
-class AppWorldGoldPolicy:
-    """Answers an AppWorld task with its ground-truth solution code (``data/tasks/ID/
-    ground_truth/solution.py`` under ``root``), then "Done." once the code has run. Tasks in
-    ``corrupt`` get a solution that completes the task with a wrong answer."""
-
-    name = "appworld-gold"
-
-    def __init__(self, root: str, corrupt: Iterable[str] = ()):
-        self.root, self.corrupt = root, set(corrupt)
-
-    def reply(self, body: dict[str, Any], headers: Mapping[str, str]) -> Reply:
-        task_id = headers.get(TASK_HEADER)
-        if not task_id:
-            raise PolicyError(f"the {TASK_HEADER} header is required by the appworld-gold policy")
-        if any(m.get("role") == "assistant" for m in body.get("messages") or []):
-            return Reply(content=DONE_TEXT)  # the code ran; nothing more to do
-        if task_id in self.corrupt:
-            code = "apis.supervisor.complete_task(answer=42)"
-        else:
-            try:
-                with open(f"{self.root}/data/tasks/{task_id}/ground_truth/solution.py") as f:
-                    code = f.read()
-            except OSError as exc:
-                raise PolicyError(f"no solution for {task_id}: {exc}") from None
-        return Reply(content=f"I will solve it.\n```python\n{code}\n```")
 
 
 # ------------------------------------------------------------------ faults
@@ -658,39 +446,44 @@ class ScriptedServer:
         self.stop()
 
 
-POLICIES = ("fixed", "steps", "bfcl-replay", "summarizer", "bfcl-replay+summarizer", "appworld-gold",
-            "appworld-gold+summarizer")
+BASE_POLICIES = ("fixed", "steps", "summarizer")
 
 
-def make_policy(name: str, corrupt: Iterable[str] = (), text: str = "ok", heal_on_retry: bool = False,
-                appworld_root: str | None = None, steps: Iterable[str] = ()) -> Policy:
-    if name.startswith("appworld-gold"):
-        if not appworld_root:
-            raise ValueError("the appworld-gold policy needs --appworld-root DIR")
-        gold = AppWorldGoldPolicy(appworld_root, corrupt)
-        return AgentAndSummarizerPolicy(gold, ScriptedSummarizerPolicy()) if name.endswith("+summarizer") else gold
+def policy_names() -> list[str]:
+    """The built-in policies and, for each registered replay policy, NAME and NAME+summarizer."""
+    from reme_cli.core.registry import REPLAY_POLICIES
+
+    return [*BASE_POLICIES, *(f"{n}{s}" for n in REPLAY_POLICIES.names() for s in ("", "+summarizer"))]
+
+
+def make_policy(name: str, corrupt: Iterable[str] = (), text: str = "ok", steps: Iterable[str] = (),
+                **options: Any) -> Policy:
+    """A policy by name; ``options`` go to a replay policy's ``from_options`` (e.g. BFCL's
+    ``heal_on_retry``, AppWorld's ``appworld_root``: the option names its plug-in declares)."""
+    from reme_cli.core.registry import REPLAY_POLICIES
+
     if name == "fixed":
         return FixedPolicy(text)
     if name == "steps":
         return StepsPolicy(steps)
-    if name == "bfcl-replay":
-        return BFCLReplayPolicy(corrupt=corrupt, heal_on_retry=heal_on_retry)
     if name == "summarizer":
         return ScriptedSummarizerPolicy()
-    if name == "bfcl-replay+summarizer":
-        return AgentAndSummarizerPolicy(BFCLReplayPolicy(corrupt=corrupt, heal_on_retry=heal_on_retry),
-                                        ScriptedSummarizerPolicy())
-    raise ValueError(f"unknown policy {name!r}; choose one of {', '.join(POLICIES)}")
+    base, plus, rest = name.partition("+")
+    if REPLAY_POLICIES.has(base) and (not plus or rest == "summarizer"):
+        replay = REPLAY_POLICIES.get(base)
+        agent = replay.from_options(corrupt=corrupt, **options) if hasattr(replay, "from_options") else replay()
+        return AgentAndSummarizerPolicy(agent, ScriptedSummarizerPolicy()) if plus else agent
+    raise ValueError(f"unknown policy {name!r}; choose one of {', '.join(policy_names())}")
 
 
 def main(argv: list[str] | None = None) -> int:
+    from reme_cli.core.registry import REPLAY_POLICIES
+
     parser = argparse.ArgumentParser(
         prog="python -m reme_cli.testing.scripted_server",
         description="TEST DOUBLE: OpenAI-compatible server answering from a script.",
     )
-    parser.add_argument("--policy", choices=POLICIES, default="fixed")
-    parser.add_argument("--heal-on-retry", action="store_true",
-                        help="corrupt tasks answer correctly once the prompt carries a reflection lesson")
+    parser.add_argument("--policy", choices=policy_names(), default="fixed")
     parser.add_argument("--text", default="ok", help="answer of the fixed policy")
     parser.add_argument("--step", action="append", default=[], metavar="TEXT",
                         help="the steps policy's next answer within an episode (repeat it)")
@@ -704,16 +497,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--refuse-chat", action="store_true",
                         help="answer /v1/models but hang up on every chat request (a dying server)")
     parser.add_argument("--max-model-len", type=int, help="report this context length in /v1/models")
-    parser.add_argument("--appworld-root", help="an AppWorld data root (appworld-gold policies)")
     parser.add_argument("--embedding-fault", type=int, action="append", default=[], metavar="STATUS",
                         help="answer the next embedding request with this HTTP status (repeat it)")
     parser.add_argument("--max-embedding-inputs", type=int, help="refuse embedding requests with more texts")
+    common = set(vars(parser.parse_args([])))  # the server's own options; the rest are the policies'
+    replays = REPLAY_POLICIES.names()
+    for replay in replays:  # each replay policy declares its own options (e.g. a data root)
+        add_arguments = getattr(REPLAY_POLICIES.get(replay), "add_arguments", None)
+        if add_arguments is not None:
+            add_arguments(parser)
     args = parser.parse_args(argv)
-    if args.corrupt and not args.policy.startswith(("bfcl-replay", "appworld-gold")):
-        parser.error("--corrupt needs a bfcl-replay or appworld-gold policy")
+    if args.corrupt and args.policy.partition("+")[0] not in replays:
+        parser.error(f"--corrupt needs a replay policy ({', '.join(replays)})")
+    options = {k: v for k, v in vars(args).items() if k not in common}
     try:
-        policy = make_policy(args.policy, corrupt=args.corrupt, text=args.text, heal_on_retry=args.heal_on_retry,
-                             appworld_root=args.appworld_root, steps=args.step)
+        policy = make_policy(args.policy, corrupt=args.corrupt, text=args.text, steps=args.step, **options)
     except Exception as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -730,26 +528,6 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         server._httpd.server_close()
     return 0
-
-
-# ------------------------------------------------------------------ plugged-in answers
-
-# Each memory method scripts the answers to its own prompts in a module of its plug-in,
-# registered in ``reme_cli.core.registry.SCRIPTED`` (entry-point group ``reme.scripted``):
-#   answer(system, user, body, policy) -> dict | None   # Reply's fields; None: not my prompt
-#   RETRY_MARKS: tuple[str, ...]   # optional: text marking a retry guided by a lesson
-# ``policy`` is the ScriptedSummarizerPolicy (its ``judge_score``, ``fill``); a script may
-# raise ValueError for a request of its method's it cannot answer (HTTP 400).
-
-
-@functools.cache
-def scripted_answers() -> tuple[Any, ...]:
-    """Every registered method's script, in name order; looked up once per process (the
-    entry points are not scanned per request: ``scripted_answers.cache_clear()`` after
-    registering one in process)."""
-    from reme_cli.core.registry import SCRIPTED
-
-    return tuple(SCRIPTED.get(name) for name in SCRIPTED.names())
 
 
 if __name__ == "__main__":
