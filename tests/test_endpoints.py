@@ -24,8 +24,8 @@ STAND_IN = f"""#!{sys.executable}
 # per start (its arguments and environment) in $STAND_IN_STARTS, if set.
 import json, os, sys
 sys.path.insert(0, {str(REPO)!r})
-from reme_cli.testing.scripted_server import (AgentAndSummarizerPolicy, BFCLReplayPolicy, ScriptedServer,
-                                              ScriptedSummarizerPolicy)
+from reme_cli.bench.bfcl_scripted import BFCLReplayPolicy
+from reme_cli.testing.scripted_server import AgentAndSummarizerPolicy, ScriptedServer, ScriptedSummarizerPolicy
 args = sys.argv[1:]
 assert args[0] == "serve", args
 port = int(args[args.index("--port") + 1])
