@@ -29,6 +29,7 @@ from reme_cli.core.staging import clean_stale
 from reme_cli.run.lock import DirLock
 from reme_cli.core.trials import TRIALS_FILE, UnitRecord, read_trials
 from reme_cli.run.records import CONFIG_FILE, MANIFEST_FILE, RunDir
+from reme_cli.report.fidelity import flatten
 
 REPORT_MARK = "REME_REPORT"  # in every report folder: the files reme wrote there, with their sha256
 
@@ -54,17 +55,6 @@ def find_runs(dirs: list[Path]) -> list[Path]:
     if not found:
         raise UserError(f"no `reme eval` run directories under {', '.join(map(str, dirs))}")
     return sorted(found)
-
-
-def flatten(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in data.items():
-        name = f"{prefix}{key}"
-        if isinstance(value, dict):
-            out.update(flatten(value, name + "."))
-        else:
-            out[name] = value
-    return out
 
 
 def pool_origin(cfg: dict[str, Any], mode: str) -> dict[str, Any]:

@@ -11,7 +11,8 @@ from typing import Any
 import pandas as pd
 import yaml
 
-from reme_cli.commands.report import flatten, suite_order, unit_columns, unit_row
+from reme_cli.commands.report import suite_order, unit_columns, unit_row
+from reme_cli.report.fidelity import flatten
 from reme_cli.core.config import config_dir
 from reme_cli.core.io import now
 from reme_cli.report.metrics import declared_reducers, reducer_columns, run_metrics
