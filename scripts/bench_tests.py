@@ -8,12 +8,17 @@ temporary folder). The suite's budget is 10 minutes of wall time on 2 cores.
 
     python scripts/bench_tests.py --out results/test_suite_benchmark.md
     python scripts/bench_tests.py -- tests/test_cli_meta.py        # a part of the suite
+    python scripts/bench_tests.py --save-durations                  # ... and keep each file's time
+
+``--save-durations`` writes each file's seconds to tests/durations.json, which the suite reads
+to start its longest files first (tests/conftest.py); files the run did not cover keep theirs.
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime as dt
+import json
 import os
 import resource
 import subprocess
@@ -25,6 +30,7 @@ from collections import defaultdict
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+DURATIONS = REPO / "tests" / "durations.json"
 
 
 def cpu_of_children() -> float:
@@ -63,10 +69,26 @@ def run(pytest_args: list[str]) -> dict:
             "exit": proc.returncode, "summary": summary, "args": pytest_args}
 
 
-def table(r: dict, top: int) -> str:
+def file_seconds(cases: list[dict]) -> dict[str, float]:
     by_file: dict[str, float] = defaultdict(float)
-    for c in r["cases"]:
+    for c in cases:
         by_file[c["file"]] += c["time"]
+    return by_file
+
+
+def save_durations(cases: list[dict], path: Path = DURATIONS) -> None:
+    """Merge this run's per-file seconds into ``path``, longest first."""
+    try:
+        seconds = json.loads(path.read_text())
+    except (OSError, ValueError):
+        seconds = {}
+    seconds.update({f: round(t, 1) for f, t in file_seconds(cases).items()})
+    ordered = dict(sorted(seconds.items(), key=lambda kv: -kv[1]))
+    path.write_text(json.dumps(ordered, indent=1) + "\n")
+
+
+def table(r: dict, top: int) -> str:
+    by_file = file_seconds(r["cases"])
     counts = {o: sum(c["outcome"] == o for c in r["cases"]) for o in ("passed", "failed", "skipped")}
     lines = [
         f"`pytest -q {' '.join(r['args'])}`".replace(" `", "`"),
@@ -100,13 +122,18 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--top", type=int, default=15, help="how many files and tests to list")
     parser.add_argument("--out", type=Path, help="also write the tables (markdown) here")
+    parser.add_argument("--save-durations", action="store_true",
+                        help=f"write each file's seconds to {DURATIONS.relative_to(REPO)} (the suite starts the longest first)")
     args = parser.parse_args(own)
     if args.top < 1:
         parser.error("--top: give at least 1")
-    text = table(run(pytest_args), args.top)
+    result = run(pytest_args)
+    text = table(result, args.top)
     print(text, end="")
     if args.out:
         args.out.write_text(text)
+    if args.save_durations:
+        save_durations(result["cases"])
     return 0
 
 

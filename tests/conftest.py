@@ -10,6 +10,33 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+# Seconds each test file took in a measured run (scripts/bench_tests.py --save-durations).
+DURATIONS = Path(__file__).with_name("durations.json")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Ctrl-C as in a terminal, for every process the tests start. A shell starts a background
+    job (as a CI runner may start the tests) with SIGINT ignored, every process below inherits
+    that, and Python then installs no KeyboardInterrupt handler: a test's SIGINT to a run it
+    started would be ignored, and the run would finish instead of stopping. A handler (not
+    SIG_IGN) is reset to the default by exec, so the children start as from a terminal."""
+    import signal
+
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The longest files first, each file's tests in their own order. Files go to workers
+    whole (``--dist loadfile``), in collection order: a long file that starts last keeps one
+    worker busy after the others have finished. A file not yet measured goes last."""
+    import json
+
+    try:
+        seconds = json.loads(DURATIONS.read_text())
+    except (OSError, ValueError):
+        return
+    items.sort(key=lambda item: -float(seconds.get(item.nodeid.split("::")[0], 0.0)))  # stable
 
 
 def run_reme(args: list[str], cwd: Path, timeout: float = 600, env: dict | None = None,
@@ -105,16 +132,25 @@ def _in_process(args: list[str], cwd: Path, env: dict) -> subprocess.CompletedPr
 
 @pytest.fixture(scope="session")
 def toy_world(tmp_path_factory) -> Path:
-    """The AppWorld toy world (tests/fixtures/appworld_toyworld.py), built once per session in
-    AppWorld's own venv: ~30 s of CPU. Tests only read it (each episode writes its own
-    experiment output under it, named uniquely)."""
+    """The AppWorld toy world (tests/fixtures/appworld_toyworld.py), built once per test run
+    in AppWorld's own venv (~30 s of CPU) and shared by the xdist workers: the first to need
+    it builds it under the run's common temporary folder while the others wait on its lock.
+    Tests only read it (each episode writes its own experiment output under it, named
+    uniquely; the sandbox mounts the world read-only)."""
+    from filelock import FileLock
+
     from reme_cli.bench.appworld import default_venv
 
     python = default_venv() / "bin" / "python"
     assert python.exists(), "AppWorld is not set up: run `reme appworld setup` (.ci/run does)"
-    root = tmp_path_factory.mktemp("toyworld")
-    subprocess.run([str(python), str(REPO / "tests" / "fixtures" / "appworld_toyworld.py"), str(root), "--force"],
-                   check=True, capture_output=True, timeout=600)
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base  # popen-gwN's parent
+    root, built = shared / "toyworld", shared / "toyworld.built"
+    with FileLock(str(shared / "toyworld.lock")):
+        if not built.exists():
+            subprocess.run([str(python), str(REPO / "tests" / "fixtures" / "appworld_toyworld.py"), str(root),
+                            "--force"], check=True, capture_output=True, timeout=600)
+            built.touch()
     return root
 
 
@@ -249,3 +285,22 @@ def scripted_server_process(*args: str, env: dict | None = None):
     finally:
         server.kill()
         server.wait()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """With ``REME_TEST_CPU_LOG=FILE`` (scripts/bench_tests.py sets it): each test's CPU time,
+    its worker's and that of the processes it started and waited for (user + system), one
+    JSON line per test. On a 2-core machine the suite is bound by CPU, not by wall time."""
+    log = os.environ.get("REME_TEST_CPU_LOG")
+    if not log:
+        yield
+        return
+    import json
+
+    t0, w0 = os.times(), time.monotonic()
+    yield
+    t1 = os.times()
+    cpu = sum(getattr(t1, k) - getattr(t0, k) for k in ("user", "system", "children_user", "children_system"))
+    with open(log, "a") as f:
+        f.write(json.dumps({"test": item.nodeid, "cpu": round(cpu, 2), "wall": round(time.monotonic() - w0, 2)}) + "\n")

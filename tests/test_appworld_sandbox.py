@@ -480,10 +480,7 @@ time.sleep(120)
         proc.kill()
 
 
-@pytest.mark.parametrize("sig", [signal.SIGTERM, pytest.param(signal.SIGKILL, marks=pytest.mark.xfail(
-    strict=False, reason="known race (2 of 5 runs): after kill -9 of the suite, loky's clean-up of its dead "
-                         "worker's process tree may SIGKILL a job before the job's parent-death SIGTERM records "
-                         "'interrupted'; no process is left behind either way"))])
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])
 def test_stopping_a_joblib_suite_stops_its_jobs(tmp_path, sig):
     with scripted_server_process("--policy", "bfcl-replay", "--delay", "60") as url:
         args = [sys.executable, "-m", "reme_cli.cli", "ablate", "table1", "model=qwen3-8b", "embedding=minilm",

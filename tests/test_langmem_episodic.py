@@ -228,7 +228,7 @@ def test_the_manager_runs_on_the_embedded_model(tmp_path, embedded_server):
                   "summarizer.name=embedded", f"summarizer.base_url={embedded_server.base_url}",
                   # The Qwen3 config sends no cap (as the authors); the 135M model at its
                   # temperature may then write to the end of its context, minutes on 2 cores.
-                  "summarizer.max_tokens=1024",
+                  "summarizer.max_tokens=256",
                   f"summarizer.model={embedded_server.model_name}", "out_dir=lm"], tmp_path, check=True, timeout=900)
     report = json.loads((tmp_path / "lm" / "build" / "report.json").read_text())
     assert report["unit_errors"] == 0 and report["langmem"]["tasks"] == 2  # both successes reached the manager

@@ -169,12 +169,9 @@ def test_default_model_path_is_the_packaged_gguf():
 
 
 CHILD = textwrap.dedent("""
-    import signal, sys, time
+    import sys, time
     from reme_cli.llm.local_server import LocalServer
-    # Ctrl-C as in a terminal. A shell starts a background job (as a CI runner may start the
-    # tests) with SIGINT ignored, every process below inherits that, and Python then installs
-    # no KeyboardInterrupt handler: the SIGINT case waited out its 30 s (it failed so in CI).
-    signal.signal(signal.SIGINT, signal.default_int_handler)
+    # Ctrl-C reaches it as in a terminal: tests/conftest.py's pytest_configure.
     s = LocalServer()
     if sys.argv[1] == "atexit":
         s.start()

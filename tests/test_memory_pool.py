@@ -527,3 +527,35 @@ def test_pool_import_lists_the_bundled_pools_and_needs_a_source(reme) -> None:
     proc = reme("pool", "import", "--out", "x")
     assert proc.returncode == 2 and "reme pool import --list" in proc.stderr and "Traceback" not in proc.stderr
     assert not (reme.cwd / "x").exists()
+
+
+def test_the_bundled_model_loads_when_it_first_embeds_and_not_for_cached_texts(tmp_path: Path) -> None:
+    """A run whose texts are all in the embedding cache (a resume, a rerun) never imports
+    sentence-transformers (~9 s of CPU); the first text not in it loads the model. In a fresh
+    process: this one has imported it already."""
+    import subprocess
+    import sys
+    import textwrap
+
+    child = textwrap.dedent(f"""
+        import sys
+        from reme_cli.llm.embed import make_embedder
+        emb = make_embedder({{"model": "all-MiniLM-L6-v2", "device": "cpu", "cache_dir": {str(tmp_path)!r}}})
+        assert "sentence_transformers" not in sys.modules  # nothing embedded yet
+        emb.embed(["list the files", "move a file"])
+        assert "sentence_transformers" in sys.modules  # a miss: the model loaded
+    """)
+    warm = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, timeout=300)
+    assert warm.returncode == 0, warm.stderr[-2000:]
+    cached = textwrap.dedent(f"""
+        import sys
+        from reme_cli.llm.embed import make_embedder
+        emb = make_embedder({{"model": "all-MiniLM-L6-v2", "device": "cpu", "cache_dir": {str(tmp_path)!r}}})
+        vecs = emb.embed(["move a file", "list the files"])
+        assert "sentence_transformers" not in sys.modules, "cached texts loaded the model"
+        vecs = emb.embed(["a text not seen before"])
+        print(emb.dim, vecs.shape, "sentence_transformers" in sys.modules, emb.hits, emb.misses)
+    """)
+    proc = subprocess.run([sys.executable, "-c", cached], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split() == ["384", "(1,", "384)", "True", "2", "1"]

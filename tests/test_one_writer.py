@@ -20,7 +20,7 @@ import pytest
 from reme_cli.core.errors import UserError
 from reme_cli.run import lock as lock_mod
 from reme_cli.run.lock import DirLock, lock_path
-from tests.conftest import scripted_server_process
+from tests.conftest import run_reme, scripted_server_process
 
 REPLAY = ["model=qwen3-8b", "embedding=minilm", "llm.model=replay", "llm.cache=false",
           "benchmark.release=current"]  # the replay server replays the pinned release's ground truth
@@ -185,10 +185,8 @@ def test_sigterm_during_build_pool_then_resume(tmp_path, slow_url):
 
 
 def test_sigterm_during_a_dynamic_run_then_resume(tmp_path, slow_url):
-    env = {**os.environ, "REME_CACHE_DIR": str(tmp_path / "cache")}
-    subprocess.run([sys.executable, "-m", "reme_cli.cli", "pool", "import",
-                    "official:bfcl/qwen3-8b", "--out", "pool"],
-                   cwd=tmp_path, env=env, check=True, capture_output=True, timeout=300)
+    run_reme(["pool", "import", "official:bfcl/qwen3-8b", "--out", "pool"], tmp_path,
+             env={"REME_CACHE_DIR": str(tmp_path / "cache")}, check=True)
     args = ("eval", "--mode", "dynamic", *REPLAY, f"llm.base_url={slow_url}", "memory.pool=pool",
             "benchmark.limit=4", "eval.runs=2", "eval.seeds=1", "llm.concurrency=2", "out_dir=run")
     _sigterm_then_resume(tmp_path, args, tmp_path / "run", tmp_path / "run" / "trials.jsonl", 8)

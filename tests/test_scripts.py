@@ -397,6 +397,22 @@ def test_bench_tests_times_a_part_of_the_suite(tmp_path):
     assert "| tests/test_cli_meta.py |" in text  # the per-file table names the file that ran
 
 
+def test_saved_durations_merge_into_the_order_the_suite_starts_its_files_in(tmp_path):
+    spec = importlib.util.spec_from_file_location("bench_tests", SCRIPTS / "bench_tests.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    saved = tmp_path / "durations.json"
+    saved.write_text(json.dumps({"tests/test_a.py": 50.0, "tests/test_b.py": 5.0}))
+    bench.save_durations([{"file": "tests/test_b.py", "time": 70.0}, {"file": "tests/test_b.py", "time": 0.25},
+                          {"file": "tests/test_c.py", "time": 1.0}], saved)
+    # The run's files take their new times, the others keep theirs; the longest comes first.
+    assert list(json.loads(saved.read_text()).items()) == [
+        ("tests/test_b.py", 70.2), ("tests/test_a.py", 50.0), ("tests/test_c.py", 1.0)]
+    # The suite's own file names files that exist, and starts with the longest of them.
+    suite = json.loads((REPO / "tests" / "durations.json").read_text())
+    assert all((REPO / f).is_file() for f in suite) and list(suite.values()) == sorted(suite.values(), reverse=True)
+
+
 # A stand-in for the authors' benchmark/bfcl/bfcl_utils.py (their checkout is not here): the two
 # functions the script drives, doing what theirs do (their compile_tools: bfcl's pre-processing of
 # the entry's own function list, in place, then OpenAI tools; extract_tool_schema drops each

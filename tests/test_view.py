@@ -253,7 +253,10 @@ def test_reme_view_serves_until_interrupted(suite):
         assert _get(url + "api/index")[0] == 200
     finally:
         proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=60)
+        try:
+            _, err = proc.communicate(timeout=60)
+        finally:
+            proc.kill()  # no viewer outlives a failed test
     assert proc.returncode == 0 and "Traceback" not in err and "stopped" in err
 
 

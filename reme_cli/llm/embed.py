@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import os
 import sqlite3
 import threading
@@ -91,38 +92,53 @@ class SentenceTransformerEmbedder:
         bundled = model in _MINILM_ALIASES
         self.name = f"sentence_transformers:{BUNDLED_MINILM if bundled else model}"
         self.batch_size = batch_size
+        self._given, self._device, self._bundled = model, device, bundled
         # torch modules are not documented as safe for concurrent forward passes.
         self._lock = threading.Lock()
+        self._model: Any = None
         if bundled:
             set_default("HF_HUB_OFFLINE", "1")
-            source = str(bundled_minilm_path())
+            self._source = str(bundled_minilm_path())
         else:
-            source = model
+            self._source = model
+        # The model loads when it first embeds: importing sentence-transformers (torch,
+        # transformers, scikit-learn) takes ~9 s of CPU, and a run whose texts are all in the
+        # embedding cache (a resume, a rerun, a report) never needs it. Only the bundled model
+        # waits (installed with reme, its folder says its dimension); any other loads now, so
+        # that a model that cannot load is one line before the run starts, not mid-run.
+        declared = _declared_dim(Path(self._source)) if bundled else None
+        if declared is None:
+            self._load()
+        else:
+            self.dim = declared
+
+    def _load(self) -> None:
         try:
-            # Imported here: it takes seconds and most CLI commands never embed.
             from sentence_transformers import SentenceTransformer
             from transformers.utils import logging as hf_logging
 
             hf_logging.disable_progress_bar()
-            self._model = SentenceTransformer(source, device=device, local_files_only=bundled)
+            loaded = SentenceTransformer(self._source, device=self._device, local_files_only=self._bundled)
         except Exception as exc:  # any loader failure means the same fix for the user
             raise UserError(
-                f"cannot load embedding model {model!r} ({_first_line(exc)}); download it first "
-                f"(hf download {model}) or set embedding.model to a local path "
+                f"cannot load embedding model {self._given!r} ({_first_line(exc)}); download it first "
+                f"(hf download {self._given}) or set embedding.model to a local path "
                 f"or to {BUNDLED_MINILM}"
             ) from exc
-        get_dim = getattr(self._model, "get_embedding_dimension", None) or (
-            self._model.get_sentence_embedding_dimension
-        )
+        get_dim = getattr(loaded, "get_embedding_dimension", None) or loaded.get_sentence_embedding_dimension
         dim = get_dim()
         if not dim:
-            raise UserError(f"embedding model {model!r} does not report a fixed output dimension; pick another model")
-        self.dim = int(dim)
+            raise UserError(f"embedding model {self._given!r} does not report a fixed output dimension; pick another model")
+        if getattr(self, "dim", int(dim)) != int(dim):
+            raise UserError(f"embedding model {self._given!r} is {dim}-d, though its folder says {self.dim}-d")
+        self._model, self.dim = loaded, int(dim)
 
     def embed(self, texts: list[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         with self._lock:
+            if self._model is None:
+                self._load()
             vecs = self._model.encode(
                 list(texts),
                 batch_size=self.batch_size,
@@ -131,6 +147,22 @@ class SentenceTransformerEmbedder:
                 show_progress_bar=False,
             )
         return _normalized(vecs)
+
+
+def _declared_dim(folder: Path) -> int | None:
+    """The output dimension a sentence-transformers model folder declares (its pooling
+    module's ``word_embedding_dimension``, which is the output unless a Dense layer follows),
+    or None if it is not a local folder of that plain shape."""
+    try:
+        modules = json.loads((folder / "modules.json").read_text())
+        types = [m.get("type", "") for m in modules]
+        pooling = next(m for m in modules if m.get("type", "").endswith("Pooling"))
+        if any(t.endswith("Dense") for t in types):
+            return None
+        dim = json.loads((folder / pooling["path"] / "config.json").read_text())["word_embedding_dimension"]
+    except (OSError, ValueError, KeyError, StopIteration, TypeError, AttributeError):
+        return None
+    return dim if isinstance(dim, int) and dim > 0 else None
 
 
 class OpenAIEmbedder:

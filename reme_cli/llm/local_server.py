@@ -292,8 +292,11 @@ class LocalServer:
         if missing:
             return f"{self.install_hint} ({missing})"
         # The cause is usually one error line followed by shutdown chatter; show that line.
+        # The launcher's own "error: ..." line says it best, and comes first or last: llama.cpp
+        # logs from a thread of its own, which may flush its lines after the launcher's.
         errors = [ln for ln in lines if re.search(r"\berror\b|error:|exception", ln, re.IGNORECASE)]
-        cause = errors[-1] if errors else " | ".join(lines[-3:]) or "no output"
+        own = [ln for ln in errors if ln.startswith("error:")]
+        cause = (own or errors)[-1] if errors else " | ".join(lines[-3:]) or "no output"
         return f"the {self.kind} server {what}: {cause} (full log: {self.log_path})"
 
     def stop(self, grace: float = 5.0, keep_log: bool = False) -> None:

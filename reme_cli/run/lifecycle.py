@@ -96,19 +96,23 @@ class RunLifecycle:
         cfg = self.cfg
         with endpoint(cfg) as ep:
             run_dir = self._run_dir = RunDir.open(self.run_path, to_dict(cfg), config_hash(cfg), kind=self.kind)
-            summarizer = {"summarizer_server": ep.summarizer_identity} if ep.summarizer_identity else {}
-            run_dir.update_manifest(status="running", server=ep.identity, **summarizer, embedding=embedding_identity(cfg),
-                                    requests=request_record(cfg, temperature), **manifest, **sandbox_fields(self.bench))
-            settings = episode_settings(cfg, self.bench, temperature=temperature)
-            progress = RunProgress(self.console, title)
+            # From here on a stop (a SIGTERM from a dying parent arrives at any line) leaves
+            # "interrupted", never the "created" or "running" of a run that looks alive.
             try:
-                return asyncio.run(self._with_client(work, ep, run_dir, settings, progress))
+                summarizer = {"summarizer_server": ep.summarizer_identity} if ep.summarizer_identity else {}
+                run_dir.update_manifest(status="running", server=ep.identity, **summarizer,
+                                        embedding=embedding_identity(cfg), requests=request_record(cfg, temperature),
+                                        **manifest, **sandbox_fields(self.bench))
+                settings = episode_settings(cfg, self.bench, temperature=temperature)
+                progress = RunProgress(self.console, title)
+                try:
+                    return asyncio.run(self._with_client(work, ep, run_dir, settings, progress))
+                finally:
+                    progress.stop()
             except BaseException:
                 with contextlib.suppress(OSError):  # a full disk: the first error is the one to say
                     run_dir.update_manifest(status="interrupted")
                 raise
-            finally:
-                progress.stop()
 
     async def _with_client(self, work: Callable[[Session], Awaitable[T]], ep: Endpoint, run_dir: RunDir,
                            settings: EpisodeSettings, progress: RunProgress) -> T:
