@@ -100,6 +100,7 @@ def table(r: dict, top: int) -> str:
         f"| CPU time of pytest and everything it started | {r['cpu']:.0f} s |",
         f"| tests passed / failed / skipped | {counts['passed']} / {counts['failed']} / {counts['skipped']} |",
         f"| pytest exit code | {r['exit']} |",
+        *(f"| failed | `{c['file']}::{c['name']}` |" for c in r["cases"] if c["outcome"] == "failed"),
         "",
         f"The {top} files that took longest (sum of their tests' times; files run side by side):",
         "",
