@@ -1,4 +1,6 @@
 import contextlib
+import importlib.util
+import json
 import os
 import subprocess
 import sys
@@ -30,13 +32,21 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """The longest files first, each file's tests in their own order. Files go to workers
     whole (``--dist loadfile``), in collection order: a long file that starts last keeps one
     worker busy after the others have finished. A file not yet measured goes last."""
-    import json
-
     try:
         seconds = json.loads(DURATIONS.read_text())
     except (OSError, ValueError):
         return
     items.sort(key=lambda item: -float(seconds.get(item.nodeid.split("::")[0], 0.0)))  # stable
+
+
+def script_module(name: str):
+    """``scripts/NAME`` imported as a module (the scripts are not a package), registered in
+    ``sys.modules`` (dataclasses look their module up there)."""
+    spec = importlib.util.spec_from_file_location(Path(name).stem, REPO / "scripts" / name)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
 
 
 def run_reme(args: list[str], cwd: Path, timeout: float = 600, env: dict | None = None,
@@ -289,15 +299,13 @@ def scripted_server_process(*args: str, env: dict | None = None):
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item, nextitem):
-    """With ``REME_TEST_CPU_LOG=FILE`` (scripts/bench_tests.py sets it): each test's CPU time,
-    its worker's and that of the processes it started and waited for (user + system), one
-    JSON line per test. On a 2-core machine the suite is bound by CPU, not by wall time."""
+    """With ``REME_TEST_CPU_LOG=FILE`` in the environment (docs/testing.md): each test's CPU
+    time, its worker's and that of the processes it started and waited for (user + system),
+    one JSON line per test. On a 2-core machine the suite is bound by CPU, not by wall time."""
     log = os.environ.get("REME_TEST_CPU_LOG")
     if not log:
         yield
         return
-    import json
-
     t0, w0 = os.times(), time.monotonic()
     yield
     t1 = os.times()

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.conftest import REPO
+from tests.conftest import REPO, script_module
 
 README_MAX_LINES = 250
 LINK = re.compile(r"(?<!!)\[[^\]]*\]\(([^)\s]+)\)|!\[[^\]]*\]\(([^)\s]+)\)")
@@ -131,12 +131,7 @@ def test_the_readme_is_a_front_door():
 
 def generated_pages() -> set[Path]:
     """The pages the build adds (scripts/gen_reference.py): links to them resolve on the site."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("gen_reference", REPO / "scripts" / "gen_reference.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return {(REPO / "docs" / uri).resolve() for uri in module.PAGES}
+    return {(REPO / "docs" / uri).resolve() for uri in script_module("gen_reference.py").PAGES}
 
 
 def broken_links(files: list[Path], generated: set[Path] = frozenset()) -> list[str]:
@@ -202,14 +197,10 @@ def test_the_strict_build_fails_on_a_broken_anchor(tmp_path):
 def test_every_schema_key_has_its_doc_beside_it():
     """The configuration reference shows each key's comment from the source: a key of the
     schema (reme_cli/core/config.py) or of BenchmarkConfig added without one fails here."""
-    import importlib.util
-
     from reme_cli.bench.base import BenchmarkConfig
     from reme_cli.core.config import Config
 
-    spec = importlib.util.spec_from_file_location("gen_reference", REPO / "scripts" / "gen_reference.py")
-    gen = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(gen)
+    gen = script_module("gen_reference.py")
     rows = [*gen.config_rows(Config, ""), *gen.config_rows(BenchmarkConfig, "benchmark.")]
     assert len(rows) > 60
     assert [key for key, _, _, doc in rows if not doc and key not in ("benchmark", "memory")] == []

@@ -5,7 +5,6 @@ network and minutes, see scripts/check_gpu_constraints.py and results/gpu_constr
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import json
 import os
 import re
@@ -16,12 +15,9 @@ import tomllib
 
 import pytest
 
-from tests.conftest import REPO
+from tests.conftest import REPO, script_module
 
-spec = importlib.util.spec_from_file_location("check_gpu_constraints", REPO / "scripts" / "check_gpu_constraints.py")
-check = importlib.util.module_from_spec(spec)
-sys.modules[spec.name] = check  # dataclasses look their module up there
-spec.loader.exec_module(check)
+check = script_module("check_gpu_constraints.py")
 
 ENV = {"python_version": "3.11", "python_full_version": "3.11.7", "sys_platform": "linux",
        "platform_system": "Linux", "platform_machine": "x86_64", "os_name": "posix",

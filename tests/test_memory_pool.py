@@ -551,7 +551,7 @@ def test_the_bundled_model_loads_when_it_first_embeds_and_not_for_cached_texts(t
         import sys
         from reme_cli.llm.embed import make_embedder
         emb = make_embedder({{"model": "all-MiniLM-L6-v2", "device": "cpu", "cache_dir": {str(tmp_path)!r}}})
-        vecs = emb.embed(["move a file", "list the files"])
+        emb.embed(["move a file", "list the files"])
         assert "sentence_transformers" not in sys.modules, "cached texts loaded the model"
         vecs = emb.embed(["a text not seen before"])
         print(emb.dim, vecs.shape, "sentence_transformers" in sys.modules, emb.hits, emb.misses)

@@ -28,7 +28,7 @@ import pytest
 from reme_cli.bench.bfcl_release import RELEASES, release_dir
 from reme_cli.run.cost import read_calibration
 from tests import test_install
-from tests.conftest import REPO, scripted_server_process
+from tests.conftest import REPO, script_module, scripted_server_process
 
 SCRIPTS = REPO / "scripts"
 script = pytest.mark.script  # @script("NAME"): the smoke test of scripts/NAME
@@ -398,9 +398,7 @@ def test_bench_tests_times_a_part_of_the_suite(tmp_path):
 
 
 def test_saved_durations_merge_into_the_order_the_suite_starts_its_files_in(tmp_path):
-    spec = importlib.util.spec_from_file_location("bench_tests", SCRIPTS / "bench_tests.py")
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    bench = script_module("bench_tests.py")
     saved = tmp_path / "durations.json"
     saved.write_text(json.dumps({"tests/test_a.py": 50.0, "tests/test_b.py": 5.0}))
     bench.save_durations([{"file": "tests/test_b.py", "time": 70.0}, {"file": "tests/test_b.py", "time": 0.25},

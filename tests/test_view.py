@@ -29,7 +29,7 @@ from reme_cli.testing.scripted_server import AgentAndSummarizerPolicy, ScriptedS
 from reme_cli.view.api import answer
 from reme_cli.view.runs import Catalog
 from reme_cli.view.server import ViewServer
-from tests.conftest import REPO, run_reme
+from tests.conftest import REPO, run_reme, script_module
 
 CORRUPT = "multi_turn_base_2"
 LABELS = ("none", "fixed", "dynamic")
@@ -446,11 +446,7 @@ def test_model_output_shows_as_text_never_as_markup(browser, suite, reme):
 def test_the_view_benchmark_measures_a_synthetic_run(tmp_path, request):
     """scripts/bench_view.py at a small size: every measure is there (the browser's too, when
     there is one; its absence is said in the table)."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("bench_view", REPO / "scripts" / "bench_view.py")
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    bench = script_module("bench_view.py")
     out = tmp_path / "bench.md"
     browser = request.getfixturevalue("browser") if missing() is None else None  # one Playwright per process
     text = bench.main(["--tasks", "4", "--runs", "2", "--seeds", "1", "--pool", "6", "--out", str(out)], browser)

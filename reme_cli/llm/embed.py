@@ -106,11 +106,9 @@ class SentenceTransformerEmbedder:
         # embedding cache (a resume, a rerun, a report) never needs it. Only the bundled model
         # waits (installed with reme, its folder says its dimension); any other loads now, so
         # that a model that cannot load is one line before the run starts, not mid-run.
-        declared = _declared_dim(Path(self._source)) if bundled else None
-        if declared is None:
+        self.dim: int | None = _declared_dim(Path(self._source)) if bundled else None
+        if self.dim is None:
             self._load()
-        else:
-            self.dim = declared
 
     def _load(self) -> None:
         try:
@@ -129,7 +127,7 @@ class SentenceTransformerEmbedder:
         dim = get_dim()
         if not dim:
             raise UserError(f"embedding model {self._given!r} does not report a fixed output dimension; pick another model")
-        if getattr(self, "dim", int(dim)) != int(dim):
+        if self.dim is not None and self.dim != int(dim):
             raise UserError(f"embedding model {self._given!r} is {dim}-d, though its folder says {self.dim}-d")
         self._model, self.dim = loaded, int(dim)
 
