@@ -301,14 +301,24 @@ def scripted_server_process(*args: str, env: dict | None = None):
 def pytest_runtest_protocol(item, nextitem):
     """With ``REME_TEST_CPU_LOG=FILE`` in the environment (docs/testing.md): each test's CPU
     time, its worker's and that of the processes it started and waited for (user + system),
-    one JSON line per test. On a 2-core machine the suite is bound by CPU, not by wall time."""
+    one JSON line per test, and the whole machine's busy CPU meanwhile (``host``): run alone
+    (``-n0``), that also counts what the test's processes did not wait for (AppWorld's
+    sandboxed workers, a server stopped by a signal). On 2 cores the suite is bound by CPU."""
     log = os.environ.get("REME_TEST_CPU_LOG")
     if not log:
         yield
         return
-    t0, w0 = os.times(), time.monotonic()
+    t0, h0, w0 = os.times(), _host_busy(), time.monotonic()
     yield
     t1 = os.times()
     cpu = sum(getattr(t1, k) - getattr(t0, k) for k in ("user", "system", "children_user", "children_system"))
     with open(log, "a") as f:
-        f.write(json.dumps({"test": item.nodeid, "cpu": round(cpu, 2), "wall": round(time.monotonic() - w0, 2)}) + "\n")
+        f.write(json.dumps({"test": item.nodeid, "cpu": round(cpu, 2), "host": round(_host_busy() - h0, 2),
+                            "wall": round(time.monotonic() - w0, 2)}) + "\n")
+
+
+def _host_busy() -> float:
+    """Seconds of CPU the machine has spent busy since boot (every core, every process)."""
+    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    idle = fields[3] + fields[4]  # idle, iowait
+    return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")

@@ -170,8 +170,8 @@ def test_the_embedded_model_builds_an_amem_pool_and_uses_it(reme, embedded_serve
     from reme_cli.methods.amem.agentic import AMemStats, construct, evolve
     from reme_cli.methods.summarizer import SummarizerSettings
 
-    small = ["benchmark.task_ids=[multi_turn_base_1]", "benchmark.max_interactions=3", "llm.concurrency=1",
-             f"llm.base_url={embedded_server.base_url}"]
+    small = ["benchmark.task_ids=[multi_turn_base_1]", "benchmark.max_interactions=2", "llm.concurrency=1",
+             f"llm.base_url={embedded_server.base_url}", "benchmark.release=current"]  # in this process
     reme("build-pool", "memory=amem", *small, "benchmark.split=test", "build.samples=1", "out_dir=built", check=True)
     report = json.loads((Path(reme.cwd) / "built" / "build" / "report.json").read_text())
     successes = sum(json.loads(l)["success"] for l in

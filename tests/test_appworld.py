@@ -31,9 +31,12 @@ def gold(toy_world) -> str:
 
 
 def common(root: Path, url: str) -> list[str]:
+    # One episode at a time: each concurrent episode has a supervisor of its own, which imports
+    # AppWorld and builds its apps (seconds of CPU), and a scripted episode takes well under
+    # that. The gold test runs its three side by side.
     return ["benchmark=appworld", f"benchmark.data_dir={root}", "benchmark.split=train", TASKS, "model=qwen3-8b",
             "embedding=minilm", f"llm.base_url={url}", "llm.model=gold",
-            "llm.cache=false", "eval.runs=1", "eval.seeds=1", "llm.concurrency=3"]
+            "llm.cache=false", "eval.runs=1", "eval.seeds=1", "llm.concurrency=1"]
 
 
 def trials(run: Path) -> dict[str, dict]:
@@ -50,7 +53,8 @@ def supervisors(run_pid: int) -> list[int]:
 
 
 def test_gold_solutions_score_100_and_a_wrong_one_fails_exactly_its_task(reme, toy_world, gold):
-    proc, seen = run_watched(["eval", *common(toy_world, gold), "out_dir=gold"], reme.cwd)
+    # Three episodes side by side, each with a supervisor of its own: every process stopped at exit.
+    proc, seen = run_watched(["eval", *common(toy_world, gold), "llm.concurrency=3", "out_dir=gold"], reme.cwd)
     assert proc.returncode == 0, proc.stderr[-3000:]
     with scripted_server_process("--policy", "appworld-gold", "--appworld-root", str(toy_world),
                                  "--corrupt", "toy0002_1") as url:

@@ -356,7 +356,7 @@ def test_kill_9_of_reme_leaves_no_process_and_the_next_run_clears_its_folder(toy
                                  "--delay", "60") as url:
         env = {**os.environ, "REME_CACHE_DIR": str(tmp_path / "cache"), "TMPDIR": str(own_tmp)}
         proc = subprocess.Popen([sys.executable, "-m", "reme_cli.cli", "eval", *common(toy_world, url),
-                                 f"benchmark.sandbox={sandbox}", "out_dir=run"],
+                                 "llm.concurrency=3", f"benchmark.sandbox={sandbox}", "out_dir=run"],
                                 cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             # Three episodes wait on the model, each in its process under its supervisor.

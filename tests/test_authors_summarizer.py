@@ -9,10 +9,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-import os
 import re
-import subprocess
-import sys
 
 import pytest
 
@@ -27,7 +24,7 @@ from reme_cli.methods.reme.summarize import summarize
 from reme_cli.methods.summarizer import SummarizerSettings
 from reme_cli.bench.bfcl_scripted import BFCLReplayPolicy
 from reme_cli.testing.scripted_server import AgentAndSummarizerPolicy, ScriptedServer, ScriptedSummarizerPolicy
-from tests.conftest import REPO, run_reme
+from tests.conftest import REPO, run_reme, script_module
 
 PROMPTS = REPO / "reme_cli" / "methods" / "reme" / "authors_prompts"
 BFCL, APPWORLD = AGENT_SHAPES["bfcl_v3"], AGENT_SHAPES["appworld"]
@@ -282,14 +279,14 @@ def test_build_pool_sends_the_authors_success_failure_and_validation_prompts(aut
 
 
 @pytest.mark.script("compare_pools.py")
-def test_compare_pools_sets_a_built_pool_beside_the_released_one(authors_build):
+def test_compare_pools_sets_a_built_pool_beside_the_released_one(authors_build, capsys):
     built, _ = authors_build
     pool = [json.loads(ln) for ln in (built / "pool" / "experiences.jsonl").read_text().splitlines()]
-    proc = subprocess.run([sys.executable, str(REPO / "scripts" / "compare_pools.py"), "--released",
-                           "official:bfcl/qwen3-8b", "--built", str(built), "--dedup", "0.5"],
-                          cwd=REPO, capture_output=True, text=True, timeout=600, env={**os.environ, "PYTHONPATH": str(REPO)})
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    rows = {line.split("|")[1].strip(): line for line in proc.stdout.splitlines() if line.startswith("| ")}
+    # The script's own entry point, in this process: a Python of its own would import
+    # sentence-transformers again (~9 s of CPU) to embed the released pool.
+    compare = script_module("compare_pools.py")
+    assert compare.main(["--released", "official:bfcl/qwen3-8b", "--built", str(built), "--dedup", "0.5"]) == 0
+    rows = {line.split("|")[1].strip(): line for line in capsys.readouterr().out.splitlines() if line.startswith("| ")}
     assert rows[f"built ({built.name})"].split("|")[2].strip() == str(len(pool))
     released = int(rows["official:bfcl/qwen3-8b"].split("|")[2])
     kept = {float(k): int(line.split("|")[2]) for k, line in rows.items() if re.fullmatch(r"[0-9.]+", k)}

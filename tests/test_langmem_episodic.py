@@ -201,8 +201,8 @@ def test_a_pool_of_another_method_is_refused_in_one_line(workdir, server, built,
 
 
 def test_the_embedded_model_builds_a_langmem_pool_and_uses_it(tmp_path, embedded_server):
-    small = ["benchmark.max_interactions=3", "llm.concurrency=1", f"llm.base_url={embedded_server.base_url}",
-             "benchmark.task_ids=[multi_turn_base_1]"]
+    small = ["benchmark.max_interactions=2", "llm.concurrency=1", f"llm.base_url={embedded_server.base_url}",
+             "benchmark.task_ids=[multi_turn_base_1]", "benchmark.release=current"]  # in this process
     run_reme(["build-pool", "memory=langmem", "benchmark.split=test", "build.samples=1", *small, "out_dir=lm"],
              tmp_path, check=True, timeout=900)
     report = json.loads((tmp_path / "lm" / "build" / "report.json").read_text())

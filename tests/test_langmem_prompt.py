@@ -321,7 +321,8 @@ def test_without_the_extra_memory_langmem_says_how_to_install_in_one_line(tmp_pa
 
 
 def test_embedded_model_builds_a_langmem_pool_and_evaluates_with_it(tmp_path, embedded_server):
-    small = ["benchmark.max_interactions=3", "llm.concurrency=1", f"llm.base_url={embedded_server.base_url}"]
+    small = ["benchmark.max_interactions=2", "llm.concurrency=1", f"llm.base_url={embedded_server.base_url}",
+             "benchmark.release=current"]  # in this process
     run_reme(["build-pool", "memory=langmem_prompt", "benchmark.limit=1", "build.samples=1", *small, "out_dir=lm"],
              tmp_path, check=True, timeout=900)
     steps = _lines(tmp_path / "lm" / "build" / "langmem_steps.jsonl")

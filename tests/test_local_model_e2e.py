@@ -14,7 +14,7 @@ from reme_cli.llm.local_engine import choose
 from tests.conftest import processes
 
 ENGINE = choose()  # the llama.cpp engine reme starts here
-SMALL = ["eval.runs=1", "eval.seeds=1", "benchmark.max_interactions=3", "llm.concurrency=1"]
+SMALL = ["eval.runs=1", "eval.seeds=1", "benchmark.max_interactions=2", "llm.concurrency=1"]
 
 
 def _llama_servers(tmp_path: Path) -> list[str]:
@@ -27,7 +27,7 @@ def test_embedded_model_builds_a_pool(reme):
     # tool schemas (the authors' pool building appends them), and on 2 cores its length is the
     # test's time (multi_turn_base_5, the split's first, has two APIs: about twice the text).
     proc = reme("build-pool", "benchmark.task_ids=[multi_turn_base_107]", "build.samples=2",
-                "benchmark.max_interactions=3", "llm.concurrency=1", "out_dir=pool", check=True)
+                "benchmark.max_interactions=2", "llm.concurrency=1", "out_dir=pool", check=True)
     out = Path(reme.cwd) / "pool"
     report = json.loads((out / "build" / "report.json").read_text())
     assert report["trajectories"] == 2 and report["unit_errors"] == 0 and report["tasks_distilled"] == 1
@@ -78,7 +78,7 @@ def test_embedded_server_crash_stops_the_run_in_one_line_and_the_rerun_records_t
     assert "smoke-level" in again.stderr  # the table says these are not model results
     (trial,) = [json.loads(l) for l in (run / "trials.jsonl").read_text().splitlines()]
     assert trial["error"] is None, trial.get("traceback")
-    assert 1 <= trial["interactions"] <= 3
+    assert 1 <= trial["interactions"] <= 2
     assert trial["tokens"]["prompt"] > 0 and trial["tokens"]["completion"] > 0
     # The official checker gave a verdict on whatever the model did.
     assert "decoded_calls" in trial["checker"] and isinstance(trial["success"], bool)
