@@ -54,8 +54,11 @@ def run_reme(args: list[str], cwd: Path, timeout: float = 600, env: dict | None 
     """The real CLI, as a user runs it, from ``cwd``: in this process (Typer's runner: no
     interpreter start and no imports, 2-3 s of CPU each) unless ``process=True`` or the
     command must re-execute itself (another BFCL release). Tests of what only a process
-    shows (signals, kill -9, exit on a crash, the processes left behind) pass ``process=True``."""
+    shows (signals, kill -9, exit on a crash, the processes left behind) pass ``process=True``.
+    ``env`` is laid over this process's environment; a value of None unsets the variable."""
     env = {"REME_CACHE_DIR": str(cwd / ".reme_cache"), **(env or {})}
+    if embeds_with_minilm(args):
+        share_vectors(cwd / env["REME_CACHE_DIR"])
     before = subprocess.CompletedProcess(args, 0, "", "")
     if not process:
         done = _in_process(args, cwd, env)
@@ -64,13 +67,67 @@ def run_reme(args: list[str], cwd: Path, timeout: float = 600, env: dict | None 
                 raise AssertionError(f"reme {' '.join(args)} failed ({done.returncode}):\n{done.stderr[-3000:]}")
             return done
         before = done.printed
-    proc = subprocess.run([sys.executable, "-m", "reme_cli.cli", *args], cwd=cwd, env={**os.environ, **env},
+    proc = subprocess.run([sys.executable, "-m", "reme_cli.cli", *args], cwd=cwd,
+                          env={k: v for k, v in {**os.environ, **env}.items() if v is not None},
                           capture_output=True, text=True, timeout=timeout)
     # A re-executed command's output follows what it printed before re-executing (one stream for a user).
     proc.stdout, proc.stderr = before.stdout + proc.stdout, before.stderr + proc.stderr
     if check and proc.returncode != 0:
         raise AssertionError(f"reme {' '.join(args)} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
     return proc
+
+
+# The bundled MiniLM's vectors, one cache for the whole test run (set by _shared_vector_cache).
+_shared_vectors: Path | None = None
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _shared_vector_cache(tmp_path_factory) -> None:
+    """One vector cache for every run of the test run that embeds with the bundled MiniLM,
+    shared by the xdist workers (under the run's common temporary folder, as the toy world).
+    The vectors are the model's own, computed by the first run that needs them; the others
+    read them instead of loading the model (~5 s of CPU in a fresh process) and embedding the
+    same released pools and task queries again. sqlite's locking lets processes share it, as
+    reme's parallel runs do."""
+    global _shared_vectors
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    _shared_vectors = shared / "shared-embeddings"
+    _shared_vectors.mkdir(exist_ok=True)
+
+
+def embeds_with_minilm(args: list[str]) -> bool:
+    """Whether a run's overrides leave it embedding with the bundled MiniLM alone: the default
+    embedding, or ``embedding=minilm`` after a Qwen3 model (whose file picks Qwen3-Embedding),
+    and no ``embedding.*`` setting. Runs on an embedding endpoint keep a cache of their own:
+    their tests count the endpoint's requests."""
+    chosen = None
+    for arg in args:
+        if arg.startswith("embedding."):
+            return False
+        if arg.startswith("embedding="):
+            chosen = arg.split("=", 1)[1]
+    if chosen is not None:
+        return chosen == "minilm"
+    return not any(arg.startswith("model=qwen3") for arg in args)
+
+
+def share_vectors(cache_dir: Path) -> None:
+    """Point the vector cache under ``cache_dir`` (a run's REME_CACHE_DIR: ``embeddings/``)
+    at the test run's shared one, unless the folder already has a cache of its own."""
+    link = cache_dir / "embeddings"
+    if _shared_vectors is None or link.exists() or link.is_symlink():
+        return
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    with contextlib.suppress(FileExistsError):  # runs side by side (run_reme_together) link it once
+        link.symlink_to(_shared_vectors, target_is_directory=True)
+
+
+def reme_env(cache_dir: Path, **extra: str) -> dict[str, str]:
+    """The environment of a ``reme`` process a test starts itself (to signal or kill it) that
+    embeds with the bundled MiniLM: REME_CACHE_DIR at ``cache_dir``, the shared vectors in it."""
+    share_vectors(cache_dir)
+    return {**os.environ, "REME_CACHE_DIR": str(cache_dir), **extra}
 
 
 # What differs between a live run and its replay from the response cache, or a resumed one:
@@ -116,7 +173,11 @@ def _in_process(args: list[str], cwd: Path, env: dict) -> subprocess.CompletedPr
         saved_env, saved_cwd = dict(os.environ), os.getcwd()
         main = threading.current_thread() is threading.main_thread()
         saved_signals = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)} if main else {}
-        os.environ.update(env)
+        for name, value in env.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
         os.chdir(cwd)
         real_reexec, cli._reexec = cli._reexec, no_reexec
         # A process's console reads COLUMNS once, when reme starts: so does each invocation here.
@@ -263,6 +324,8 @@ def run_watched(args: list[str], cwd: Path, env: dict | None = None, timeout: fl
     """``run_reme``, also returning every descendant the run had while it ran (sampled), to
     check afterwards that none outlived it (``still_running``)."""
     full_env = {**os.environ, "REME_CACHE_DIR": str(cwd / ".reme_cache"), **(env or {})}
+    if embeds_with_minilm(args):
+        share_vectors(cwd / full_env["REME_CACHE_DIR"])
     proc = subprocess.Popen([sys.executable, "-m", "reme_cli.cli", *args], cwd=cwd, env=full_env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     seen: dict[int, tuple[str, str]] = {}

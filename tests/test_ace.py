@@ -11,7 +11,6 @@ helpful and the second harmful, its Curator ADDs one bullet naming the task
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -20,7 +19,7 @@ import pytest
 
 from reme_cli.methods.ace.playbook import Bullet, Playbook
 from reme_cli.methods.context_guard import estimate_tokens
-from tests.conftest import run_reme, run_reme_together, scripted_server_process, without_timing
+from tests.conftest import reme_env, run_reme, run_reme_together, scripted_server_process, without_timing
 from tests.test_memory_flow import _kill_when, _trials
 
 FAILS_TRAINING = "multi_turn_base_5"  # the first training task; the replayed agent gets it wrong
@@ -102,7 +101,7 @@ def test_live_offline_adaptation_retries_a_failing_task_with_its_reflection_and_
     and curated; a retry sees the playbook its earlier attempts grew and the last one's
     reflection. Killed after its first task, the rerun finishes the same playbook."""
     build = ["build-pool", "benchmark.limit=3", "llm.cache=false", *SCRIPTED, f"llm.base_url={server}"]
-    env = {**os.environ, "REME_CACHE_DIR": str(workdir / ".reme_cache")}
+    env = reme_env(workdir / ".reme_cache")
     killed = subprocess.Popen([sys.executable, "-m", "reme_cli.cli", *build, "out_dir=live_killed"], cwd=workdir,
                               env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     _kill_when(killed, workdir / "live_killed" / "build" / "trials.jsonl", 1)
@@ -241,7 +240,7 @@ def test_resume_after_kill_equals_an_uninterrupted_run_and_a_cached_rerun_is_ide
                                                                                      dynamic_runs):
     common = ["eval", "--mode", "dynamic", "memory.pool=planted", "benchmark.limit=2", "eval.runs=2", "eval.seeds=1",
               "llm.cache=false", *SCRIPTED, f"llm.base_url={server}"]
-    env = {**os.environ, "REME_CACHE_DIR": str(workdir / ".reme_cache")}
+    env = reme_env(workdir / ".reme_cache")
 
     def start(*args: str) -> subprocess.Popen:
         return subprocess.Popen([sys.executable, "-m", "reme_cli.cli", *args], cwd=workdir, env=env,

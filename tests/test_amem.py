@@ -7,7 +7,6 @@ to the nearest note, retag every neighbour". Embeddings (all-MiniLM-L6-v2) and f
 """
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -16,7 +15,7 @@ import pytest
 
 from reme_cli.llm.embed import make_embedder
 from reme_cli.methods.amem.notes import Note, NoteStore
-from tests.conftest import run_reme, scripted_server_process, without_timing
+from tests.conftest import reme_env, run_reme, scripted_server_process, without_timing
 from tests.test_memory_flow import _kill_when, _trials
 
 # One worker per stream: the tests below follow a stream task by task (BFCL's default is 4).
@@ -125,7 +124,7 @@ def test_dynamic_resume_after_kill_matches_an_uninterrupted_run(workdir, server,
     common = ["eval", "--mode", "dynamic", "memory=amem", "memory.pool=built", "benchmark.limit=3", "eval.runs=2",
               "eval.seeds=1", "llm.cache=false", *SCRIPTED, f"llm.base_url={server}"]
     run_reme([*common, "out_dir=dyn_whole"], workdir, check=True)
-    env = {**os.environ, "REME_CACHE_DIR": str(workdir / ".reme_cache")}
+    env = reme_env(workdir / ".reme_cache")
     proc = subprocess.Popen([sys.executable, "-m", "reme_cli.cli", *common, "out_dir=dyn_killed"], cwd=workdir,
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     _kill_when(proc, workdir / "dyn_killed" / "trials.jsonl", 3)

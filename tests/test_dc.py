@@ -9,7 +9,6 @@ Embeddings (all-MiniLM-L6-v2) and faiss are real.
 """
 
 import json
-import os
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -19,7 +18,7 @@ import pytest
 
 from reme_cli.methods.dc.cheatsheet import EMPTY, Cheatsheet, digest, extract_cheatsheet, prompt, split_items
 from reme_cli.methods.dc.pool import DCPool
-from tests.conftest import run_reme, run_reme_together, scripted_server_process, without_timing
+from tests.conftest import reme_env, run_reme, run_reme_together, scripted_server_process, without_timing
 from tests.test_memory_flow import _kill_when, _trials
 
 SCRIPTED = ["model=qwen3-8b", "embedding=minilm", "llm.model=replay", "benchmark.release=current",
@@ -172,7 +171,7 @@ def test_dynamic_mode_rewrites_after_each_task_resumes_after_kill_and_replays_fr
 
     # Kill -9 mid-stream, resume: the same cheatsheets as the uninterrupted run. And a rerun
     # from the response cache records the same units.
-    env = {**os.environ, "REME_CACHE_DIR": str(built / ".reme_cache")}
+    env = reme_env(built / ".reme_cache")
     killed = [sys.executable, "-m", "reme_cli.cli", *_args(server, *_dynamic(cu, 2, 2, False, "out_dir=d_killed"))]
     with ThreadPoolExecutor(max_workers=1) as pool:  # the cached rerun beside the run to kill
         rerun = pool.submit(run_reme, _args(server, *_dynamic(cu, 2, 2, True, "out_dir=d_cached")), built)

@@ -5,7 +5,6 @@ correct pipeline (dispatch, per-episode backends, official checker, metrics) sco
 """
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -16,7 +15,7 @@ import pytest
 
 from reme_cli.bench.bfcl_scripted import BFCLReplayPolicy
 from reme_cli.testing.scripted_server import ScriptedServer
-from tests.conftest import scripted_server_process
+from tests.conftest import reme_env, scripted_server_process
 
 # The replay servers here replay the ground truth of the release this process imports, the
 # pinned one; a plain eval runs the paper release (tests/test_authors_agent.py runs that one).
@@ -81,7 +80,7 @@ def test_a_corrupted_call_fails_exactly_that_task(reme, corrupt_server):
 def test_resume_after_kill_9_skips_finished_units_and_never_duplicates(tmp_path, slow_replay_url):
     args = [sys.executable, "-m", "reme_cli.cli", "eval", *REPLAY, f"llm.base_url={slow_replay_url}",
             "benchmark.limit=6", "eval.runs=2", "eval.seeds=2", "llm.concurrency=4", "out_dir=run"]
-    env = {**os.environ, "REME_CACHE_DIR": str(tmp_path / "cache")}
+    env = reme_env(tmp_path / "cache")
     proc = subprocess.Popen(args, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     trials_file = tmp_path / "run" / "trials.jsonl"
     deadline = time.time() + 120
@@ -129,7 +128,7 @@ def test_multirun_sweep_runs_every_point(reme, replay_server):
 def test_ctrl_c_stops_cleanly_and_keeps_finished_units(tmp_path, slow_replay_url):
     args = [sys.executable, "-m", "reme_cli.cli", "eval", *REPLAY, f"llm.base_url={slow_replay_url}",
             "benchmark.limit=6", "eval.runs=2", "eval.seeds=1", "llm.concurrency=2", "out_dir=run"]
-    env = {**os.environ, "REME_CACHE_DIR": str(tmp_path / "cache")}
+    env = reme_env(tmp_path / "cache")
     proc = subprocess.Popen(args, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)
     trials_file = tmp_path / "run" / "trials.jsonl"

@@ -21,10 +21,19 @@ import yaml
 from reme_cli.commands.ablate import plan
 from reme_cli.core.config import config_hash
 from reme_cli.core.environ import OWN_ENV, set_default
+from tests.conftest import run_reme
 from tests.test_endpoints import reme_cli, stand_in, stand_ins_running
 
 QUICK = ["llm.cache=false", "benchmark.limit=1", "eval.runs=1", "eval.seeds=1", "benchmark.release=current"]
 H200_MIB = 143771
+
+
+def reme_here(tmp_path: Path, env: dict, *args: str) -> subprocess.CompletedProcess:
+    """reme in this process (tests/conftest.py ``run_reme``) with exactly ``env``: what these
+    tests check is what reme gives the servers it starts (the stand-ins record it) and its one
+    line, not reme's own process. tests/test_endpoints.py and the last tests here start reme
+    as a process."""
+    return run_reme(list(args), tmp_path, env={**env, **{k: None for k in os.environ if k not in env}})
 
 
 def starts(path: Path) -> list[dict]:
@@ -39,7 +48,7 @@ def test_a_summarizer_of_another_size_gets_a_managed_server_of_its_own(tmp_path)
     """Table 4's 32B row on one node: build-pool with the executor's server and the
     summarizer's side by side, each on its own GPUs, both stopped at the end."""
     env = {**stand_in(tmp_path, gpus=3, mib=81559), "STAND_IN_STARTS": str(tmp_path / "starts.jsonl")}
-    proc = reme_cli(tmp_path, env, "build-pool", "model=qwen3-8b", "summarizer=qwen3-32b", "embedding=minilm",
+    proc = reme_here(tmp_path, env, "build-pool", "model=qwen3-8b", "summarizer=qwen3-32b", "embedding=minilm",
                     "benchmark.release=current", "llm.cache=false", "benchmark.limit=1", "build.samples=1",
                     "out_dir=built")
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -66,7 +75,7 @@ def test_a_summarizer_of_another_size_gets_a_managed_server_of_its_own(tmp_path)
 ])
 def test_a_managed_server_gets_its_tensor_parallelism_and_its_own_gpus(tmp_path, gpus, mib, model, extra, expected):
     env = {**stand_in(tmp_path, gpus=gpus, mib=mib), "STAND_IN_STARTS": str(tmp_path / "starts.jsonl")}
-    proc = reme_cli(tmp_path, env, "eval", f"model={model}", *QUICK, *extra, "out_dir=run")
+    proc = reme_here(tmp_path, env, "eval", f"model={model}", *QUICK, *extra, "out_dir=run")
     assert proc.returncode == 0, proc.stderr[-3000:]
     seen = sorted((flag(s["argv"], "--tensor-parallel-size"), s["env"]["CUDA_VISIBLE_DEVICES"])
                   for s in starts(tmp_path / "starts.jsonl"))
@@ -83,7 +92,7 @@ def test_a_managed_server_gets_its_tensor_parallelism_and_its_own_gpus(tmp_path,
 def test_cuda_visible_devices_narrows_the_gpus_a_managed_server_may_use(tmp_path):
     env = {**stand_in(tmp_path, gpus=8), "STAND_IN_STARTS": str(tmp_path / "starts.jsonl"),
            "CUDA_VISIBLE_DEVICES": "6,7"}
-    proc = reme_cli(tmp_path, env, "eval", "model=qwen3-32b", *QUICK, "out_dir=run")
+    proc = reme_here(tmp_path, env, "eval", "model=qwen3-32b", *QUICK, "out_dir=run")
     assert proc.returncode == 0, proc.stderr[-3000:]
     (start,) = starts(tmp_path / "starts.jsonl")
     assert flag(start["argv"], "--tensor-parallel-size") == "2" and start["env"]["CUDA_VISIBLE_DEVICES"] == "6,7"
@@ -104,7 +113,7 @@ def test_a_node_that_cannot_hold_the_servers_is_one_line(tmp_path, gpus, mib, ov
     if gpus == 0:
         (tmp_path / "bin" / "nvidia-smi").unlink()  # no driver: nvidia-smi is not there
         env["PATH"] = f"{tmp_path / 'bin'}{os.pathsep}/usr/bin:/bin"
-    proc = reme_cli(tmp_path, env, "eval", "model=qwen3-8b", *QUICK, *overrides, "out_dir=run")
+    proc = reme_here(tmp_path, env, "eval", "model=qwen3-8b", *QUICK, *overrides, "out_dir=run")
     assert proc.returncode == 2, proc.stderr[-2000:]
     (line,) = [ln for ln in proc.stderr.splitlines() if ln.startswith("error:")]
     assert message in " ".join(proc.stderr.split()), proc.stderr
@@ -118,7 +127,7 @@ def test_a_node_that_cannot_hold_the_servers_is_one_line(tmp_path, gpus, mib, ov
 ])
 def test_reme_serve_binds_the_host_asked_and_sizes_vllm_to_the_node(tmp_path, gpus, model, host, tp, cuda):
     env = stand_in(tmp_path, gpus=gpus)
-    proc = reme_cli(tmp_path, env, "serve", f"model={model}", "--host", host, "--port", "8011", "--dry-run")
+    proc = reme_here(tmp_path, env, "serve", f"model={model}", "--host", host, "--port", "8011", "--dry-run")
     assert proc.returncode == 0, proc.stderr
     argv = proc.stdout.split()
     assert argv[:3] == ["vllm", "serve", f"Qwen/Qwen3-{model.split('-')[1].upper()}"]
@@ -129,9 +138,9 @@ def test_reme_serve_binds_the_host_asked_and_sizes_vllm_to_the_node(tmp_path, gp
 def test_reme_serve_prints_a_command_without_a_gpu_only_when_told_the_tensor_parallelism(tmp_path):
     env = {**stand_in(tmp_path), "PATH": f"{tmp_path / 'bin'}{os.pathsep}/usr/bin:/bin"}
     (tmp_path / "bin" / "nvidia-smi").unlink()
-    proc = reme_cli(tmp_path, env, "serve", "model=qwen3-32b", "--dry-run")
+    proc = reme_here(tmp_path, env, "serve", "model=qwen3-32b", "--dry-run")
     assert proc.returncode == 2 and "no GPU visible" in proc.stderr and "Traceback" not in proc.stderr
-    proc = reme_cli(tmp_path, env, "serve", "model=qwen3-32b", "model.tensor_parallel=2", "--dry-run")
+    proc = reme_here(tmp_path, env, "serve", "model=qwen3-32b", "model.tensor_parallel=2", "--dry-run")
     assert proc.returncode == 0 and flag(proc.stdout.split(), "--tensor-parallel-size") == "2"
 
 

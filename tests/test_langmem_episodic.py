@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 import subprocess
 import sys
@@ -19,7 +18,7 @@ from reme_cli.methods.langmem import episodes
 from reme_cli.methods.langmem.config import LangMemConfig
 from reme_cli.bench.bfcl_scripted import BFCLReplayPolicy
 from reme_cli.testing.scripted_server import AgentAndSummarizerPolicy, ScriptedServer, ScriptedSummarizerPolicy
-from tests.conftest import REPO, run_reme
+from tests.conftest import REPO, reme_env, run_reme
 from tests.test_memory_flow import _kill_when
 
 GUIDE = REPO / "tests" / "fixtures" / "langmem_episodic_guide"
@@ -175,7 +174,7 @@ def test_dynamic_resume_after_kill_matches_an_uninterrupted_run(workdir, built):
         common = ["eval", "--mode", "dynamic", "memory.pool=built", "benchmark.limit=3", "eval.runs=2",
                   "eval.seeds=1", "llm.cache=false", *SCRIPTED, f"llm.base_url={url}"]
         run_reme([*common, "out_dir=whole"], workdir, check=True)
-        env = {**os.environ, "REME_CACHE_DIR": str(workdir / ".reme_cache")}
+        env = reme_env(workdir / ".reme_cache")
         killed = subprocess.Popen([sys.executable, "-m", "reme_cli.cli", *common, "out_dir=killed"], cwd=workdir,
                                   env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         _kill_when(killed, workdir / "killed" / "trials.jsonl", 3)

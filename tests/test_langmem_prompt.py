@@ -27,7 +27,7 @@ from reme_cli.methods.langmem.prompt.method import format_guidance
 from reme_cli.methods.langmem.prompt.optimizer import INSTALL_HINT, optimize, prompt_version
 from reme_cli.bench.bfcl_scripted import BFCLReplayPolicy
 from reme_cli.testing.scripted_server import AgentAndSummarizerPolicy, ScriptedServer, ScriptedSummarizerPolicy
-from tests.conftest import REPO, run_reme
+from tests.conftest import REPO, reme_env, run_reme
 
 INSTALL = "bash scripts/install.sh --baselines"
 
@@ -210,7 +210,7 @@ def test_dynamic_resume_after_kill_matches_an_uninterrupted_run(workdir, server,
         return [sys.executable, "-m", "reme_cli.cli", "eval", "--mode", "dynamic",
                 *_args(slow_url, "memory.pool=built", "benchmark.limit=4", "eval.runs=2", "eval.seeds=1",
                        "llm.cache=false", f"out_dir={out}")]
-    env = {**os.environ, "REME_CACHE_DIR": str(workdir / ".reme_cache")}
+    env = reme_env(workdir / ".reme_cache")
     whole = subprocess.run(args("resume_whole"), cwd=workdir, env=env, capture_output=True, text=True, timeout=300)
     assert whole.returncode == 0, whole.stderr[-2000:]
 

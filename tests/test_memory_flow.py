@@ -5,7 +5,6 @@ JSON for the summarizer/judge. Embeddings (all-MiniLM-L6-v2) and faiss are real.
 """
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -24,7 +23,7 @@ from reme_cli.methods.reme.method import deletable
 from reme_cli.methods.reme import scripted as reme_script  # ReMe's scripted answers (TEST DOUBLE)
 from reme_cli.bench.bfcl_scripted import BFCLReplayPolicy
 from reme_cli.testing.scripted_server import AgentAndSummarizerPolicy, ScriptedServer, ScriptedSummarizerPolicy
-from tests.conftest import REPO, run_reme
+from tests.conftest import REPO, reme_env, run_reme
 
 CORRUPT = "multi_turn_base_2"  # fails until the retry is guided by what its failure taught
 # The paper's text (reflection lessons, one task after another), with a de-duplication loose
@@ -178,7 +177,7 @@ def _kill_when(proc, path: Path, lines: int, timeout: float = 180) -> None:
 
 def _kill_then_resume(workdir: Path, args: list[str], out: str, at: int, total: int) -> None:
     """Run ``args``, SIGKILL it once ``at`` units are recorded in ``out``, then run it again."""
-    env = {**os.environ, "REME_CACHE_DIR": str(workdir / ".reme_cache")}
+    env = reme_env(workdir / ".reme_cache")
     proc = subprocess.Popen(args, cwd=workdir, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     _kill_when(proc, workdir / out / "trials.jsonl", at)
     assert at <= len(_trials(workdir / out)) < total
@@ -267,7 +266,7 @@ def test_authors_protocol_with_four_workers_survives_kill_and_resume(workdir, ba
     pool_dir = out / "streams" / "s0_r0" / "pool"
     (pool_dir / "experiences.jsonl").write_text((base_pool / "experiences.jsonl").read_text())
     again = subprocess.run(args, cwd=workdir, capture_output=True, text=True, timeout=300,
-                           env={**os.environ, "REME_CACHE_DIR": str(workdir / ".reme_cache")})
+                           env=reme_env(workdir / ".reme_cache"))
     assert again.returncode == 0, again.stderr[-2000:]
     def untimed(rows):  # a replay stamps its own update times
         return [{k: v for k, v in r.items() if k not in ("created_at", "updated_at")} for r in rows]
@@ -280,7 +279,7 @@ def test_experiment_scope_shares_one_pool_across_runs_and_resumes(workdir, base_
     common = [*_args(slow_server, f"memory.pool={base_pool}", "benchmark.limit=3", "eval.runs=2", "eval.seeds=1",
                      "memory.deletion.alpha=2", "eval.scope=experiment", *PAPER_TEXT)]
     args = [sys.executable, "-m", "reme_cli.cli", "eval", "--mode", "dynamic", *common, "out_dir=exp_killed"]
-    env = {**os.environ, "REME_CACHE_DIR": str(workdir / ".reme_cache")}
+    env = reme_env(workdir / ".reme_cache")
     reme(workdir, "eval", "--mode", "dynamic", *common, "out_dir=exp_whole")
     whole = workdir / "exp_whole"
     assert sorted(p.name for p in (whole / "streams").iterdir()) == ["s0_r0"]  # one pool for both runs
@@ -322,7 +321,7 @@ def test_build_pool_resume_after_kill(workdir, slow_server):
     args = [sys.executable, "-m", "reme_cli.cli", "build-pool",
             *_args(slow_server, "benchmark.limit=3", "build.samples=3", "llm.cache=false",
                    "out_dir=built_killed")]
-    env = {**os.environ, "REME_CACHE_DIR": str(workdir / ".reme_cache")}
+    env = reme_env(workdir / ".reme_cache")
     proc = subprocess.Popen(args, cwd=workdir, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     _kill_when(proc, workdir / "built_killed" / "build" / "trials.jsonl", 3)
     assert not (workdir / "built_killed" / "pool").exists()

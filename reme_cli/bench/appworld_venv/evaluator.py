@@ -25,7 +25,7 @@ RESULT_CAP = 64 << 20
 def warm_up():
     import appworld.evaluator  # noqa: F401
 
-    protocol.warm_up_common()  # the evaluation's models come from the apps' modules
+    protocol.warm_up_common(apis=False)
 
 
 def evaluate(task_id, experiment):

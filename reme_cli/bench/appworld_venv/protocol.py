@@ -24,19 +24,21 @@ def channel_to_reme():
     return os.fdopen(0, "r"), out
 
 
-def warm_up_common():
-    """What every world opening and every evaluation pays on first use, paid once in the
-    process that forks them: AppWorld and its apps imported, freezegun's scan of every loaded
-    module cached (it runs whenever a world's clock is frozen), and pytest imported (AppWorld's
-    test assertions import it lazily)."""
+def warm_up_common(apis=True):
+    """What every world opening (``apis``) or every evaluation pays on first use, paid once in
+    the process that forks them: AppWorld and its apps imported, freezegun's scan of every
+    loaded module cached (it runs whenever a world's clock is frozen), and pytest imported
+    (AppWorld's test assertions import it lazily). A world serves the apps' APIs, whose
+    modules build FastAPI routes (~2 s of CPU); an evaluation reads the saved databases
+    through the apps' models alone, and would import an API module itself if it needed one."""
     import datetime
 
     from appworld.apps import get_all_apps
     from appworld.apps.api_lib import set_local_date_and_time, unset_local_date_and_time
-    from appworld.common.utils import import_apis_module
+    from appworld.common.utils import import_apis_module, import_models_module
 
     for app in get_all_apps():
-        import_apis_module(app)
+        (import_apis_module if apis else import_models_module)(app)
     try:
         import pytest  # noqa: F401
     except ImportError:
