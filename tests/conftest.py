@@ -81,8 +81,17 @@ def run_reme(args: list[str], cwd: Path, timeout: float = 600, env: dict | None 
 _shared_vectors: Path | None = None
 
 
+def run_root(config: pytest.Config, tmp_path_factory) -> Path:
+    """The folder every xdist worker of this test run shares: the parent of a worker's base
+    temporary folder (popen-gwN), or the base folder itself without workers. Asked of pytest,
+    not of the environment: a pytest that a test starts inherits PYTEST_XDIST_WORKER, and its
+    base folder's parent is the user's pytest-of-USER, which outlives every run."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if hasattr(config, "workerinput") else base
+
+
 @pytest.fixture(scope="session", autouse=True)
-def _shared_vector_cache(tmp_path_factory) -> None:
+def _shared_vector_cache(pytestconfig, tmp_path_factory) -> None:
     """One vector cache for every run of the test run that embeds with the bundled MiniLM,
     shared by the xdist workers (under the run's common temporary folder, as the toy world).
     The vectors are the model's own, computed by the first run that needs them; the others
@@ -90,9 +99,7 @@ def _shared_vector_cache(tmp_path_factory) -> None:
     same released pools and task queries again. sqlite's locking lets processes share it, as
     reme's parallel runs do."""
     global _shared_vectors
-    base = tmp_path_factory.getbasetemp()
-    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
-    _shared_vectors = shared / "shared-embeddings"
+    _shared_vectors = run_root(pytestconfig, tmp_path_factory) / "shared-embeddings"
     _shared_vectors.mkdir(exist_ok=True)
 
 
@@ -202,7 +209,7 @@ def _in_process(args: list[str], cwd: Path, env: dict) -> subprocess.CompletedPr
 
 
 @pytest.fixture(scope="session")
-def toy_world(tmp_path_factory) -> Path:
+def toy_world(pytestconfig, tmp_path_factory) -> Path:
     """The AppWorld toy world (tests/fixtures/appworld_toyworld.py), built once per test run
     in AppWorld's own venv (~30 s of CPU) and shared by the xdist workers: the first to need
     it builds it under the run's common temporary folder while the others wait on its lock.
@@ -214,8 +221,7 @@ def toy_world(tmp_path_factory) -> Path:
 
     python = default_venv() / "bin" / "python"
     assert python.exists(), "AppWorld is not set up: run `reme appworld setup` (.ci/run does)"
-    base = tmp_path_factory.getbasetemp()
-    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base  # popen-gwN's parent
+    shared = run_root(pytestconfig, tmp_path_factory)
     root, built = shared / "toyworld", shared / "toyworld.built"
     with FileLock(str(shared / "toyworld.lock")):
         if not built.exists():
