@@ -133,7 +133,10 @@ class RssSampler(threading.Thread):
                     status = Path(f"/proc/{pid}/status").read_text()
                 except OSError:
                     continue
-                mb = next((int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS:")), 0) / 1024
+                kb = next((int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS:")), None)
+                if kb is None:  # a process that has exited and not been reaped yet holds no memory
+                    continue
+                mb = kb / 1024
                 self.kind.setdefault(pid, kind)
                 self.first.setdefault(pid, mb)
                 self.peak[pid] = max(self.peak.get(pid, 0.0), mb)
