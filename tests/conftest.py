@@ -56,9 +56,7 @@ def run_reme(args: list[str], cwd: Path, timeout: float = 600, env: dict | None 
     command must re-execute itself (another BFCL release). Tests of what only a process
     shows (signals, kill -9, exit on a crash, the processes left behind) pass ``process=True``.
     ``env`` is laid over this process's environment; a value of None unsets the variable."""
-    env = {"REME_CACHE_DIR": str(cwd / ".reme_cache"), **(env or {})}
-    if embeds_with_minilm(args):
-        share_vectors(cwd / env["REME_CACHE_DIR"])
+    env = _run_env(args, cwd, env)
     before = subprocess.CompletedProcess(args, 0, "", "")
     if not process:
         done = _in_process(args, cwd, env)
@@ -75,6 +73,15 @@ def run_reme(args: list[str], cwd: Path, timeout: float = 600, env: dict | None 
     if check and proc.returncode != 0:
         raise AssertionError(f"reme {' '.join(args)} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
     return proc
+
+
+def _run_env(args: list[str], cwd: Path, env: dict | None) -> dict:
+    """What a run's environment lays over this process's: ``env``, with REME_CACHE_DIR in
+    ``cwd`` unless it names one, and the shared vectors there if the run embeds with MiniLM."""
+    env = {"REME_CACHE_DIR": str(cwd / ".reme_cache"), **(env or {})}
+    if embeds_with_minilm(args):
+        share_vectors(cwd / env["REME_CACHE_DIR"])
+    return env
 
 
 # The bundled MiniLM's vectors, one cache for the whole test run (set by _shared_vector_cache).
@@ -130,11 +137,11 @@ def share_vectors(cache_dir: Path) -> None:
         link.symlink_to(_shared_vectors, target_is_directory=True)
 
 
-def reme_env(cache_dir: Path, **extra: str) -> dict[str, str]:
+def reme_env(cache_dir: Path) -> dict[str, str]:
     """The environment of a ``reme`` process a test starts itself (to signal or kill it) that
     embeds with the bundled MiniLM: REME_CACHE_DIR at ``cache_dir``, the shared vectors in it."""
     share_vectors(cache_dir)
-    return {**os.environ, "REME_CACHE_DIR": str(cache_dir), **extra}
+    return {**os.environ, "REME_CACHE_DIR": str(cache_dir)}
 
 
 # What differs between a live run and its replay from the response cache, or a resumed one:
@@ -329,9 +336,7 @@ def run_watched(args: list[str], cwd: Path, env: dict | None = None, timeout: fl
                 every: float = 0.3) -> tuple[subprocess.CompletedProcess, dict[int, tuple[str, str]]]:
     """``run_reme``, also returning every descendant the run had while it ran (sampled), to
     check afterwards that none outlived it (``still_running``)."""
-    full_env = {**os.environ, "REME_CACHE_DIR": str(cwd / ".reme_cache"), **(env or {})}
-    if embeds_with_minilm(args):
-        share_vectors(cwd / full_env["REME_CACHE_DIR"])
+    full_env = {**os.environ, **_run_env(args, cwd, env)}
     proc = subprocess.Popen([sys.executable, "-m", "reme_cli.cli", *args], cwd=cwd, env=full_env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     seen: dict[int, tuple[str, str]] = {}
