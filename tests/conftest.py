@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from tests import forkserver
+
 REPO = Path(__file__).resolve().parents[1]
 # Seconds each test file took in a measured run (scripts/bench_tests.py --save-durations).
 DURATIONS = Path(__file__).with_name("durations.json")
@@ -65,14 +67,32 @@ def run_reme(args: list[str], cwd: Path, timeout: float = 600, env: dict | None 
                 raise AssertionError(f"reme {' '.join(args)} failed ({done.returncode}):\n{done.stderr[-3000:]}")
             return done
         before = done.printed
-    proc = subprocess.run([sys.executable, "-m", "reme_cli.cli", *args], cwd=cwd,
-                          env={k: v for k, v in {**os.environ, **env}.items() if v is not None},
-                          capture_output=True, text=True, timeout=timeout)
+    proc = reme_process(args, cwd=cwd, env={k: v for k, v in {**os.environ, **env}.items() if v is not None},
+                        capture_output=True, text=True, timeout=timeout)
     # A re-executed command's output follows what it printed before re-executing (one stream for a user).
     proc.stdout, proc.stderr = before.stdout + proc.stdout, before.stderr + proc.stderr
     if check and proc.returncode != 0:
         raise AssertionError(f"reme {' '.join(args)} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
     return proc
+
+
+def reme_popen(args: list[str], **kwargs) -> subprocess.Popen:
+    """``subprocess.Popen([sys.executable, "-m", "reme_cli.cli", *args], **kwargs)``: reme in a
+    process of its own, for what only a process shows (signals, kill -9, exit codes, what it
+    leaves behind). Forked from the worker's warmed interpreter (tests/forkserver.py): the same
+    process, without the ~2 s of CPU a fresh interpreter spends importing reme."""
+    return forkserver.Popen("reme_cli.cli", list(args), **kwargs)
+
+
+def reme_process(args: list[str], timeout: float | None = None, **kwargs) -> subprocess.CompletedProcess:
+    """``subprocess.run`` of ``reme ARGS`` in a process of its own (see ``reme_popen``)."""
+    return forkserver.run("reme_cli.cli", list(args), timeout=timeout, **kwargs)
+
+
+def scripted_popen(args: list[str], **kwargs) -> subprocess.Popen:
+    """The scripted server (a TEST DOUBLE, ``python -m reme_cli.testing.scripted_server ARGS``)
+    in a process of its own, forked as ``reme_popen``."""
+    return forkserver.Popen("reme_cli.testing.scripted_server", list(args), **kwargs)
 
 
 def _run_env(args: list[str], cwd: Path, env: dict | None) -> dict:
@@ -337,8 +357,7 @@ def run_watched(args: list[str], cwd: Path, env: dict | None = None, timeout: fl
     """``run_reme``, also returning every descendant the run had while it ran (sampled), to
     check afterwards that none outlived it (``still_running``)."""
     full_env = {**os.environ, **_run_env(args, cwd, env)}
-    proc = subprocess.Popen([sys.executable, "-m", "reme_cli.cli", *args], cwd=cwd, env=full_env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = reme_popen(args, cwd=cwd, env=full_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     seen: dict[int, tuple[str, str]] = {}
     done = threading.Event()
 
@@ -362,8 +381,7 @@ def run_watched(args: list[str], cwd: Path, env: dict | None = None, timeout: fl
 def scripted_server_process(*args: str, env: dict | None = None):
     """The scripted server (a TEST DOUBLE) in its own process: yields its base URL. Its own
     process, so a run can be killed or interrupted without touching the server."""
-    server = subprocess.Popen([sys.executable, "-m", "reme_cli.testing.scripted_server", *args],
-                              stdout=subprocess.PIPE, text=True, cwd=REPO, env=env)
+    server = scripted_popen(list(args), stdout=subprocess.PIPE, text=True, cwd=REPO, env=env)
     try:
         yield server.stdout.readline().strip()
     finally:

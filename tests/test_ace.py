@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from reme_cli.methods.ace.playbook import Bullet, Playbook
 from reme_cli.methods.context_guard import estimate_tokens
-from tests.conftest import reme_env, run_reme, run_reme_together, scripted_server_process, without_timing
+from tests.conftest import reme_env, reme_popen, run_reme, run_reme_together, scripted_server_process, without_timing
 from tests.test_memory_flow import _kill_when, _trials
 
 FAILS_TRAINING = "multi_turn_base_5"  # the first training task; the replayed agent gets it wrong
@@ -102,8 +101,8 @@ def test_live_offline_adaptation_retries_a_failing_task_with_its_reflection_and_
     reflection. Killed after its first task, the rerun finishes the same playbook."""
     build = ["build-pool", "benchmark.limit=3", "llm.cache=false", *SCRIPTED, f"llm.base_url={server}"]
     env = reme_env(workdir / ".reme_cache")
-    killed = subprocess.Popen([sys.executable, "-m", "reme_cli.cli", *build, "out_dir=live_killed"], cwd=workdir,
-                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    killed = reme_popen([*build, "out_dir=live_killed"], cwd=workdir,
+                        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     _kill_when(killed, workdir / "live_killed" / "build" / "trials.jsonl", 1)
     assert 1 <= len(_trials(workdir / "live_killed" / "build")) < 3
     run_reme_together(([*build, "out_dir=live"], workdir), ([*build, "out_dir=live_killed"], workdir), check=True)
@@ -243,8 +242,8 @@ def test_resume_after_kill_equals_an_uninterrupted_run_and_a_cached_rerun_is_ide
     env = reme_env(workdir / ".reme_cache")
 
     def start(*args: str) -> subprocess.Popen:
-        return subprocess.Popen([sys.executable, "-m", "reme_cli.cli", *args], cwd=workdir, env=env,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        return reme_popen([*args], cwd=workdir, env=env,
+                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
     whole = start(*common, "out_dir=whole")
     again = start(*_eval_args(server, "dynamic", "planted_dyn_again", "memory.pool=planted", "benchmark.limit=1"))

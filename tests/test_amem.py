@@ -8,14 +8,13 @@ to the nearest note, retag every neighbour". Embeddings (all-MiniLM-L6-v2) and f
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from reme_cli.llm.embed import make_embedder
 from reme_cli.methods.amem.notes import Note, NoteStore
-from tests.conftest import reme_env, run_reme, scripted_server_process, without_timing
+from tests.conftest import reme_env, reme_popen, run_reme, scripted_server_process, without_timing
 from tests.test_memory_flow import _kill_when, _trials
 
 # One worker per stream: the tests below follow a stream task by task (BFCL's default is 4).
@@ -125,8 +124,8 @@ def test_dynamic_resume_after_kill_matches_an_uninterrupted_run(workdir, server,
               "eval.seeds=1", "llm.cache=false", *SCRIPTED, f"llm.base_url={server}"]
     run_reme([*common, "out_dir=dyn_whole"], workdir, check=True)
     env = reme_env(workdir / ".reme_cache")
-    proc = subprocess.Popen([sys.executable, "-m", "reme_cli.cli", *common, "out_dir=dyn_killed"], cwd=workdir,
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = reme_popen([*common, "out_dir=dyn_killed"], cwd=workdir,
+                      env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     _kill_when(proc, workdir / "dyn_killed" / "trials.jsonl", 3)
     assert 3 <= len(_trials(workdir / "dyn_killed")) < 6
     run_reme([*common, "out_dir=dyn_killed"], workdir, check=True)

@@ -11,13 +11,13 @@ import os
 import re
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import descendants, run_reme_together, run_watched, scripted_server_process, still_running
+from tests.conftest import (descendants, reme_popen, reme_process, run_reme_together, run_watched,
+                            scripted_server_process, still_running)
 
 TASKS = "benchmark.task_ids=[toy0001_1,toy0002_1,toy0003_1]"
 
@@ -84,10 +84,9 @@ def test_missing_data_is_one_line_with_the_download_command(reme, tmp_path):
 def test_a_worker_killed_mid_episode_is_recorded_and_the_rerun_completes(toy_world, tmp_path):
     with scripted_server_process("--policy", "appworld-gold", "--appworld-root", str(toy_world),
                                  "--delay", "3") as url:
-        args = [sys.executable, "-m", "reme_cli.cli", "eval", *common(toy_world, url), "llm.concurrency=1",
-                "out_dir=run"]
+        args = ["eval", *common(toy_world, url), "llm.concurrency=1", "out_dir=run"]
         env = {**os.environ, "REME_CACHE_DIR": str(tmp_path / "cache")}
-        proc = subprocess.Popen(args, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        proc = reme_popen(args, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         killed, deadline = False, time.time() + 240
         while not killed and time.time() < deadline and proc.poll() is None:
             time.sleep(0.5)
@@ -106,7 +105,7 @@ def test_a_worker_killed_mid_episode_is_recorded_and_the_rerun_completes(toy_wor
         # Killed while starting or mid-episode: either way the unit names the worker and is kept.
         assert len(failed) == 1 and "AppWorld worker" in failed[0]["error"]
         assert sum(r["success"] for r in recs.values()) == 2  # the other episodes got a fresh worker
-        again = subprocess.run(args, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+        again = reme_process(args, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert again.returncode == 0, again.stderr[-2000:]
     assert all(r["success"] and r["error"] is None for r in trials(tmp_path / "run").values())
 

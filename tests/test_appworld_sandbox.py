@@ -31,7 +31,7 @@ from reme_cli.bench.appworld import AppWorldBenchmark, AppWorldConfig
 from reme_cli.bench.appworld_workers import PRIVATE_PREFIX
 from reme_cli.core.staging import clean_stale_tempdirs, private_tempdir
 from reme_cli.testing.scripted_server import Reply, ScriptedServer
-from tests.conftest import descendants, run_reme, run_watched, scripted_server_process, still_running
+from tests.conftest import descendants, reme_popen, run_reme, run_watched, scripted_server_process, still_running
 from tests.test_appworld import common, trials
 
 FINISH = "apis.supervisor.complete_task()"
@@ -312,10 +312,10 @@ def wait_for(check, timeout: float):
 def test_ctrl_c_and_sigterm_end_a_looping_step_at_once(toy_world, tmp_path, payloads, sig):
     payloads.by_unit = {("toy0001_1", 0): [LOOP]}
     env = {**os.environ, "REME_CACHE_DIR": str(tmp_path / "cache")}
-    proc = subprocess.Popen([sys.executable, "-m", "reme_cli.cli", *aw_eval(toy_world, payloads.url, "eval.runs=1",
-                                                                          "benchmark.task_ids=[toy0001_1]",
-                                                                          "out_dir=run")],
-                            cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    proc = reme_popen([*aw_eval(toy_world, payloads.url, "eval.runs=1",
+                                "benchmark.task_ids=[toy0001_1]",
+                                "out_dir=run")],
+                      cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         # The episode's process: the supervisor's child, spinning in the model's loop.
         spinning = lambda: [p for p, (_, cmd) in descendants(proc.pid).items()  # noqa: E731
@@ -355,9 +355,9 @@ def test_kill_9_of_reme_leaves_no_process_and_the_next_run_clears_its_folder(toy
     with scripted_server_process("--policy", "appworld-gold", "--appworld-root", str(toy_world),
                                  "--delay", "60") as url:
         env = {**os.environ, "REME_CACHE_DIR": str(tmp_path / "cache"), "TMPDIR": str(own_tmp)}
-        proc = subprocess.Popen([sys.executable, "-m", "reme_cli.cli", "eval", *common(toy_world, url),
-                                 "llm.concurrency=3", f"benchmark.sandbox={sandbox}", "out_dir=run"],
-                                cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        proc = reme_popen(["eval", *common(toy_world, url),
+                           "llm.concurrency=3", f"benchmark.sandbox={sandbox}", "out_dir=run"],
+                          cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             # Three episodes wait on the model, each in its process under its supervisor.
             python = str(VENV_SITE / "bin" / "python")
@@ -483,12 +483,11 @@ time.sleep(120)
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])
 def test_stopping_a_joblib_suite_stops_its_jobs(tmp_path, sig):
     with scripted_server_process("--policy", "bfcl-replay", "--delay", "60") as url:
-        args = [sys.executable, "-m", "reme_cli.cli", "ablate", "table1", "model=qwen3-8b", "embedding=minilm",
+        args = ["ablate", "table1", "model=qwen3-8b", "embedding=minilm",
                 "benchmark.release=current", f"llm.base_url={url}", "llm.model=replay", "benchmark.limit=1",
                 "eval.runs=1", "eval.seeds=1", "--launcher", "joblib", "--jobs", "2", "--only", "no_memory"]
         env = {**os.environ, "REME_CACHE_DIR": str(tmp_path / "cache")}
-        proc = subprocess.Popen(args, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                text=True)
+        proc = reme_popen(args, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         jobs = lambda: {p: v for p, v in descendants(proc.pid).items() if "reme_cli.cli eval" in v[1]}  # noqa: E731
         try:
             assert wait_for(jobs, 120), "the suite started no job"

@@ -10,7 +10,6 @@ Embeddings (all-MiniLM-L6-v2) and faiss are real.
 
 import json
 import subprocess
-import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -18,7 +17,7 @@ import pytest
 
 from reme_cli.methods.dc.cheatsheet import EMPTY, Cheatsheet, digest, extract_cheatsheet, prompt, split_items
 from reme_cli.methods.dc.pool import DCPool
-from tests.conftest import reme_env, run_reme, run_reme_together, scripted_server_process, without_timing
+from tests.conftest import reme_env, reme_popen, run_reme, run_reme_together, scripted_server_process, without_timing
 from tests.test_memory_flow import _kill_when, _trials
 
 SCRIPTED = ["model=qwen3-8b", "embedding=minilm", "llm.model=replay", "benchmark.release=current",
@@ -172,14 +171,14 @@ def test_dynamic_mode_rewrites_after_each_task_resumes_after_kill_and_replays_fr
     # Kill -9 mid-stream, resume: the same cheatsheets as the uninterrupted run. And a rerun
     # from the response cache records the same units.
     env = reme_env(built / ".reme_cache")
-    killed = [sys.executable, "-m", "reme_cli.cli", *_args(server, *_dynamic(cu, 2, 2, False, "out_dir=d_killed"))]
+    killed = _args(server, *_dynamic(cu, 2, 2, False, "out_dir=d_killed"))
     with ThreadPoolExecutor(max_workers=1) as pool:  # the cached rerun beside the run to kill
         rerun = pool.submit(run_reme, _args(server, *_dynamic(cu, 2, 2, True, "out_dir=d_cached")), built)
-        proc = subprocess.Popen(killed, cwd=built, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        proc = reme_popen(killed, cwd=built, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         _kill_when(proc, built / "d_killed" / "trials.jsonl", 2)
         assert rerun.result().returncode == 0, rerun.result().stderr[-3000:]
     assert 1 <= len(_trials(built / "d_killed")) < 4
-    run_reme(killed[3:], built, check=True)
+    run_reme(killed, built, check=True)
     assert len({t["unit"] for t in _trials(built / "d_killed")}) == len(_trials(built / "d_killed")) == 4
     for run in ("s0_r0", "s0_r1"):
         whole, resumed = (built / d / "streams" / run for d in ("d_cu", "d_killed"))

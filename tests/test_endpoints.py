@@ -17,7 +17,7 @@ from pathlib import Path
 from reme_cli.llm.client import Replica, pick_replica
 from reme_cli.bench.bfcl_scripted import BFCLReplayPolicy
 from reme_cli.testing.scripted_server import ScriptedServer
-from tests.conftest import REPO
+from tests.conftest import REPO, reme_popen, reme_process, scripted_popen
 
 STAND_IN = f"""#!{sys.executable}
 # TEST DOUBLE for `vllm serve MODEL --served-model-name N --host H --port P ...`: one JSON line
@@ -68,8 +68,8 @@ def stand_ins_running(tmp_path: Path) -> list[str]:
 
 
 def reme_cli(tmp_path: Path, env: dict, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "reme_cli.cli", *args], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=timeout)
+    return reme_process([*args], cwd=tmp_path, env=env,
+                        capture_output=True, text=True, timeout=timeout)
 
 
 def test_a_gpu_model_config_without_base_url_starts_and_stops_vllm(tmp_path):
@@ -88,9 +88,9 @@ def test_a_gpu_model_config_without_base_url_starts_and_stops_vllm(tmp_path):
 
 def test_a_managed_vllm_that_dies_stops_the_run_with_one_line(tmp_path):
     env = stand_in(tmp_path, delay=0.3)
-    run = subprocess.Popen([sys.executable, "-m", "reme_cli.cli", "eval", "model=qwen3-8b", "llm.cache=false",
-                            "benchmark.limit=6", "eval.runs=2", "eval.seeds=1", "out_dir=run"],
-                           cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    run = reme_popen(["eval", "model=qwen3-8b", "llm.cache=false",
+                      "benchmark.limit=6", "eval.runs=2", "eval.seeds=1", "out_dir=run"],
+                     cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     manifest = tmp_path / "run" / "manifest.json"
     deadline = time.time() + 120
     while time.time() < deadline and not (manifest.exists() and '"running"' in manifest.read_text()):
@@ -122,13 +122,13 @@ def test_pick_replica_prefers_the_least_loaded_replica_that_is_up():
 
 def test_two_replicas_share_the_load_and_a_run_survives_one_dying(tmp_path):
     with ScriptedServer(BFCLReplayPolicy(), delay=0.05) as a:
-        other = subprocess.Popen([sys.executable, "-m", "reme_cli.testing.scripted_server", "--policy",
-                                  "bfcl-replay", "--delay", "0.05"], stdout=subprocess.PIPE, text=True, cwd=REPO)
+        other = scripted_popen(["--policy",
+                                "bfcl-replay", "--delay", "0.05"], stdout=subprocess.PIPE, text=True, cwd=REPO)
         try:
             b_url = other.stdout.readline().strip()
             env = {**os.environ, "REME_CACHE_DIR": str(tmp_path / "cache")}
-            run = subprocess.Popen(
-                [sys.executable, "-m", "reme_cli.cli", "eval", "model=qwen3-8b", "llm.model=replay", "llm.cache=false",
+            run = reme_popen(
+                ["eval", "model=qwen3-8b", "llm.model=replay", "llm.cache=false",
                  f"llm.base_url=[{a.base_url},{b_url}]", "llm.concurrency=4", "benchmark.limit=8", "eval.runs=2",
                  "benchmark.release=current",  # the replay servers replay the pinned release's ground truth
                  "eval.seeds=1", "out_dir=run"], cwd=tmp_path, env=env, stdout=subprocess.PIPE,

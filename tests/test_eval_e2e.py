@@ -7,7 +7,6 @@ correct pipeline (dispatch, per-episode backends, official checker, metrics) sco
 import json
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -15,7 +14,7 @@ import pytest
 
 from reme_cli.bench.bfcl_scripted import BFCLReplayPolicy
 from reme_cli.testing.scripted_server import ScriptedServer
-from tests.conftest import reme_env, scripted_server_process
+from tests.conftest import reme_env, reme_popen, reme_process, scripted_server_process
 
 # The replay servers here replay the ground truth of the release this process imports, the
 # pinned one; a plain eval runs the paper release (tests/test_authors_agent.py runs that one).
@@ -78,10 +77,10 @@ def test_a_corrupted_call_fails_exactly_that_task(reme, corrupt_server):
 
 
 def test_resume_after_kill_9_skips_finished_units_and_never_duplicates(tmp_path, slow_replay_url):
-    args = [sys.executable, "-m", "reme_cli.cli", "eval", *REPLAY, f"llm.base_url={slow_replay_url}",
+    args = ["eval", *REPLAY, f"llm.base_url={slow_replay_url}",
             "benchmark.limit=6", "eval.runs=2", "eval.seeds=2", "llm.concurrency=4", "out_dir=run"]
     env = reme_env(tmp_path / "cache")
-    proc = subprocess.Popen(args, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = reme_popen(args, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     trials_file = tmp_path / "run" / "trials.jsonl"
     deadline = time.time() + 120
     while time.time() < deadline:
@@ -94,7 +93,7 @@ def test_resume_after_kill_9_skips_finished_units_and_never_duplicates(tmp_path,
     assert 5 <= killed_with < 24, "the kill must land mid-run"
     first_units = {t["unit"]: t["finished_at"] for t in _trials(tmp_path / "run")}
 
-    done = subprocess.run(args, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    done = reme_process(args, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     trials = _trials(tmp_path / "run")
     units = [t["unit"] for t in trials]
@@ -126,11 +125,11 @@ def test_multirun_sweep_runs_every_point(reme, replay_server):
 
 
 def test_ctrl_c_stops_cleanly_and_keeps_finished_units(tmp_path, slow_replay_url):
-    args = [sys.executable, "-m", "reme_cli.cli", "eval", *REPLAY, f"llm.base_url={slow_replay_url}",
+    args = ["eval", *REPLAY, f"llm.base_url={slow_replay_url}",
             "benchmark.limit=6", "eval.runs=2", "eval.seeds=1", "llm.concurrency=2", "out_dir=run"]
     env = reme_env(tmp_path / "cache")
-    proc = subprocess.Popen(args, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+    proc = reme_popen(args, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                      text=True)
     trials_file = tmp_path / "run" / "trials.jsonl"
     deadline = time.time() + 120
     while time.time() < deadline and not (trials_file.exists() and trials_file.read_text().strip()):
@@ -142,5 +141,5 @@ def test_ctrl_c_stops_cleanly_and_keeps_finished_units(tmp_path, slow_replay_url
     assert json.loads((tmp_path / "run" / "manifest.json").read_text())["status"] == "interrupted"
     kept = _trials(tmp_path / "run")
     assert kept and len(kept) < 12
-    done = subprocess.run(args, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    done = reme_process(args, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0 and len(_trials(tmp_path / "run")) == 12

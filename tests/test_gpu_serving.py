@@ -11,7 +11,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -21,7 +20,7 @@ import yaml
 from reme_cli.commands.ablate import plan
 from reme_cli.core.config import config_hash
 from reme_cli.core.environ import OWN_ENV, set_default
-from tests.conftest import run_reme
+from tests.conftest import reme_popen, run_reme
 from tests.test_endpoints import reme_cli, stand_in, stand_ins_running
 
 QUICK = ["llm.cache=false", "benchmark.limit=1", "eval.runs=1", "eval.seeds=1", "benchmark.release=current"]
@@ -234,10 +233,10 @@ def test_the_jobs_of_a_suite_share_one_managed_server(tmp_path, launcher, monkey
 def test_stopping_a_suite_stops_its_shared_server(tmp_path):
     env = {**stand_in(tmp_path, delay=0.3, gpus=1), "STAND_IN_STARTS": str(tmp_path / "starts.jsonl")}
     (tmp_path / "two.yaml").write_text(SUITE)
-    run = subprocess.Popen([sys.executable, "-m", "reme_cli.cli", "ablate", "two.yaml", "model=qwen3-8b",
-                            "llm.cache=false", "benchmark.limit=6", "eval.runs=2", "eval.seeds=1",
-                            "--launcher", "joblib"], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
-                           stderr=subprocess.PIPE, text=True)
+    run = reme_popen(["ablate", "two.yaml", "model=qwen3-8b",
+                      "llm.cache=false", "benchmark.limit=6", "eval.runs=2", "eval.seeds=1",
+                      "--launcher", "joblib"], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                     stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 120
     while time.time() < deadline and not any(
             '"running"' in p.read_text() for p in tmp_path.glob("runs/ablate/*/runs/*/manifest.json")):

@@ -8,7 +8,6 @@ import hashlib
 import json
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -18,7 +17,7 @@ from reme_cli.methods.langmem import episodes
 from reme_cli.methods.langmem.config import LangMemConfig
 from reme_cli.bench.bfcl_scripted import BFCLReplayPolicy
 from reme_cli.testing.scripted_server import AgentAndSummarizerPolicy, ScriptedServer, ScriptedSummarizerPolicy
-from tests.conftest import REPO, reme_env, run_reme
+from tests.conftest import REPO, reme_env, reme_popen, run_reme, scripted_popen
 from tests.test_memory_flow import _kill_when
 
 GUIDE = REPO / "tests" / "fixtures" / "langmem_episodic_guide"
@@ -166,17 +165,17 @@ def test_dynamic_mode_adds_after_a_success_and_not_after_a_failure(workdir, serv
 
 
 def test_dynamic_resume_after_kill_matches_an_uninterrupted_run(workdir, built):
-    proc = subprocess.Popen([sys.executable, "-m", "reme_cli.testing.scripted_server", "--policy",
-                             "bfcl-replay+summarizer", "--corrupt", FAILS, FAILS_TRAINING, "--delay", "0.05"],
-                            stdout=subprocess.PIPE, text=True, cwd=REPO)
+    proc = scripted_popen(["--policy",
+                           "bfcl-replay+summarizer", "--corrupt", FAILS, FAILS_TRAINING, "--delay", "0.05"],
+                          stdout=subprocess.PIPE, text=True, cwd=REPO)
     url = proc.stdout.readline().strip()
     try:
         common = ["eval", "--mode", "dynamic", "memory.pool=built", "benchmark.limit=3", "eval.runs=2",
                   "eval.seeds=1", "llm.cache=false", *SCRIPTED, f"llm.base_url={url}"]
         run_reme([*common, "out_dir=whole"], workdir, check=True)
         env = reme_env(workdir / ".reme_cache")
-        killed = subprocess.Popen([sys.executable, "-m", "reme_cli.cli", *common, "out_dir=killed"], cwd=workdir,
-                                  env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        killed = reme_popen([*common, "out_dir=killed"], cwd=workdir,
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         _kill_when(killed, workdir / "killed" / "trials.jsonl", 3)
         assert 3 <= len(_lines(workdir / "killed" / "trials.jsonl")) < 6
         run_reme([*common, "out_dir=killed"], workdir, check=True)

@@ -27,7 +27,7 @@ from reme_cli.methods.langmem.prompt.method import format_guidance
 from reme_cli.methods.langmem.prompt.optimizer import INSTALL_HINT, optimize, prompt_version
 from reme_cli.bench.bfcl_scripted import BFCLReplayPolicy
 from reme_cli.testing.scripted_server import AgentAndSummarizerPolicy, ScriptedServer, ScriptedSummarizerPolicy
-from tests.conftest import REPO, reme_env, run_reme
+from tests.conftest import REPO, reme_env, reme_popen, reme_process, run_reme, scripted_popen
 
 INSTALL = "bash scripts/install.sh --baselines"
 
@@ -198,8 +198,8 @@ def test_cached_dynamic_run_replays_identically(workdir, server):
 @pytest.fixture(scope="module")
 def slow_url():
     """A separate process with a delay, so a run can be killed mid-way."""
-    proc = subprocess.Popen([sys.executable, "-m", "reme_cli.testing.scripted_server", "--policy",
-                             "bfcl-replay+summarizer", "--delay", "0.05"], stdout=subprocess.PIPE, text=True, cwd=REPO)
+    proc = scripted_popen(["--policy",
+                           "bfcl-replay+summarizer", "--delay", "0.05"], stdout=subprocess.PIPE, text=True, cwd=REPO)
     yield proc.stdout.readline().strip()
     proc.kill()
     proc.wait()
@@ -207,15 +207,15 @@ def slow_url():
 
 def test_dynamic_resume_after_kill_matches_an_uninterrupted_run(workdir, server, slow_url):
     def args(out: str) -> list[str]:
-        return [sys.executable, "-m", "reme_cli.cli", "eval", "--mode", "dynamic",
+        return ["eval", "--mode", "dynamic",
                 *_args(slow_url, "memory.pool=built", "benchmark.limit=4", "eval.runs=2", "eval.seeds=1",
                        "llm.cache=false", f"out_dir={out}")]
     env = reme_env(workdir / ".reme_cache")
-    whole = subprocess.run(args("resume_whole"), cwd=workdir, env=env, capture_output=True, text=True, timeout=300)
+    whole = reme_process(args("resume_whole"), cwd=workdir, env=env, capture_output=True, text=True, timeout=300)
     assert whole.returncode == 0, whole.stderr[-2000:]
 
-    proc = subprocess.Popen(args("resume_killed"), cwd=workdir, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE)
+    proc = reme_popen(args("resume_killed"), cwd=workdir, env=env, stdout=subprocess.PIPE,
+                      stderr=subprocess.PIPE)
     trials_file = workdir / "resume_killed" / "trials.jsonl"
     deadline = time.time() + 180
     while time.time() < deadline and proc.poll() is None:
@@ -226,7 +226,7 @@ def test_dynamic_resume_after_kill_matches_an_uninterrupted_run(workdir, server,
     proc.wait()
     assert 3 <= len(_trials(workdir / "resume_killed")) < 8
 
-    done = subprocess.run(args("resume_killed"), cwd=workdir, env=env, capture_output=True, text=True, timeout=300)
+    done = reme_process(args("resume_killed"), cwd=workdir, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     trials = _trials(workdir / "resume_killed")
     assert len(trials) == 8 and len({t["unit"] for t in trials}) == 8  # every unit exactly once

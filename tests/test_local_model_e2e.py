@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 from reme_cli.llm.local_engine import choose
-from tests.conftest import processes
+from tests.conftest import processes, reme_popen, reme_process
 
 ENGINE = choose()  # the llama.cpp engine reme starts here
 SMALL = ["eval.runs=1", "eval.seeds=1", "benchmark.max_interactions=2", "llm.concurrency=1"]
@@ -48,10 +48,10 @@ def _server_child(parent: int) -> int | None:
 def test_embedded_server_crash_stops_the_run_in_one_line_and_the_rerun_records_the_episode(tmp_path):
     """One run, twice: its server killed on the first request, then the rerun (the whole
     episode, since no unit had finished) checked as any embedded-model run."""
-    args = [sys.executable, "-m", "reme_cli.cli", "eval", "--mode", "none", "benchmark.task_ids=[multi_turn_base_1]",
+    args = ["eval", "--mode", "none", "benchmark.task_ids=[multi_turn_base_1]",
             *SMALL, "out_dir=run"]
     env = {**os.environ, "REME_CACHE_DIR": str(tmp_path / "cache")}
-    proc = subprocess.Popen(args, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = reme_popen(args, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     manifest = tmp_path / "run" / "manifest.json"
     deadline = time.time() + 180
     while time.time() < deadline and not (manifest.exists() and '"running"' in manifest.read_text()):
@@ -71,7 +71,7 @@ def test_embedded_server_crash_stops_the_run_in_one_line_and_the_rerun_records_t
     assert not (tmp_path / "run" / "trials.jsonl").exists() or not (tmp_path / "run" / "trials.jsonl").read_text()
     assert json.loads(manifest.read_text())["status"] == "interrupted"
 
-    again = subprocess.run(args, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    again = reme_process(args, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     assert again.returncode == 0, again.stderr[-2000:]
     run = tmp_path / "run"
     assert again.stdout.strip().splitlines()[-1] == "run"

@@ -7,7 +7,6 @@ JSON for the summarizer/judge. Embeddings (all-MiniLM-L6-v2) and faiss are real.
 import json
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -23,7 +22,7 @@ from reme_cli.methods.reme.method import deletable
 from reme_cli.methods.reme import scripted as reme_script  # ReMe's scripted answers (TEST DOUBLE)
 from reme_cli.bench.bfcl_scripted import BFCLReplayPolicy
 from reme_cli.testing.scripted_server import AgentAndSummarizerPolicy, ScriptedServer, ScriptedSummarizerPolicy
-from tests.conftest import REPO, reme_env, run_reme
+from tests.conftest import REPO, reme_env, reme_popen, reme_process, run_reme, scripted_popen
 
 CORRUPT = "multi_turn_base_2"  # fails until the retry is guided by what its failure taught
 # The paper's text (reflection lessons, one task after another), with a de-duplication loose
@@ -178,18 +177,18 @@ def _kill_when(proc, path: Path, lines: int, timeout: float = 180) -> None:
 def _kill_then_resume(workdir: Path, args: list[str], out: str, at: int, total: int) -> None:
     """Run ``args``, SIGKILL it once ``at`` units are recorded in ``out``, then run it again."""
     env = reme_env(workdir / ".reme_cache")
-    proc = subprocess.Popen(args, cwd=workdir, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = reme_popen(args, cwd=workdir, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     _kill_when(proc, workdir / out / "trials.jsonl", at)
     assert at <= len(_trials(workdir / out)) < total
-    done = subprocess.run(args, cwd=workdir, env=env, capture_output=True, text=True, timeout=300)
+    done = reme_process(args, cwd=workdir, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
 
 
 @pytest.fixture(scope="module")
 def slow_server():
     """A separate process with a delay, so a run can be killed mid-way."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "reme_cli.testing.scripted_server", "--policy", "bfcl-replay+summarizer",
+    proc = scripted_popen(
+        ["--policy", "bfcl-replay+summarizer",
          "--corrupt", CORRUPT, "--heal-on-retry", "--delay", "0.1"], stdout=subprocess.PIPE, text=True, cwd=REPO)
     url = proc.stdout.readline().strip()
 
@@ -201,7 +200,7 @@ def slow_server():
 
 
 def test_dynamic_resume_after_kill_matches_an_uninterrupted_run(workdir, base_pool, slow_server):
-    args = [sys.executable, "-m", "reme_cli.cli", "eval", "--mode", "dynamic",
+    args = ["eval", "--mode", "dynamic",
             *_args(slow_server, f"memory.pool={base_pool}", "benchmark.limit=4", "eval.runs=2", "eval.seeds=1",
                    "memory.deletion.alpha=2", *PAPER_TEXT, "llm.cache=false", "out_dir=dyn_killed")]
     _kill_then_resume(workdir, args, "dyn_killed", at=3, total=8)
@@ -230,7 +229,7 @@ def test_authors_protocol_with_four_workers_survives_kill_and_resume(workdir, ba
     SIGKILL mid-run and resumed: the failing task's first trial fails and its failure
     analysis guides the second, which is scored; every other task needs one trial; f/u
     equal what the records say was retrieved; the pool is the start plus the commit log."""
-    args = [sys.executable, "-m", "reme_cli.cli", "eval", "--mode", "dynamic",
+    args = ["eval", "--mode", "dynamic",
             *_args(slow_server, f"memory.pool={base_pool}", "benchmark.limit=8", "eval.runs=1", "eval.seeds=1",
                    "memory.top_k=2", "llm.cache=false", "out_dir=authors_killed")]
     _kill_then_resume(workdir, args, "authors_killed", at=3, total=8)
@@ -265,8 +264,8 @@ def test_authors_protocol_with_four_workers_survives_kill_and_resume(workdir, ba
     # pool left is the start's copy. Rerunning the finished run writes it again from the log.
     pool_dir = out / "streams" / "s0_r0" / "pool"
     (pool_dir / "experiences.jsonl").write_text((base_pool / "experiences.jsonl").read_text())
-    again = subprocess.run(args, cwd=workdir, capture_output=True, text=True, timeout=300,
-                           env=reme_env(workdir / ".reme_cache"))
+    again = reme_process(args, cwd=workdir, capture_output=True, text=True, timeout=300,
+                         env=reme_env(workdir / ".reme_cache"))
     assert again.returncode == 0, again.stderr[-2000:]
     def untimed(rows):  # a replay stamps its own update times
         return [{k: v for k, v in r.items() if k not in ("created_at", "updated_at")} for r in rows]
@@ -278,7 +277,7 @@ def test_experiment_scope_shares_one_pool_across_runs_and_resumes(workdir, base_
     """eval.scope=experiment: run 1 starts from the pool run 0 left."""
     common = [*_args(slow_server, f"memory.pool={base_pool}", "benchmark.limit=3", "eval.runs=2", "eval.seeds=1",
                      "memory.deletion.alpha=2", "eval.scope=experiment", *PAPER_TEXT)]
-    args = [sys.executable, "-m", "reme_cli.cli", "eval", "--mode", "dynamic", *common, "out_dir=exp_killed"]
+    args = ["eval", "--mode", "dynamic", *common, "out_dir=exp_killed"]
     env = reme_env(workdir / ".reme_cache")
     reme(workdir, "eval", "--mode", "dynamic", *common, "out_dir=exp_whole")
     whole = workdir / "exp_whole"
@@ -287,9 +286,9 @@ def test_experiment_scope_shares_one_pool_across_runs_and_resumes(workdir, base_
     assert {e["unit"].split("/")[1] for e in events} == {"r0", "r1"}
     by_pos = sorted(_trials(whole), key=lambda t: t["position"])
     assert [t["run"] for t in by_pos] == [0, 0, 0, 1, 1, 1]
-    proc = subprocess.Popen(args, cwd=workdir, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = reme_popen(args, cwd=workdir, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     _kill_when(proc, workdir / "exp_killed" / "trials.jsonl", 2)
-    done = subprocess.run(args, cwd=workdir, env=env, capture_output=True, text=True, timeout=300)
+    done = reme_process(args, cwd=workdir, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert len(_trials(workdir / "exp_killed")) == 6
     assert _pool_state(workdir / "exp_killed" / "streams" / "s0_r0" / "pool") == \
@@ -318,14 +317,14 @@ def test_build_pool_survives_junk_and_its_pool_serves_fixed_eval(workdir, server
 
 
 def test_build_pool_resume_after_kill(workdir, slow_server):
-    args = [sys.executable, "-m", "reme_cli.cli", "build-pool",
+    args = ["build-pool",
             *_args(slow_server, "benchmark.limit=3", "build.samples=3", "llm.cache=false",
                    "out_dir=built_killed")]
     env = reme_env(workdir / ".reme_cache")
-    proc = subprocess.Popen(args, cwd=workdir, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = reme_popen(args, cwd=workdir, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     _kill_when(proc, workdir / "built_killed" / "build" / "trials.jsonl", 3)
     assert not (workdir / "built_killed" / "pool").exists()
-    done = subprocess.run(args, cwd=workdir, env=env, capture_output=True, text=True, timeout=300)
+    done = reme_process(args, cwd=workdir, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     trials = _trials(workdir / "built_killed" / "build")
     assert len(trials) == len({t["unit"] for t in trials}) == 9

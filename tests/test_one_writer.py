@@ -20,7 +20,7 @@ import pytest
 from reme_cli.core.errors import UserError
 from reme_cli.run import lock as lock_mod
 from reme_cli.run.lock import DirLock, lock_path
-from tests.conftest import reme_env, run_reme, scripted_server_process
+from tests.conftest import reme_env, reme_popen, run_reme, scripted_server_process
 
 REPLAY = ["model=qwen3-8b", "embedding=minilm", "llm.model=replay", "llm.cache=false",
           "benchmark.release=current"]  # the replay server replays the pinned release's ground truth
@@ -40,8 +40,8 @@ def units(path: Path) -> list[str]:
 
 def start(tmp_path: Path, *args: str) -> subprocess.Popen:
     env = reme_env(tmp_path / "cache")
-    return subprocess.Popen([sys.executable, "-m", "reme_cli.cli", *args], cwd=tmp_path, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return reme_popen([*args], cwd=tmp_path, env=env,
+                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
 def wait_for(predicate, timeout: float = 120) -> None:

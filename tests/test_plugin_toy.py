@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from reme_cli.testing.scripted_server import ScriptedServer
-from tests.conftest import REPO
+from tests.conftest import REPO, reme_process
 
 PLUGIN = REPO / "tests" / "plugins" / "reme_toy"
 
@@ -46,8 +46,8 @@ def toy_server(site):
 def reme(site: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), str(REPO)]),
            "REME_CACHE_DIR": str(cwd / "cache")}
-    return subprocess.run([sys.executable, "-m", "reme_cli.cli", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=300)
+    return reme_process([*args], cwd=cwd, env=env,
+                        capture_output=True, text=True, timeout=300)
 
 
 def trials(run: Path) -> list[dict]:

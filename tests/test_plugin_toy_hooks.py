@@ -8,14 +8,13 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import urllib.request
 
 import pytest
 from rich.console import Console
 
 from reme_cli.core.errors import UserError
-from tests.conftest import REPO
+from tests.conftest import REPO, scripted_popen
 from tests.test_plugin_toy import reme, site, toy_server  # noqa: F401 - pytest fixtures
 
 
@@ -46,8 +45,8 @@ def test_pool_stats_and_show_read_a_toy_stream_through_its_describe(site, toy_se
 
 def test_the_scripted_server_answers_the_toy_prompt_from_the_plugins_script(site):  # noqa: F811
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), str(REPO)])}
-    server = subprocess.Popen([sys.executable, "-m", "reme_cli.testing.scripted_server", "--policy", "summarizer"],
-                              stdout=subprocess.PIPE, text=True, env=env)
+    server = scripted_popen(["--policy", "summarizer"],
+                            stdout=subprocess.PIPE, text=True, env=env)
     try:
         base_url = server.stdout.readline().strip()
 

@@ -11,7 +11,6 @@ failure when it sees a corrupted argument). Embeddings (all-MiniLM-L6-v2) and fa
 import json
 import shutil
 import subprocess
-import sys
 from dataclasses import asdict
 from pathlib import Path
 
@@ -22,7 +21,7 @@ from reme_cli.llm.embed import make_embedder
 from reme_cli.core.errors import UserError
 from reme_cli.methods.reasoningbank.items import ItemStore, Record
 from reme_cli.methods.reasoningbank.method import BUILD_LINES, ReasoningBankConfig
-from tests.conftest import reme_env, run_reme, run_reme_together, scripted_server_process, without_timing
+from tests.conftest import reme_env, reme_popen, run_reme, run_reme_together, scripted_server_process, without_timing
 from tests.test_memory_flow import _kill_when, _trials
 
 FAILS, FAILS_TRAINING = "multi_turn_base_2", "multi_turn_base_5"  # an eval and a training task that fail
@@ -147,9 +146,9 @@ def test_dynamic_mode_extracts_a_failure_item_after_a_failed_task(first_runs, bu
 def test_resume_after_kill_and_a_cached_rerun_equal_the_uninterrupted_run(first_runs, server):
     workdir = first_runs
     env = reme_env(workdir / ".reme_cache")
-    killed = subprocess.Popen([sys.executable, "-m", "reme_cli.cli", *_args(server, *DYNAMIC, "llm.cache=false",
-                                                                            "out_dir=dyn_killed")],
-                              cwd=workdir, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    killed = reme_popen([*_args(server, *DYNAMIC, "llm.cache=false",
+                                "out_dir=dyn_killed")],
+                        cwd=workdir, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     _kill_when(killed, workdir / "dyn_killed" / "trials.jsonl", 1)
     assert 1 <= len(_trials(workdir / "dyn_killed")) < 3
     run_reme_together((_args(server, *DYNAMIC, "llm.cache=true", "out_dir=dyn_cached"), workdir),

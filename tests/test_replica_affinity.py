@@ -7,14 +7,12 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import subprocess
-import sys
 from collections import defaultdict
 
 from reme_cli.llm.client import ChatClient, episode_affinity
 from reme_cli.bench.bfcl_scripted import BFCLReplayPolicy
 from reme_cli.testing.scripted_server import FixedPolicy, ScriptedServer
-from tests.conftest import REPO
+from tests.conftest import REPO, reme_process
 
 EPISODE = "x-episode"
 
@@ -89,8 +87,8 @@ def test_an_episode_moves_only_when_its_replica_fails():
 def test_a_run_keeps_each_episode_on_one_replica(tmp_path):
     with ScriptedServer(BFCLReplayPolicy(), delay=0.02) as a, ScriptedServer(BFCLReplayPolicy(), delay=0.02) as b:
         env = {**os.environ, "REME_CACHE_DIR": str(tmp_path / "cache"), "PYTHONPATH": str(REPO)}
-        proc = subprocess.run(
-            [sys.executable, "-m", "reme_cli.cli", "eval", "model=qwen3-8b", "embedding=minilm", "llm.model=replay",
+        proc = reme_process(
+            ["eval", "model=qwen3-8b", "embedding=minilm", "llm.model=replay",
              "llm.cache=false", f"llm.base_url=[{a.base_url},{b.base_url}]", "llm.concurrency=8",
              "benchmark.release=current", "benchmark.limit=6", "eval.runs=1", "eval.seeds=1", "out_dir=run"],
             cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)

@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -21,7 +19,7 @@ import pytest
 
 from reme_cli.bench.bfcl_scripted import BFCLReplayPolicy
 from reme_cli.testing.scripted_server import FaultPolicy, ScriptedServer, ScriptedSummarizerPolicy
-from tests.conftest import scripted_server_process
+from tests.conftest import reme_process, scripted_server_process
 
 REPLAY = ["model=qwen3-8b", "embedding=minilm", "llm.model=replay", "llm.cache=false", "eval.seeds=1",
           "benchmark.release=current"]  # the replay server replays the pinned release's ground truth
@@ -76,8 +74,8 @@ def test_a_server_that_hangs_up_trips_the_breaker_within_bounded_time(tmp_path):
     with scripted_server_process("--refuse-chat") as url:
         t0 = time.monotonic()
         # 50 units, 2 in flight: without the breaker each would retry for ~a minute.
-        proc = subprocess.run(
-            [sys.executable, "-m", "reme_cli.cli", "eval", *REPLAY, f"llm.base_url={url}", "benchmark.limit=25",
+        proc = reme_process(
+            ["eval", *REPLAY, f"llm.base_url={url}", "benchmark.limit=25",
              "eval.runs=2", "llm.concurrency=2", "out_dir=run"],
             cwd=tmp_path, env={**os.environ, "REME_CACHE_DIR": str(tmp_path / "cache")},
             capture_output=True, text=True, timeout=120)

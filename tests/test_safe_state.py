@@ -29,7 +29,7 @@ from reme_cli.methods.reme.experience import Experience
 from reme_cli.methods.reme.pool import Pool
 from reme_cli.bench.bfcl_scripted import BFCLReplayPolicy
 from reme_cli.testing.scripted_server import AgentAndSummarizerPolicy, ScriptedServer, ScriptedSummarizerPolicy
-from tests.conftest import run_reme, run_reme_together
+from tests.conftest import reme_popen, run_reme, run_reme_together
 
 REPLAY = ["model=qwen3-8b", "embedding=minilm", "llm.model=replay", "llm.cache=false",
           "benchmark.release=current"]  # the replay server replays the pinned release's ground truth
@@ -358,9 +358,9 @@ def test_a_report_out_that_is_a_link_is_written_through_and_the_link_kept(finish
 
 
 def test_two_reports_into_one_folder_do_not_mix(finished_run, tmp_path):
-    env_cmd = [sys.executable, "-m", "reme_cli.cli", "report", str(finished_run), "--out", "rep"]
-    procs = [subprocess.Popen([*env_cmd, *extra], cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                              text=True) for extra in ([], ["--table", "table3"])]
+    env_cmd = ["report", str(finished_run), "--out", "rep"]
+    procs = [reme_popen([*env_cmd, *extra], cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                        text=True) for extra in ([], ["--table", "table3"])]
     assert [p.wait(timeout=300) for p in procs] == [0, 0], [p.stderr.read() for p in procs]
     names = set(files_under(tmp_path / "rep"))
     plain = {"REME_REPORT", "report.md", "metrics.csv", "table_table1.csv"}

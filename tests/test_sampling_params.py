@@ -9,8 +9,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import subprocess
-import sys
 
 import pytest
 import yaml
@@ -22,7 +20,7 @@ from reme_cli.llm.embed import resolve_device
 from reme_cli.methods.summarizer import summarizer_settings
 from reme_cli.bench.bfcl_scripted import BFCLReplayPolicy
 from reme_cli.testing.scripted_server import FixedPolicy, Reply, ScriptedServer
-from tests.conftest import REPO
+from tests.conftest import REPO, reme_process
 
 FILTERS = ("temperature", "top_p", "top_k", "min_p", "max_tokens")
 UNSENT = {"top_p": None, "top_k": None, "min_p": None, "max_tokens": None}
@@ -78,8 +76,8 @@ class ThinkingReplay(BFCLReplayPolicy):
 
 def run_replay(tmp_path, srv, *extra: str, out: str = "run") -> list[dict]:
     env = {**os.environ, "REME_CACHE_DIR": str(tmp_path / "cache"), "PYTHONPATH": str(REPO)}
-    proc = subprocess.run(
-        [sys.executable, "-m", "reme_cli.cli", "eval", "model=qwen3-8b", "embedding=minilm", "llm.model=replay",
+    proc = reme_process(
+        ["eval", "model=qwen3-8b", "embedding=minilm", "llm.model=replay",
          f"llm.base_url={srv.base_url}", "benchmark.release=current", "benchmark.task_ids=[multi_turn_base_0]",
          "eval.runs=1", "eval.seeds=1", *extra, f"out_dir={out}"],
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)

@@ -15,7 +15,6 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import threading
 import urllib.error
 import urllib.request
@@ -29,7 +28,7 @@ from reme_cli.testing.scripted_server import AgentAndSummarizerPolicy, ScriptedS
 from reme_cli.view.api import answer
 from reme_cli.view.runs import Catalog
 from reme_cli.view.server import ViewServer
-from tests.conftest import REPO, run_reme, script_module
+from tests.conftest import REPO, reme_popen, run_reme, script_module
 
 CORRUPT = "multi_turn_base_2"
 LABELS = ("none", "fixed", "dynamic")
@@ -245,8 +244,8 @@ def test_the_server_only_reads_and_only_for_loopback_names(served, suite):
 
 def test_reme_view_serves_until_interrupted(suite):
     """The command as a user runs it: the URL on stdout, the page served, Ctrl-C ends it cleanly."""
-    proc = subprocess.Popen([sys.executable, "-m", "reme_cli.cli", "view", str(suite)], cwd=REPO,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = reme_popen(["view", str(suite)], cwd=REPO,
+                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         url = proc.stdout.readline().strip()
         assert url.startswith("http://127.0.0.1:")
