@@ -33,7 +33,7 @@ import threading
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-_STATUS = struct.Struct("!i")
+_INT = struct.Struct("!i")  # on the socket to a test: the child's pid, then its wait status
 
 # What the server imports before forking: what reme's commands import, except what reads
 # the environment or the home folder when imported (matplotlib's cache, LangMem's
@@ -46,13 +46,13 @@ _WARM_SKIP = ("reme_cli.methods.langmem", "reme_cli.report.plots", "reme_cli.ben
 def _warm_up() -> dict[str, str]:
     """Import reme's modules; the variables reme set for itself while importing (e.g.
     BFCL_PROJECT_ROOT), which each child sets again over its own environment."""
+    import gc
     import importlib
     import pkgutil
 
     import reme_cli
-    from reme_cli.core.environ import own_names
-
     from reme_cli.core.config import compose
+    from reme_cli.core.environ import own_names
 
     before = own_names()
     for info in pkgutil.walk_packages(reme_cli.__path__, "reme_cli."):
@@ -61,8 +61,6 @@ def _warm_up() -> dict[str, str]:
     compose([])  # Hydra's own lazy imports
     # The warmed objects are never collected: a child's collections then leave their pages
     # shared instead of copying them.
-    import gc
-
     gc.freeze()
     return {name: os.environ[name] for name in own_names() - before if name in os.environ}
 
@@ -88,7 +86,11 @@ def _serve(path: str) -> tuple[dict, list[int], dict[str, str]] | None:
                 os._exit(0)
             if key.data == "accept":
                 conn, _ = listener.accept()
-                request, fds = _receive(conn)
+                try:
+                    request, fds = _receive(conn)
+                except (EOFError, OSError, ValueError):  # a test that hung up mid-request: not ours to die of
+                    conn.close()
+                    continue
                 pid = os.fork()
                 if pid == 0:  # every descriptor of the server's closes: the child has its own three
                     for other in list(sel.get_map().values()):
@@ -103,7 +105,7 @@ def _serve(path: str) -> tuple[dict, list[int], dict[str, str]] | None:
                     return request, fds, own
                 for fd in fds:
                     os.close(fd)
-                conn.sendall(_STATUS.pack(pid))
+                conn.sendall(_INT.pack(pid))
                 sel.register(os.pidfd_open(pid), selectors.EVENT_READ, (pid, conn))
             else:  # a child ended: its status to the test that started it
                 pid, conn = key.data
@@ -111,7 +113,7 @@ def _serve(path: str) -> tuple[dict, list[int], dict[str, str]] | None:
                 os.close(key.fd)
                 _, status = os.waitpid(pid, 0)
                 try:
-                    conn.sendall(_STATUS.pack(status))
+                    conn.sendall(_INT.pack(status))
                 except OSError:
                     pass
                 conn.close()
@@ -142,14 +144,13 @@ def _become(request: dict, fds: list[int], own: dict[str, str]) -> None:
     signal.signal(signal.SIGINT, signal.default_int_handler)
     for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGCHLD):
         signal.signal(sig, signal.SIG_DFL)
+    # The test's streams; stdin, unless given, is empty (not the server's).
     streams = dict(zip(request["streams"], fds))
-    for target in (0, 1, 2):
-        fd = streams.get(target)
-        if fd is None and target == 0:
-            fd = os.open(os.devnull, os.O_RDONLY)
-        if fd is not None:
-            os.dup2(fd, target)
-    for fd in set(fds):
+    if 0 not in streams:
+        streams[0] = os.open(os.devnull, os.O_RDONLY)
+    for target, fd in streams.items():
+        os.dup2(fd, target)
+    for fd in set(streams.values()):
         if fd > 2:
             os.close(fd)
     os.chdir(request["cwd"])
@@ -275,7 +276,7 @@ class Popen(subprocess.Popen):
         try:
             conn.connect(_the_server().path)
             socket.send_fds(conn, [json.dumps(request).encode() + b"\n"], list(given.values()))
-            self.pid = _STATUS.unpack(_recv_exact(conn, _STATUS.size))[0]
+            self.pid = _INT.unpack(_recv_exact(conn, _INT.size))[0]
         except BaseException:
             conn.close()
             raise
@@ -299,13 +300,13 @@ class Popen(subprocess.Popen):
                 return True
             self._status.settimeout(timeout)
             try:
-                data = _recv_exact(self._status, _STATUS.size)
+                data = _recv_exact(self._status, _INT.size)
             except (TimeoutError, BlockingIOError):
                 return False
             except (EOFError, OSError):  # the server died: the child's status is lost with it
                 self.returncode = -signal.SIGKILL
             else:
-                self.returncode = os.waitstatus_to_exitcode(_STATUS.unpack(data)[0])
+                self.returncode = os.waitstatus_to_exitcode(_INT.unpack(data)[0])
             self._status.close()
             return True
 

@@ -101,8 +101,8 @@ def test_live_offline_adaptation_retries_a_failing_task_with_its_reflection_and_
     reflection. Killed after its first task, the rerun finishes the same playbook."""
     build = ["build-pool", "benchmark.limit=3", "llm.cache=false", *SCRIPTED, f"llm.base_url={server}"]
     env = reme_env(workdir / ".reme_cache")
-    killed = reme_popen([*build, "out_dir=live_killed"], cwd=workdir,
-                        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    killed = reme_popen([*build, "out_dir=live_killed"], cwd=workdir, env=env, stdout=subprocess.DEVNULL,
+                        stderr=subprocess.PIPE)
     _kill_when(killed, workdir / "live_killed" / "build" / "trials.jsonl", 1)
     assert 1 <= len(_trials(workdir / "live_killed" / "build")) < 3
     run_reme_together(([*build, "out_dir=live"], workdir), ([*build, "out_dir=live_killed"], workdir), check=True)
@@ -242,8 +242,7 @@ def test_resume_after_kill_equals_an_uninterrupted_run_and_a_cached_rerun_is_ide
     env = reme_env(workdir / ".reme_cache")
 
     def start(*args: str) -> subprocess.Popen:
-        return reme_popen([*args], cwd=workdir, env=env,
-                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        return reme_popen(args, cwd=workdir, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
     whole = start(*common, "out_dir=whole")
     again = start(*_eval_args(server, "dynamic", "planted_dyn_again", "memory.pool=planted", "benchmark.limit=1"))

@@ -312,9 +312,7 @@ def wait_for(check, timeout: float):
 def test_ctrl_c_and_sigterm_end_a_looping_step_at_once(toy_world, tmp_path, payloads, sig):
     payloads.by_unit = {("toy0001_1", 0): [LOOP]}
     env = {**os.environ, "REME_CACHE_DIR": str(tmp_path / "cache")}
-    proc = reme_popen([*aw_eval(toy_world, payloads.url, "eval.runs=1",
-                                "benchmark.task_ids=[toy0001_1]",
-                                "out_dir=run")],
+    proc = reme_popen(aw_eval(toy_world, payloads.url, "eval.runs=1", "benchmark.task_ids=[toy0001_1]", "out_dir=run"),
                       cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         # The episode's process: the supervisor's child, spinning in the model's loop.

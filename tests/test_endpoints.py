@@ -68,8 +68,7 @@ def stand_ins_running(tmp_path: Path) -> list[str]:
 
 
 def reme_cli(tmp_path: Path, env: dict, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
-    return reme_process([*args], cwd=tmp_path, env=env,
-                        capture_output=True, text=True, timeout=timeout)
+    return reme_process(args, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=timeout)
 
 
 def test_a_gpu_model_config_without_base_url_starts_and_stops_vllm(tmp_path):
@@ -122,8 +121,8 @@ def test_pick_replica_prefers_the_least_loaded_replica_that_is_up():
 
 def test_two_replicas_share_the_load_and_a_run_survives_one_dying(tmp_path):
     with ScriptedServer(BFCLReplayPolicy(), delay=0.05) as a:
-        other = scripted_popen(["--policy",
-                                "bfcl-replay", "--delay", "0.05"], stdout=subprocess.PIPE, text=True, cwd=REPO)
+        other = scripted_popen(["--policy", "bfcl-replay", "--delay", "0.05"], stdout=subprocess.PIPE, text=True,
+                               cwd=REPO)
         try:
             b_url = other.stdout.readline().strip()
             env = {**os.environ, "REME_CACHE_DIR": str(tmp_path / "cache")}

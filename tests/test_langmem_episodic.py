@@ -165,8 +165,7 @@ def test_dynamic_mode_adds_after_a_success_and_not_after_a_failure(workdir, serv
 
 
 def test_dynamic_resume_after_kill_matches_an_uninterrupted_run(workdir, built):
-    proc = scripted_popen(["--policy",
-                           "bfcl-replay+summarizer", "--corrupt", FAILS, FAILS_TRAINING, "--delay", "0.05"],
+    proc = scripted_popen(["--policy", "bfcl-replay+summarizer", "--corrupt", FAILS, FAILS_TRAINING, "--delay", "0.05"],
                           stdout=subprocess.PIPE, text=True, cwd=REPO)
     url = proc.stdout.readline().strip()
     try:

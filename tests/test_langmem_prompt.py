@@ -198,8 +198,8 @@ def test_cached_dynamic_run_replays_identically(workdir, server):
 @pytest.fixture(scope="module")
 def slow_url():
     """A separate process with a delay, so a run can be killed mid-way."""
-    proc = scripted_popen(["--policy",
-                           "bfcl-replay+summarizer", "--delay", "0.05"], stdout=subprocess.PIPE, text=True, cwd=REPO)
+    proc = scripted_popen(["--policy", "bfcl-replay+summarizer", "--delay", "0.05"], stdout=subprocess.PIPE, text=True,
+                          cwd=REPO)
     yield proc.stdout.readline().strip()
     proc.kill()
     proc.wait()
