@@ -406,7 +406,8 @@ def pytest_runtest_protocol(item, nextitem):
     cpu = sum(getattr(t1, k) - getattr(t0, k) for k in ("user", "system", "children_user", "children_system"))
     with open(log, "a") as f:
         f.write(json.dumps({"test": item.nodeid, "cpu": round(cpu, 2), "host": round(_host_busy() - h0, 2),
-                            "wall": round(time.monotonic() - w0, 2)}) + "\n")
+                            "wall": round(time.monotonic() - w0, 2), "end": round(time.time(), 1),
+                            "worker": os.environ.get("PYTEST_XDIST_WORKER", "")}) + "\n")
 
 
 def _host_busy() -> float:

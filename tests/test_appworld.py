@@ -73,6 +73,18 @@ def test_gold_solutions_score_100_and_a_wrong_one_fails_exactly_its_task(reme, t
     assert still_running(seen) == []  # ... every one stopped at exit
 
 
+def test_the_appworld_venv_holds_bytecode_for_every_app():
+    # `appworld install` unpacks the apps' sources with no bytecode, and the sandbox mounts the
+    # venv read-only: without what `reme appworld setup` compiles, every supervisor and
+    # evaluator would compile 1.1 MB of apps again when it starts.
+    from reme_cli.bench.appworld import default_venv
+
+    sources = list(default_venv().glob("lib/python3*/site-packages/appworld/apps/**/*.py"))
+    assert len(sources) > 50
+    missing = [str(p) for p in sources if not list(p.parent.glob(f"__pycache__/{p.stem}.*.pyc"))]
+    assert missing == []
+
+
 def test_missing_data_is_one_line_with_the_download_command(reme, tmp_path):
     proc = reme("eval", "benchmark=appworld", f"benchmark.data_dir={tmp_path / 'nowhere'}", "out_dir=run")
     assert proc.returncode == 2
