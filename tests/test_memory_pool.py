@@ -531,8 +531,9 @@ def test_pool_import_lists_the_bundled_pools_and_needs_a_source(reme) -> None:
 
 def test_the_bundled_model_loads_when_it_first_embeds_and_not_for_cached_texts(tmp_path: Path) -> None:
     """A run whose texts are all in the embedding cache (a resume, a rerun) never imports
-    sentence-transformers (~9 s of CPU); the first text not in it loads the model. In a fresh
-    process: this one has imported it already."""
+    sentence-transformers or torch (~9 s of CPU), not even to choose the default device
+    (``auto``); the first text not in it loads the model. In a fresh process: this one has
+    imported them already."""
     import subprocess
     import sys
     import textwrap
@@ -540,8 +541,8 @@ def test_the_bundled_model_loads_when_it_first_embeds_and_not_for_cached_texts(t
     child = textwrap.dedent(f"""
         import sys
         from reme_cli.llm.embed import make_embedder
-        emb = make_embedder({{"model": "all-MiniLM-L6-v2", "device": "cpu", "cache_dir": {str(tmp_path)!r}}})
-        assert "sentence_transformers" not in sys.modules  # nothing embedded yet
+        emb = make_embedder({{"model": "all-MiniLM-L6-v2", "cache_dir": {str(tmp_path)!r}}})
+        assert "sentence_transformers" not in sys.modules and "torch" not in sys.modules  # nothing embedded yet
         emb.embed(["list the files", "move a file"])
         assert "sentence_transformers" in sys.modules  # a miss: the model loaded
     """)
@@ -550,9 +551,10 @@ def test_the_bundled_model_loads_when_it_first_embeds_and_not_for_cached_texts(t
     cached = textwrap.dedent(f"""
         import sys
         from reme_cli.llm.embed import make_embedder
-        emb = make_embedder({{"model": "all-MiniLM-L6-v2", "device": "cpu", "cache_dir": {str(tmp_path)!r}}})
+        emb = make_embedder({{"model": "all-MiniLM-L6-v2", "cache_dir": {str(tmp_path)!r}}})
         emb.embed(["move a file", "list the files"])
         assert "sentence_transformers" not in sys.modules, "cached texts loaded the model"
+        assert "torch" not in sys.modules, "cached texts imported torch"
         vecs = emb.embed(["a text not seen before"])
         print(emb.dim, vecs.shape, "sentence_transformers" in sys.modules, emb.hits, emb.misses)
     """)

@@ -81,7 +81,7 @@ class SentenceTransformerEmbedder:
 
     @classmethod
     def from_config(cls, cfg: Mapping[str, Any]) -> SentenceTransformerEmbedder:
-        inner = cls(cfg.get("model", BUNDLED_MINILM), device=resolve_device(cfg.get("device", "auto")),
+        inner = cls(cfg.get("model", BUNDLED_MINILM), device=cfg.get("device", "auto"),
                     batch_size=int(cfg.get("batch_size", 32)))
         dim = cfg.get("dim")
         if dim is not None and int(dim) != inner.dim:
@@ -116,7 +116,10 @@ class SentenceTransformerEmbedder:
             from transformers.utils import logging as hf_logging
 
             hf_logging.disable_progress_bar()
-            loaded = SentenceTransformer(self._source, device=self._device, local_files_only=self._bundled)
+            # The device is asked of torch only now: importing it is most of the cost the
+            # lazy load saves.
+            loaded = SentenceTransformer(self._source, device=resolve_device(self._device),
+                                         local_files_only=self._bundled)
         except Exception as exc:  # any loader failure means the same fix for the user
             raise UserError(
                 f"cannot load embedding model {self._given!r} ({_first_line(exc)}); download it first "
