@@ -353,9 +353,10 @@ def still_running(seen: dict[int, tuple[str, str]]) -> list[str]:
 
 
 def run_watched(args: list[str], cwd: Path, env: dict | None = None, timeout: float = 600,
-                every: float = 0.3) -> tuple[subprocess.CompletedProcess, dict[int, tuple[str, str]]]:
+                every: float = 0.3, watch=None) -> tuple[subprocess.CompletedProcess, dict[int, tuple[str, str]]]:
     """``run_reme``, also returning every descendant the run had while it ran (sampled), to
-    check afterwards that none outlived it (``still_running``)."""
+    check afterwards that none outlived it (``still_running``); ``watch(pid)``, when given,
+    is called with each live descendant's pid at each sample."""
     full_env = {**os.environ, **_run_env(args, cwd, env)}
     proc = reme_popen(args, cwd=cwd, env=full_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     seen: dict[int, tuple[str, str]] = {}
@@ -363,7 +364,10 @@ def run_watched(args: list[str], cwd: Path, env: dict | None = None, timeout: fl
 
     def sample() -> None:
         while not done.is_set():
-            seen.update(descendants(proc.pid))
+            now = descendants(proc.pid)
+            seen.update(now)
+            for pid in now if watch else ():
+                watch(pid)
             time.sleep(every)
 
     sampler = threading.Thread(target=sample, daemon=True)

