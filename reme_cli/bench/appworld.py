@@ -64,7 +64,9 @@ class AppWorldConfig(BenchmarkConfig):
     timeout: float = 100.0  # seconds per step (AppWorld's own execute default)
     # What one episode may use; a bound that is hit ends the episode with its stop reason.
     episode_timeout: float = 300.0  # seconds of the model's code per episode, all steps together
-    memory_mb: int = 2048  # address space the model's code may add to the opened world
+    # memory the model's code may hold: what it adds to the opened world's address space and
+    # what it writes to its scratch space (a tmpfs of disk_mb) together
+    memory_mb: int = 2048
     disk_mb: int = 128  # what an episode may write (the world's outputs included)
     max_threads: int = 64  # processes and threads in the sandbox (new processes end the episode)
     output_chars: int = 100_000  # of a step's output, kept and shown to the model
@@ -82,6 +84,9 @@ class AppWorldConfig(BenchmarkConfig):
                                           "prompt_family": {DEFAULT_PROMPT_FAMILY, "appworld"}},
                       {"limit": 1, "max_interactions": 1, "timeout": 1, "workers": 1, "episode_timeout": 1,
                        "memory_mb": 64, "disk_mb": 8, "max_threads": 8, "output_chars": 1000})
+        if self.memory_mb - self.disk_mb < 64:
+            raise UserError(f"benchmark.memory_mb ({self.memory_mb}) must exceed benchmark.disk_mb ({self.disk_mb}) "
+                            "by at least 64: an episode's scratch space is memory (a tmpfs) and counts against it")
         bad = [t for t in self.task_ids or [] if not TASK_ID.fullmatch(str(t))]
         if bad:
             raise UserError(f"benchmark.task_ids: {bad[0]!r} is not an AppWorld task id (they look like 82e2fac_1)")
@@ -175,7 +180,10 @@ class AppWorldBenchmark:
                 processes.close()
                 raise
             self.sandbox_detail = {"binary": binary.path, "source": binary.source, "version": binary.version,
-                                   "uid": sandbox.SANDBOX_UID, "limits": {
+                                   "uid": sandbox.SANDBOX_UID,
+                                   # the host uid it maps to: reme's own, or as root one of its own per sandbox
+                                   "host_uid": f"{sandbox.HOST_UID_BASE}+" if sandbox.as_root() else os.getuid(),
+                                   "limits": {
                                        k: getattr(self.cfg, k) for k in ("timeout", "episode_timeout", "memory_mb",
                                                                          "disk_mb", "max_threads", "output_chars")}}
         self._processes = processes
@@ -239,6 +247,7 @@ class AppWorldEnv:
         self._busy = False  # a call in flight (cancelled by Ctrl-C: the supervisor is killed)
         self._ended: str | None = None  # the limit that ended the episode
         self._closed_episode = False
+        self._dirty = False  # the supervisor could not make the next episode's layout: replace it
         self._released = False
 
     async def _call(self, method: str, params: dict[str, Any] | None = None, timeout: float = 60.0) -> Any:
@@ -285,8 +294,7 @@ class AppWorldEnv:
     async def evaluate(self) -> Outcome:
         """End the episode (its process is killed, its saved world handed back), then
         AppWorld's evaluation of that world, where model code never ran."""
-        closed = await self._call("close", timeout=120)
-        self._closed_episode = True
+        closed = await self._close_episode()
         state = closed.get("state") or {}
         try:
             result = await self.processes.evaluate(self.task.id, self.experiment, state)
@@ -312,17 +320,25 @@ class AppWorldEnv:
             self._healthy = False
         elif self._healthy and not self._closed_episode:
             try:
-                await self._call("close", timeout=120)
+                await self._close_episode()
             except WorkerCrashed:
                 pass
-        self.processes.release(self.worker, self._healthy)
+        self.processes.release(self.worker, self._healthy, retire=self._dirty)
+
+    async def _close_episode(self) -> dict[str, Any]:
+        closed = await self._call("close", timeout=120)
+        self._closed_episode = True
+        self._dirty = closed.get("clean") is not True
+        return closed
 
 
 _LIMITS = ("time", "memory", "processes", "disk", "output", "crashed")
 
 
 def _cut(text: str, limit: int) -> str:
-    """reme's own cap on what a worker says (the worker cuts first, marker included)."""
+    """reme's own cap on what a worker says (the worker cuts first, marker included), with
+    what UTF-8 cannot hold (a lone surrogate) escaped, as the worker does."""
+    text = text.encode("utf-8", "backslashreplace").decode("utf-8")
     if len(text) <= limit + 64:
         return text
     return text[:limit] + f"\n[truncated {len(text) - limit} chars]"

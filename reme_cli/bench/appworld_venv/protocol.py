@@ -118,6 +118,13 @@ class LineReader:
             raise Broken("format", "not a JSON line") from None
 
 
+def printable(text):
+    """``text`` with what UTF-8 cannot hold (a lone surrogate, from ``print('\\udcff')``)
+    written as its backslash escape: AppWorld writes each step to its log, and every reader
+    after it encodes as UTF-8."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 MARKER_ROOM = 64  # a cut text may exceed its limit by its marker; cutting it again changes nothing
 
 

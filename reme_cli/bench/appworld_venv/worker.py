@@ -14,7 +14,10 @@ program owns (in the sandbox a size-limited tmpfs, with the task data's ``base_d
            time; answers output (cut to ``limits.output_chars``), whether the task is done,
            and which limit the step hit, if any
   close    end the episode: kill its process (and, in the sandbox, every process it left),
-           hand back the world's saved state (its ``dbs/``) and wipe everything it wrote
+           hand back the world's saved state (its ``dbs/``) and wipe everything it could
+           write (all of ``APPWORLD_ROOT`` but the task data's read-only folders, and in the
+           sandbox ``/dev/shm``); ``clean`` says whether that left exactly the empty layout
+           the next episode starts from (if not, reme replaces this supervisor)
 
 The supervisor holds no secret and no other task's data; the episode's process cannot
 signal or trace it (the filter), and its replies are read with a size cap.
@@ -27,15 +30,19 @@ import resource
 import shutil
 import signal
 import socket
+import stat
 import sys
 import time
 
 import protocol
 
 SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
+KEPT = ("data/base_dbs", "data/api_docs")  # the task data, read-only (in the sandbox, its mounts)
+EMPTY = ("experiments", "data/tasks", "tmp")  # what each episode starts with, empty
 STEP_GRACE_S = 5.0  # past AppWorld's own alarm, before the step's process is killed
 STATE_CAP = 64 << 20  # bytes of saved state handed back (a world's changes are KBs)
 DISK_FULL = 256 << 10  # free bytes under which the scratch space counts as full
+MAX_FILES = 256  # open files per episode
 
 
 def warm_up():
@@ -50,6 +57,7 @@ class Supervisor:
     def __init__(self, root, confine):
         self.root = root
         self.confine = confine  # in the sandbox: filter, sweep every leftover process
+        self.kept = {}  # the task data's folders under root: path -> (device, inode) at warm-up
         self.child = None  # (pid, fd, reader)
         self.task_id = None
         self.experiment = None
@@ -106,15 +114,50 @@ class Supervisor:
         return {"output": answer["output"], "done": bool(answer.get("done")), "hit": answer.get("cut"),
                 "ended": False}
 
+    def start(self):
+        """The layout every episode starts from: the task data's folders (kept) and empty
+        ``experiments``, ``data/tasks`` and ``tmp``."""
+        for sub in KEPT:
+            info = os.lstat(os.path.join(self.root, sub))
+            self.kept[sub] = (info.st_dev, info.st_ino)
+        for sub in EMPTY:
+            os.makedirs(os.path.join(self.root, sub), exist_ok=True)
+
     def close(self):
         self._stop_child()
         if self.confine:
             _sweep()
         state = self._state()
-        for sub in ("experiments", "data/tasks", "tmp"):
-            _wipe(os.path.join(self.root, sub))
         self.task_id = self.experiment = None
-        return {"state": state, "hit": self.hit}
+        return {"state": state, "hit": self.hit, "clean": self._wipe()}
+
+    def _wipe(self):
+        """Everything the episode could write removed and the layout made again; whether
+        that left exactly the layout, with the same task data folders."""
+        data = os.path.join(self.root, "data")
+        try:
+            _empty(self.root, keep={data})
+            _empty(data, keep={os.path.join(self.root, sub) for sub in self.kept})
+            if self.confine:
+                _empty("/dev/shm")  # the sandbox's own tmpfs (on the host: the host's, never touched)
+            for sub in EMPTY:
+                os.mkdir(os.path.join(self.root, sub))
+            return self._is_fresh()
+        except (OSError, RecursionError):
+            return False
+
+    def _is_fresh(self):
+        folders = {sub: set() for sub in EMPTY}
+        folders[""] = {"data", *(sub for sub in EMPTY if "/" not in sub)}
+        folders["data"] = {sub.split("/")[1] for sub in (*KEPT, *EMPTY) if sub.startswith("data/")}
+        for sub, names in folders.items():
+            path = os.path.join(self.root, sub)
+            if not stat.S_ISDIR(os.lstat(path).st_mode) or set(os.listdir(path)) != names:
+                return False
+        if self.confine and os.listdir("/dev/shm"):
+            return False
+        return all((info.st_dev, info.st_ino) == ident
+                   for sub, ident in self.kept.items() for info in [os.lstat(os.path.join(self.root, sub))])
 
     # ------------------------------------------------------------------ the episode's process
     def _answer(self, deadline):
@@ -189,8 +232,6 @@ class Supervisor:
 
 
 def _is_regular(fd):
-    import stat
-
     return stat.S_ISREG(os.fstat(fd).st_mode)
 
 
@@ -224,23 +265,26 @@ def _sweep():
         time.sleep(0.01)
 
 
-def _wipe(path):
-    """Everything under ``path`` (made by the episode, which may have taken write access
-    away from its own directories), leaving ``path`` empty."""
+def _empty(folder, keep=()):
+    """Remove everything in ``folder`` but the paths in ``keep`` (the episode made it, and
+    may have taken write access away from its own directories); raises if it cannot."""
 
     def unlock(func, p, exc):
-        try:
-            os.chmod(os.path.dirname(p), 0o700)
+        os.chmod(os.path.dirname(p), 0o700)
+        if not os.path.islink(p):
             os.chmod(p, 0o700)
-        except OSError:
-            pass
         func(p)
 
-    if os.path.islink(path) or (os.path.exists(path) and not os.path.isdir(path)):
-        os.unlink(path)  # a link or file the episode put in a folder's place
-    elif os.path.isdir(path):
-        shutil.rmtree(path, onerror=unlock)
-    os.makedirs(path, exist_ok=True)
+    if not os.access(folder, os.R_OK | os.W_OK | os.X_OK):
+        os.chmod(folder, 0o755)
+    for name in os.listdir(folder):
+        path = os.path.join(folder, name)
+        if path in keep and os.path.isdir(path) and not os.path.islink(path):
+            continue
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path, onerror=unlock)
+        else:
+            os.unlink(path)  # a file or a link (never followed)
 
 
 # ---------------------------------------------------------------------- the episode's process
@@ -286,6 +330,8 @@ def _open_world(task_id, experiment, limits):
             return _Capped(super().__enter__(), cap)
 
     environment.capture_output = CappedCapture
+    trace = environment.get_stack_trace_from_exception  # an error's message is output too
+    environment.get_stack_trace_from_exception = lambda *args, **kwargs: protocol.printable(trace(*args, **kwargs))
     return environment.AppWorld(task_id=task_id, experiment_name=experiment, load_ground_truth=False,
                                 timeout_seconds=max(1, int(limits["step_seconds"])))
 
@@ -298,7 +344,7 @@ class _Capped:
 
     @property
     def stdout(self):
-        text = self._captured.stdout
+        text = protocol.printable(self._captured.stdout)
         short = protocol.cut(text, self._cap)
         _Capped.cut = _Capped.cut or short is not text
         return short
@@ -310,9 +356,14 @@ def _limit_self(limits, confine):
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     memory = size + limits["memory_bytes"]  # what the model's code may add to the opened world
     resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+    # What the kernel holds per open file (a socket's buffers) is outside the address space:
+    # few files (an episode uses ~20), few such buffers.
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    files = MAX_FILES if hard == resource.RLIM_INFINITY else min(MAX_FILES, hard)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (files, files))
     if confine:
-        # Counted per user namespace and uid: this sandbox's processes and threads. (It does
-        # not bind a real uid 0; the filter's ban on new processes does.)
+        # Counted per user namespace and uid: this sandbox's processes and threads (reme as
+        # root runs it as an unprivileged host uid of its own, so it binds there too).
         resource.setrlimit(resource.RLIMIT_NPROC, (limits["max_threads"], limits["max_threads"]))
         import seccomp
 
@@ -322,10 +373,12 @@ def _limit_self(limits, confine):
 def _step(world, code, limits):
     _Capped.cut = False
     try:
-        output = world.execute(code)
+        output = world.execute(protocol.printable(code))
     except OSError as exc:  # AppWorld saves the world after every step: a full scratch space
         hit = "disk" if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG) else None
         return {"output": f"Execution failed. Traceback:\n{type(exc).__name__}: {exc}", "hit": hit}
+    except UnicodeError as exc:  # text AppWorld could not log that the patches above missed
+        return {"output": protocol.printable(f"Execution failed. Traceback:\n{type(exc).__name__}: {exc}")}
     except MemoryError:
         return {"output": "Execution failed. Traceback:\nMemoryError", "hit": "memory"}
     result = getattr(world.shell, "last_execution_result", None)
@@ -356,8 +409,7 @@ def main():
 
     def hello():
         warm_up()  # the first request waits for it; reme's channel is open meanwhile
-        for sub in ("experiments", "data/tasks", "tmp"):
-            os.makedirs(os.path.join(root, sub), exist_ok=True)
+        supervisor.start()
         return {"pid": os.getpid()}
 
     try:
