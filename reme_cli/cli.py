@@ -122,6 +122,8 @@ def _expand(overrides: list[str], multirun: bool) -> list[list[str]]:
 
 
 def _raise_interrupted(signum: int, frame: object) -> None:
+    if signum == signal.SIGTERM:  # asked once: a repeat (see runner.on_signals) must not cut the unwinding
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
     raise Interrupted(signum)
 
 

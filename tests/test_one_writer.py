@@ -190,3 +190,23 @@ def test_sigterm_during_a_dynamic_run_then_resume(tmp_path, slow_url):
     args = ("eval", "--mode", "dynamic", *REPLAY, f"llm.base_url={slow_url}", "memory.pool=pool",
             "benchmark.limit=4", "eval.runs=2", "eval.seeds=1", "llm.concurrency=2", "out_dir=run")
     _sigterm_then_resume(tmp_path, args, tmp_path / "run", tmp_path / "run" / "trials.jsonl", 8)
+
+
+def test_sigterm_sent_again_while_the_run_stops_still_leaves_interrupted(tmp_path, slow_url):
+    """A joblib suite killed with -9 sends each job its parent-death SIGTERM once per thread
+    of the suite that exits (measured: 1 to 3, as the threads die): a repeat that arrives
+    while the job records its stop must not cut that short (test_stopping_a_joblib_suite_
+    stops_its_jobs[9] found "running" left behind). Here the repeats come every 2 ms until
+    the run is gone."""
+    args = ("eval", *REPLAY, f"llm.base_url={slow_url}", "benchmark.limit=6", "eval.runs=2", "eval.seeds=1",
+            "out_dir=run")
+    proc = start(tmp_path, *args)
+    wait_for(lambda: len(units(tmp_path / "run" / "trials.jsonl")) >= 1)
+    deadline = time.monotonic() + 30
+    while proc.poll() is None and time.monotonic() < deadline:  # again and again until it is gone
+        proc.send_signal(signal.SIGTERM)
+        time.sleep(0.002)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143, (proc.returncode, err[-2000:])
+    assert "Traceback" not in err and "rerun the same command to resume" in err
+    assert json.loads((tmp_path / "run" / "manifest.json").read_text())["status"] == "interrupted"

@@ -36,16 +36,23 @@ STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 @contextlib.contextmanager
 def on_signals(callback: Callable[[int], None]) -> Iterator[None]:
     """Call ``callback(signum)`` on the first SIGINT or SIGTERM inside the running loop; a
-    second one gets the default action (exit at once). Earlier handlers come back after."""
+    second Ctrl-C gets the default action (exit at once). Earlier handlers come back after,
+    but SIGTERM's once a stop began: it stays ignored while the stop is recorded and the run
+    unwinds. A stop is asked for once; a dying parent sends its parent-death SIGTERM again
+    for each of its threads that exits (a joblib suite's), and a repeat killing the run
+    midway would leave its manifest saying "running"."""
     loop = asyncio.get_running_loop()
     previous = {sig: signal.getsignal(sig) for sig in STOP_SIGNALS}
     installed = []
+    stopped = []
 
     def first(sig: int) -> None:
         for s in STOP_SIGNALS:
             loop.remove_signal_handler(s)
-            signal.signal(s, signal.SIG_DFL)
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
         installed.clear()
+        stopped.append(sig)
         callback(sig)
 
     try:
@@ -62,7 +69,8 @@ def on_signals(callback: Callable[[int], None]) -> Iterator[None]:
             loop.remove_signal_handler(sig)
         if touched:
             for sig, handler in previous.items():
-                signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
+                if not (stopped and sig == signal.SIGTERM):
+                    signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
 
 
 @dataclass
