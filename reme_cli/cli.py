@@ -392,6 +392,10 @@ def view_cmd(
 
         server = ViewServer(catalog, host, port)
         server.warm()
+        if not server.loopback_only:
+            console.print(f"[yellow]warning:[/yellow] serving on {host}, not this machine alone: run records hold "
+                          "prompts and model output, and the page has no authentication (anyone who reaches port "
+                          f"{server.server_address[1]} reads them)", markup=True, highlight=False)
         console.print(f"reme view: {len(catalog.paths)} run(s) at {server.url} (Ctrl-C to stop)")
         print(server.url, flush=True)
         try:

@@ -154,6 +154,16 @@ CASES = [
                                                       f"{c.file()}/pool"], "exists and is not a directory"),
     Case("pool import of a directory", lambda c: ["pool", "import", str(c.tmp), "--out", "pool"],
          "is a directory; give a released pool's .jsonl file"),
+    # ---- issue 45: accepted, or a traceback, before
+    Case("pool import of a deeply nested line", lambda c: ["pool", "import", str(c.file("deep.jsonl", "[" * 200_000)),
+                                                           "--out", "pool"],
+         "line 1: nested deeper than any pool line is"),
+    Case("+foo.bar=1", lambda c: c.eval("+foo.bar=1"), "+foo.bar=1: reme's config has no key foo.bar to add"),
+    Case("embedding.dim=0", lambda c: c.eval("embedding.dim=0"), "embedding.dim=0 must be >= 1"),
+    Case("hydra.run.dir", lambda c: c.eval("hydra.run.dir=elsewhere"), "reme does not use Hydra's hydra.run.dir"),
+    Case("out_dir is a file, the server down", lambda c: ["eval", *REPLAY, "llm.base_url=http://127.0.0.1:9/v1",
+                                                                   f"out_dir={c.file()}"],
+         "is a file, not a directory"),
     # ---- suites, runs and caches that are not what they should be
     Case("suite is a list", lambda c: _suite(c, "- a\n- b\n"), "must be a mapping"),
     Case("suite pools is a list", lambda c: _suite(c, "pools: [x]\nvariants:\n  a: {mode: fixed, pool: x}\n"),

@@ -242,14 +242,17 @@ def test_the_server_only_reads_and_only_for_loopback_names(served, suite):
     assert _get(url + "api/index", host=f"localhost:{served.server_address[1]}")[0] == 200
 
 
-def test_reme_view_serves_until_interrupted(suite):
-    """The command as a user runs it: the URL on stdout, the page served, Ctrl-C ends it cleanly."""
-    proc = reme_popen(["view", str(suite)], cwd=REPO,
+@pytest.mark.parametrize("host", ["127.0.0.1", "0.0.0.0"])
+def test_reme_view_serves_until_interrupted(suite, host):
+    """The command as a user runs it: the URL on stdout, the page served, Ctrl-C ends it
+    cleanly; served beyond this machine, it says what the page shows and that it has no
+    authentication."""
+    proc = reme_popen(["view", str(suite), "--host", host], cwd=REPO,
                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         url = proc.stdout.readline().strip()
-        assert url.startswith("http://127.0.0.1:")
-        assert _get(url + "api/index")[0] == 200
+        assert url.startswith(f"http://{host}:")
+        assert _get(url.replace("0.0.0.0", "127.0.0.1") + "api/index")[0] == 200
     finally:
         proc.send_signal(signal.SIGINT)
         try:
@@ -257,6 +260,12 @@ def test_reme_view_serves_until_interrupted(suite):
         finally:
             proc.kill()  # no viewer outlives a failed test
     assert proc.returncode == 0 and "Traceback" not in err and "stopped" in err
+    warned = " ".join(err.split())
+    if host == "0.0.0.0":
+        assert "warning: serving on 0.0.0.0" in warned and "prompts and model output" in warned \
+            and "no authentication" in warned, err
+    else:
+        assert "warning" not in warned, err
 
 
 # ---------------------------------------------------------------- export and bad input

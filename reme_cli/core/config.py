@@ -214,6 +214,7 @@ _AT_LEAST = {
     "llm.breaker_threshold": 1,
     "env.concurrency": 1,
     "build.samples": 1,
+    "embedding.dim": 1,
     "embedding.dimensions": 1,
     "embedding.batch_size": 1,
     "model.sampling.max_tokens": 1,
@@ -270,6 +271,8 @@ def compose(overrides: list[str], config_name: str = "config") -> Config:
 
     _store_schema()
     GlobalHydra.instance().clear()
+    for o in overrides:
+        _refuse_outside_the_schema(o)
     overrides = [_plugin_key_override(o) for o in overrides]
     plugin_dirs = plugin_config_dirs()
     if plugin_dirs and not any(o.startswith("hydra.searchpath") for o in overrides):
@@ -299,6 +302,19 @@ def _structured(schema: type) -> DictConfig:
     """``OmegaConf.structured(schema)``, built once per class: a merge copies its first
     config, never changes it, and copying is ~6x cheaper than converting the dataclass."""
     return OmegaConf.structured(schema)
+
+
+def _refuse_outside_the_schema(override: str) -> None:
+    """What Hydra would accept but reme's schema does not hold: a key added with ``+``
+    (``+foo.bar=1`` lands in the config unread; a group, ``+experiment=x``, is fine) and
+    Hydra's own settings (reme makes no Hydra run directory; ``hydra.searchpath`` finds
+    plug-ins' configs)."""
+    key = override.lstrip("+~").split("=", 1)[0]
+    if override.startswith("+") and ("." in key or not (config_dir() / key).is_dir()):
+        raise UserError(f"{override}: reme's config has no key {key} to add (every key is in the schema; see "
+                        "`reme eval --help`): set an existing key without the +")
+    if key.startswith("hydra.") and not key.startswith("hydra.searchpath"):
+        raise UserError(f"{override}: reme does not use Hydra's {key}; runs go to out_dir (or runs_root)")
 
 
 def _plugin_key_override(override: str) -> str:

@@ -21,7 +21,7 @@ from rich.console import Console
 
 from reme_cli.bench.base import Benchmark
 from reme_cli.core.config import Config, config_hash, to_dict
-from reme_cli.core.errors import RunAborted, os_error_message
+from reme_cli.core.errors import RunAborted, UserError, os_error_message
 from reme_cli.core.io import write_json_atomic
 from reme_cli.llm.client import ChatClient
 from reme_cli.llm.embed import identity as embedding_identity
@@ -72,6 +72,8 @@ class RunLifecycle:
                  lock: Path | None = None, wait: bool = False):
         self.cfg, self.bench, self.console = cfg, bench, console
         self.run_path, self.kind = run_path, kind
+        if run_path.exists() and not run_path.is_dir():  # said before any lock, server or write
+            raise UserError(f"{run_path} is a file, not a directory: choose another out_dir")
         self._lock = DirLock(run_path if lock is None else lock, wait=wait)
         self._run_dir: RunDir | None = None
         self.usage: dict[str, Any] = {}  # the client's LLM usage over the whole work

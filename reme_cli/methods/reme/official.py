@@ -160,7 +160,11 @@ def parse_official(text: str) -> tuple[list[Experience], dict[str, Any]]:
             continue
         lines += 1
         try:
-            exp, missing = official_record_to_experience(json.loads(line))
+            try:
+                record = json.loads(line)
+            except RecursionError:  # 200,000 nested [: no pool line, and no traceback
+                raise ValueError("nested deeper than any pool line is") from None
+            exp, missing = official_record_to_experience(record)
             if exp.id in seen:
                 raise ValueError(f"duplicate memory_id {exp.id}")
         except ValueError as exc:  # JSONDecodeError is a ValueError
