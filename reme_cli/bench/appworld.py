@@ -9,7 +9,7 @@ episode's saved world is scored by AppWorld's evaluator in a process where model
 ran. By default both run in an OS sandbox (``benchmark.sandbox``, ``reme_cli.bench.sandbox``).
 
 Each episode is bounded (``benchmark.*``): seconds per step (``timeout``, AppWorld's own 100)
-and of code per episode (``episode_timeout``), memory the code may add (``memory_mb``),
+and of code per episode (``episode_timeout``), memory the code may hold (``memory_mb``),
 threads (``max_threads``), disk it may write (``disk_mb``) and characters of output kept and
 shown to the model per step (``output_chars``). A bound that is hit ends the episode with its
 stop reason (``time_limit``, ``memory_limit``, ``process_limit``, ``disk_limit``; a cut

@@ -11,7 +11,8 @@ spoken to over pipes (``reme_cli.bench.worker``). In the sandbox (``benchmark.sa
   states, both read-only; no model code ever runs in it.
 
 Supervisors are reused, one episode at a time: each episode runs in a process the supervisor
-forks for it, and the supervisor wipes what the episode wrote before the next one. Their logs
+forks for it, and the supervisor wipes what the episode wrote before the next one (a
+supervisor that cannot wipe back to its starting layout is replaced). Their logs
 and the saved states live in a private temporary directory (mode 0700, marked with this
 process as its owner), removed at exit unless a process failed (its log is then named in the
 error); a directory left by a killed run is removed by the next run, never a live run's.
