@@ -41,7 +41,7 @@ from rich.console import Console
 
 from bench_harness import emit, machine_note, script_main  # scripts/ is on the path when this runs as a script
 from reme_cli.bench.appworld import AppWorldEnv, default_venv
-from reme_cli.bench.appworld_workers import Processes
+from reme_cli.bench.appworld_workers import INSIDE_VENV, Processes
 from reme_cli.bench.registry import make_benchmark, prepare_benchmark
 from reme_cli.commands.evaluate import eval_runner, eval_streams, run_dir_for
 from reme_cli.core.config import compose
@@ -104,15 +104,17 @@ def appworld_processes() -> dict[int, str]:
                 return True
         return False
 
+    def appworlds(cmd: str) -> bool:  # AppWorld's python: on the host, or at its fixed path in the sandbox
+        return cmd.startswith((str(default_venv()), INSIDE_VENV))
+
     found = {}
     for pid, cmd in cmds.items():
-        if not (cmd.startswith(str(default_venv())) and mine(pid)):
+        if not (appworlds(cmd) and mine(pid)):
             continue
         if "evaluator.py" in cmd:
             found[pid] = "evaluator"
         elif "worker.py" in cmd:  # an episode's process is a fork of its supervisor (bwrap runs that)
-            parent_cmd = cmds.get(parent.get(pid, 0), "")
-            found[pid] = "episode" if parent_cmd.startswith(str(default_venv())) else "supervisor"
+            found[pid] = "episode" if appworlds(cmds.get(parent.get(pid, 0), "")) else "supervisor"
     return found
 
 
