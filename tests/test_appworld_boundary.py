@@ -19,18 +19,10 @@ from pathlib import Path
 import pytest
 
 from reme_cli.bench import sandbox
-from reme_cli.testing.scripted_server import ScriptedServer
 from tests.conftest import run_reme, run_watched, scripted_server_process
 from tests.test_appworld import common
-from tests.test_appworld_sandbox import VENV_SITE, WALK, Payloads, aw_eval, by_unit, outputs, sneak
-
-
-@pytest.fixture(scope="module")
-def payloads():
-    policy = Payloads()
-    with ScriptedServer(policy) as server:
-        policy.url = server.base_url
-        yield policy
+from tests.test_appworld_sandbox import (VENV_SITE, WALK, aw_eval, by_unit, outputs,  # noqa: F401 - a fixture
+                                         payloads, sneak)
 
 
 def host_uid(pid: int) -> int | None:
