@@ -39,7 +39,8 @@ it; a thinking request's answer starts with reasoning; streamed answers come in 
 pieces (reasoning, content and each tool call's arguments split across chunks, two tool
 calls' pieces sharing a chunk); every ``rate_limit_every``-th chat request gets HTTP 429
 with ``Retry-After``; the first ``cut_streams`` streamed answers break off midway; and
-``system_fingerprint`` is sent when given. Only behaviour, never the provider's model.
+``system_fingerprint`` is sent when given; ``/v1/models`` is not served. Only behaviour,
+never the provider's model.
 
 ``/v1/embeddings`` answers every policy with deterministic vectors (``scripted_vector``: the
 same model, text and ``dimensions`` always give the same vector; 8 numbers when no
@@ -256,9 +257,12 @@ def _completion(body: dict[str, Any], reply: Reply, turn_id: int) -> dict[str, A
             payload["answer"] = reply.content if reply.content is not None else DONE_TEXT
         message["content"] = json.dumps(payload)
     elif reply.tool_calls:
+        # Ids from what was asked, not from the server's count: a resumed run, asking the same
+        # again, gets the same ids (and so the same token counts) as an uninterrupted one.
+        asked = hashlib.sha256(json.dumps(body.get("messages", []), sort_keys=True).encode()).hexdigest()[:10]
         message["tool_calls"] = [
             {
-                "id": f"call_{turn_id}_{i}",
+                "id": f"call_{asked}_{i}",
                 "type": "function",
                 "function": {"name": n, "arguments": json.dumps(a)},
             }
@@ -402,6 +406,9 @@ class _Handler(BaseHTTPRequestHandler):
         path = self.path.split("?", 1)[0].rstrip("/")
         if path in ("/health", "/v1/health"):
             self._send(200, {"status": "ok"})
+        elif path == "/v1/models" and self.server.provider is not None:
+            # A provider need not list its models: reme must not depend on it.
+            self._error(404, "no model list here (a provider's compatible mode need not have one)")
         elif path == "/v1/models":
             model = {
                 "id": f"scripted-{self.server.policy.name}",
