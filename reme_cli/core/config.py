@@ -130,8 +130,8 @@ class LLMCfg:
     stream: str = "never"
     # A provider's limits (requests, tokens per minute): the executor's and the summarizer's
     # requests of a run are paced together to stay under them. null: no pacing.
-    rpm: Optional[int] = None
-    tpm: Optional[int] = None
+    rpm: Optional[int] = None  # requests per minute, all of the run's clients together
+    tpm: Optional[int] = None  # tokens (prompt + generated) per minute, all of them together
     # Stop the run (exit 4, resumable) once its spend at model.price reaches this many USD.
     budget_usd: Optional[float] = None
     concurrency: int = 8  # requests in flight at once, across every episode of the run
