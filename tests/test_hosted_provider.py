@@ -29,16 +29,13 @@ from reme_cli.core.errors import RunAborted
 from reme_cli.llm import pacing
 from reme_cli.llm.cache import ResponseCache
 from reme_cli.llm.client import ChatClient
-from reme_cli.llm.embed import make_embedder
 from reme_cli.llm.pacing import Pacer
 from reme_cli.llm.vllm_server import serve_command
-from reme_cli.methods.reme.experience import Experience
-from reme_cli.methods.reme.pool import Pool
 from reme_cli.run import cost
 from reme_cli.run.settings import request_record
 from reme_cli.testing.scripted_server import (AgentAndSummarizerPolicy, Provider, ScriptedServer,
                                               ScriptedSummarizerPolicy)
-from tests.conftest import reme_env, reme_popen, reme_process, without_timing
+from tests.conftest import reme_env, reme_popen, reme_process, small_reme_pool, without_timing
 
 KEY = "sk-test-SECRET-4646-do-not-write"
 # benchmark.release=current: the replay server replays the pinned release's ground truth.
@@ -367,16 +364,7 @@ def test_the_dry_run_prices_a_table_and_the_hosted_rows_keep_the_authors_setup(r
 
 @pytest.fixture(scope="module")
 def base_pool(tmp_path_factory):
-    work = tmp_path_factory.mktemp("hosted_pool")
-    embedder = make_embedder({"kind": "sentence_transformers", "model": "all-MiniLM-L6-v2",
-                              "cache_dir": str(work / ".reme_cache" / "embeddings")})
-    pool = Pool.create(work / "pool", embedder)
-    pool.add([Experience(when_to_use="When moving or copying files between directories", source="success",
-                         content="cd into the folder first, then use mv or cp with names relative to it."),
-              Experience(when_to_use="When sending a message to another user", source="failure",
-                         content="Log in with message_login before send_message.")])
-    pool.save()
-    return pool.path
+    return small_reme_pool(tmp_path_factory.mktemp("hosted_pool"))  # two experiences, MiniLM vectors
 
 
 def test_reme_dynamic_on_three_tasks_survives_kill_9_exactly(tmp_path, base_pool):
