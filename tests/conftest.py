@@ -419,3 +419,20 @@ def _host_busy() -> float:
     fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
     idle = fields[3] + fields[4]  # idle, iowait
     return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+
+
+def small_reme_pool(workdir: Path) -> Path:
+    """A two-experience ReMe pool under ``workdir`` (MiniLM vectors): a start for dynamic runs."""
+    from reme_cli.llm.embed import make_embedder
+    from reme_cli.methods.reme.experience import Experience
+    from reme_cli.methods.reme.pool import Pool
+
+    embedder = make_embedder({"kind": "sentence_transformers", "model": "all-MiniLM-L6-v2",
+                              "cache_dir": str(workdir / ".reme_cache" / "embeddings")})
+    p = Pool.create(workdir / "pool", embedder)
+    p.add([Experience(when_to_use="When moving or copying files between directories", source="success",
+                      content="cd into the folder first, then use mv or cp with names relative to it."),
+           Experience(when_to_use="When sending a message to another user", source="failure",
+                      content="Log in with message_login before send_message.")])
+    p.save()
+    return p.path

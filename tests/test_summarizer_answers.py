@@ -31,7 +31,7 @@ from reme_cli.testing.scripted_server import (
     ScriptedServer,
     ScriptedSummarizerPolicy,
 )
-from tests.conftest import run_reme
+from tests.conftest import run_reme, small_reme_pool
 
 CUT = "<think>Let me weigh the trajectory step by step. First, the agent"
 
@@ -163,19 +163,7 @@ def workdir(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def pool(workdir) -> Path:
-    from reme_cli.llm.embed import make_embedder
-    from reme_cli.methods.reme.experience import Experience
-    from reme_cli.methods.reme.pool import Pool
-
-    embedder = make_embedder({"kind": "sentence_transformers", "model": "all-MiniLM-L6-v2",
-                              "cache_dir": str(workdir / ".reme_cache" / "embeddings")})
-    p = Pool.create(workdir / "pool", embedder)
-    p.add([Experience(when_to_use="When moving or copying files between directories", source="success",
-                      content="cd into the folder first, then use mv or cp with names relative to it."),
-           Experience(when_to_use="When sending a message to another user", source="failure",
-                      content="Log in with message_login before send_message.")])
-    p.save()
-    return p.path
+    return small_reme_pool(workdir)
 
 
 def _server(summarizer: Any) -> ScriptedServer:

@@ -271,7 +271,8 @@ def plan(name: str, overrides: list[str], only: list[str] | None = None) -> Suit
         spec = suite["pools"][pname]
         if isinstance(spec, str):
             try:
-                source = _releases().name_for(base.benchmark.name, base.model.name) if spec == "official" else spec
+                source = (_releases().name_for(base.benchmark.name, base.model.same_as or base.model.name)
+                          if spec == "official" else spec)
                 _releases().source(source)  # a bad name fails the plan, before anything runs
             except UserError as exc:
                 if pname not in forms:
@@ -382,10 +383,10 @@ def cost_table(p: SuitePlan, assumptions: Any) -> Table:
         return "?" if x is None else f"{x:,.{digits}f}"
 
     table = Table(title="estimate (expected counts; cost.KEY=VALUE overrides an assumption)")
-    for col in ("name", "executor calls", "summarizer calls", "tokens (M)", "wall (h)", "GPU-h"):
+    for col in ("name", "executor calls", "summarizer calls", "tokens (M)", "wall (h)", "GPU-h", "cost (USD)"):
         table.add_column(col, justify="left" if col == "name" else "right")
-    totals = {"executor": 0.0, "summarizer": 0.0, "tokens": 0.0, "wall_h": 0.0, "gpu_h": 0.0}
-    unknown, sources = False, set()
+    totals = {"executor": 0.0, "summarizer": 0.0, "tokens": 0.0, "wall_h": 0.0, "gpu_h": 0.0, "usd": 0.0}
+    unknown, unpriced, sources, prices = False, False, set(), set()
     jobs = [(f"pool {j.name}", j.cfg,
              cost.build_calls(j.cfg, j.units, j.units // cost.build_shape(j.cfg, 0.0)[0], assumptions))
             for j in p.pools if not j.source]
@@ -393,14 +394,24 @@ def cost_table(p: SuitePlan, assumptions: Any) -> Table:
     for name, cfg, calls in jobs:
         rates = cost.rates_for(cfg, assumptions)
         row = cost.as_row(cost.estimate(cfg, calls, assumptions, rates))
-        if rates is None:
+        if cost.hosted(cfg):
+            sources.add(f"hosted: {cfg.llm.rpm or '-'} requests and {cfg.llm.tpm or '-'} tokens per minute, "
+                        f"{assumptions.hosted_call_s:g} s an answer, {cfg.llm.concurrency} in flight")
+        elif rates is None:
             unknown = True
         else:
             sources.add(f"{rates.source}, {cfg.llm.concurrency} in flight")
+        if row["usd"] is None and cost.hosted(cfg):
+            unpriced = True
+        if (price := cfg.model.price).input is not None:
+            prices.add(f"{cfg.model.name}: {price.input:g} in / {price.output:g} out"
+                       + (f" / {price.thinking_output:g} thinking" if price.thinking_output is not None else "")
+                       + f" USD per 1M tokens ({price.source or 'source not given'}, {price.date or 'undated'})")
         for key in totals:
             totals[key] += row[key] or 0.0
         table.add_row(name, fmt(row["executor"]), fmt(row["summarizer"]), fmt(row["tokens"] / 1e6, 1),
-                      fmt(row["wall_h"], 1), fmt(row["gpu_h"], 1))
+                      fmt(row["wall_h"], 1), "-" if cost.hosted(cfg) else fmt(row["gpu_h"], 1),
+                      fmt(row["usd"], 2) if cost.hosted(cfg) else "-")
     a = assumptions
     table.caption = (
         f"in all: {totals['executor'] + totals['summarizer']:,.0f} LLM calls ({totals['executor']:,.0f} executor, "
@@ -412,7 +423,10 @@ def cost_table(p: SuitePlan, assumptions: Any) -> Table:
         f"{a.candidates_per_summary:g} candidates per summary, {a.prompt_tokens:g}+{a.completion_tokens:g} tokens "
         f"per executor call ({a.prefix_cached_share:g} of the prompt prefix-cached), "
         f"{a.summarizer_prompt_tokens:g}+{a.summarizer_completion_tokens:g} per summarizer call"
-        + (f"; rates: {'; '.join(sorted(sources))}" if sources else ""))
+        + (f"; rates: {'; '.join(sorted(sources))}" if sources else "")
+        + (f"; ${totals['usd']:,.2f} at prices: {'; '.join(sorted(prices))}" if prices else "")
+        + ("; cost (USD) unknown (?) for a hosted model without prices: set model.price.input, .output and "
+           ".thinking_output (USD per 1M tokens) from the provider's price list" if unpriced else ""))
     return table
 
 

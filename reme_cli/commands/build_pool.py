@@ -24,6 +24,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from reme_cli.llm.keys import llm_key
 from reme_cli.agent.loop import Trajectory
 from reme_cli.bench.base import Benchmark, Outcome
 from reme_cli.bench.registry import make_benchmark, prepare_benchmark
@@ -65,6 +66,7 @@ def build_pool(cfg: Config, console: Console, wait: bool = False) -> RunResult:
     bench = make_benchmark(cfg.benchmark)
     task_ids = bench.task_ids()
     prepare_benchmark(bench)  # e.g. AppWorld's sandbox: refused here, before anything is written
+    llm_key(cfg)  # a hosted model's key missing from the environment: one line, nothing written
     adapts = getattr(method, "adapts_on_training", lambda _: False)(cfg)
     if adapts:
         passes = method.build_episodes(cfg, 1.0)[0]

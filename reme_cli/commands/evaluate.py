@@ -15,6 +15,7 @@ from reme_cli.bench.registry import make_benchmark, prepare_benchmark
 from reme_cli.bench.scoring import declared_metrics
 from reme_cli.core.config import Config, config_hash
 from reme_cli.llm.embed import check_key_for
+from reme_cli.llm.keys import llm_key
 from reme_cli.core.registry import METHODS
 from reme_cli.llm.answer_health import failure_message, summary_line
 from reme_cli.methods.base import memory_class
@@ -23,7 +24,7 @@ from reme_cli.run.lifecycle import RunLifecycle, RunResult, Session
 from reme_cli.run.metrics import final_metrics
 from reme_cli.run.plan import Unit, plan_streams
 from reme_cli.run.records import METRICS_FILE
-from reme_cli.run.summary import errors_summary, metrics_table, sandbox_notes
+from reme_cli.run.summary import errors_summary, identical_runs, identical_runs_note, metrics_table, sandbox_notes
 from reme_cli.run.runner import Runner
 from reme_cli.run.wiring import method_context
 
@@ -50,6 +51,7 @@ def evaluate(cfg: Config, console: Console, wait: bool = False) -> RunResult:
     task_ids = bench.task_ids()  # bad ids fail here, before anything is written
     streams = eval_streams(cfg, task_ids)
     prepare_benchmark(bench)  # e.g. AppWorld's sandbox: refused here, before anything is written
+    llm_key(cfg)  # a hosted model's key missing from the environment: one line, nothing written
     if cfg.eval.mode != "none":  # only a memory embeds
         check_key_for(cfg)
     preflight = getattr(method_plugin(cfg), "preflight", None)
@@ -66,11 +68,15 @@ def evaluate(cfg: Config, console: Console, wait: bool = False) -> RunResult:
         run_dir = life.run_dir
         metrics = final_metrics(run_dir.trials(), cfg.eval.runs, cfg.eval.mode, declared_metrics(bench))
         metrics["llm_usage"] = life.usage
+        if cfg.model.sampling.seed is not None:  # one seed on every call: did the k runs repeat?
+            metrics["identical_runs"] = identical_runs(run_dir.trials(), cfg.eval.runs)
         life.finish(METRICS_FILE, metrics, what="the metrics",
                     complete=metrics["units"] == units_total and metrics["errors"] == 0)
     console.print(metrics_table(metrics, f"{cfg.experiment}: {cfg.benchmark.name} / {cfg.model.name} / "
                                          f"mode={cfg.eval.mode}", metrics.get("variants"),
-                                notes=[*sandbox_notes(bench), *filter(None, [summary_line(metrics["summarizer_answers"])])]))
+                                notes=[*sandbox_notes(bench), *filter(None, [summary_line(metrics["summarizer_answers"])]),
+                                       *identical_runs_note(metrics.get("identical_runs"), cfg.eval.runs,
+                                                            cfg.model.sampling.seed)]))
     if cfg.model.kind == "local" and not cfg.llm.base_url:
         console.print(f"[yellow]{SMOKE_NOTE}[/yellow]")
     if metrics["errors"]:

@@ -41,17 +41,57 @@ class SamplingCfg:
     # Penalty on tokens among the last 64 (llama.cpp's and llama-cpp-python's repeat_penalty,
     # vLLM's repetition_penalty, sent under the server's name); None: not sent.
     repeat_penalty: Optional[float] = None
+    # The seed every executor request sends. null: one per unit and trial, derived from
+    # eval.seed_base (reme's default: a server that honours seeds, as vLLM does, would otherwise
+    # answer the k runs of a task alike). A number: that seed on every call, as the authors'
+    # agents sent seed=0 (the hosted configs); the response cache still keeps each unit's
+    # answers apart, so a resume replays them and the k runs are asked k times.
+    seed: Optional[int] = None
+
+
+@dataclass
+class PriceCfg:
+    """A hosted model's token prices, in USD per million tokens: the dry run's `cost (USD)`,
+    a run's recorded spend and ``llm.budget_usd`` use them. null: not known (the cost shows ?)."""
+
+    input: Optional[float] = None  # per 1M prompt tokens
+    output: Optional[float] = None  # per 1M completion tokens of a reply that did not think
+    # Per 1M completion tokens of a reply that thought (priced apart by providers that bill
+    # thinking mode's output higher); null: as output.
+    thinking_output: Optional[float] = None
+    source: Optional[str] = None  # where the prices were read (a URL)
+    date: Optional[str] = None  # when they were read (YYYY-MM-DD)
 
 
 @dataclass
 class ModelCfg:
     name: str = MISSING  # the model config's name (configs/model/NAME.yaml)
-    kind: str = "vllm"  # local | vllm | openai
+    # local: the embedded CPU model; vllm: a vLLM server (reme starts it without llm.base_url);
+    # openai: a hosted OpenAI-compatible provider at llm.base_url (reme starts nothing, and
+    # asks it nothing before the first request: providers need not list their models).
+    kind: str = "vllm"
+    # The paper's model config this one serves under another provider (qwen3-8b-dashscope:
+    # qwen3-8b): its released pools, its rows of the paper's tables. null: model.name itself.
+    same_as: Optional[str] = None
     served_name: Optional[str] = None  # the name its server serves it under (llm.model's default)
     hf_id: Optional[str] = None  # the Hugging Face repository a managed vLLM server loads
     tool_protocol: str = "openai"  # openai | json
-    thinking: bool = False  # Qwen3's thinking switch, sent as chat_template_kwargs.enable_thinking
+    thinking: bool = False  # Qwen3's thinking switch (how it is sent: model.thinking_switch)
+    # How the server takes the switch: chat_template_kwargs (vLLM, SGLang:
+    # {"chat_template_kwargs": {"enable_thinking": B}}), enable_thinking (DashScope's
+    # compatible mode: a top-level field, as the authors' agents sent it in extra_body), or
+    # none (a provider that takes neither: no switch is sent).
+    thinking_switch: str = "chat_template_kwargs"
+    # Sent with the tools of an executor request when set: the authors' BFCL agent sent
+    # parallel_tool_calls=true (bfcl_agent.py:258), and DashScope returns one call per reply
+    # without it. null: not sent (vLLM returns every call it parses either way).
+    parallel_tool_calls: Optional[bool] = None
     n_ctx: int = 8192  # context length in tokens: the embedded server's, and what memory budgets against
+    # A managed vLLM server's context length (--max-model-len). Above Qwen3's native 32,768
+    # tokens reme adds YaRN rope scaling with factor max_model_len / 32768 (Qwen's model card:
+    # factor 4 for 131,072), so a GPU run can have a hosted provider's context. null: the
+    # serve_args' own --max-model-len.
+    max_model_len: Optional[int] = None
     # A cap on tool steps per user turn for models that rarely stop calling tools (the
     # 135M CPU model); the benchmark's own limit applies too.
     max_steps_per_turn: Optional[int] = None
@@ -62,6 +102,7 @@ class ModelCfg:
     # GPUs per managed vLLM server: auto (the fewest, a power of two, whose memory holds the
     # bf16 weights plus KV cache room) or a number.
     tensor_parallel: Any = "auto"
+    price: PriceCfg = field(default_factory=PriceCfg)
 
 
 # Caches live under $REME_CACHE_DIR when set (resolved when the config is composed).
@@ -74,7 +115,25 @@ class LLMCfg:
     # first, with failover). None: reme starts the model's server itself.
     base_url: Any = None
     model: Optional[str] = None  # the model name that server serves (default: model.served_name)
-    api_key: str = "EMPTY"  # sent as the bearer token (a local server takes any)
+    # Sent as the bearer token: a local server's placeholder (EMPTY, none, dummy, ...). A real
+    # key is refused here: it would be written to the run's config.yaml; use llm.api_key_env.
+    api_key: str = "EMPTY"
+    # The name of the environment variable holding the key (DASHSCOPE_API_KEY for the hosted
+    # configs). The key itself is never written: not to config.yaml, the manifest, a log, a
+    # cache key or an export.
+    api_key_env: Optional[str] = None
+    # never: whole answers (a vLLM or llama.cpp server gives the same either way); auto: a
+    # request that turns thinking on streams, as the authors' BFCL agent did; always (the
+    # hosted configs: DashScope refuses thinking without a stream, and the authors' memory
+    # service streamed every call). A streamed answer is assembled, recorded and cached whole:
+    # the records are the same whichever is chosen.
+    stream: str = "never"
+    # A provider's limits (requests, tokens per minute): the executor's and the summarizer's
+    # requests of a run are paced together to stay under them. null: no pacing.
+    rpm: Optional[int] = None  # requests per minute, all of the run's clients together
+    tpm: Optional[int] = None  # tokens (prompt + generated) per minute, all of them together
+    # Stop the run (exit 4, resumable) once its spend at model.price reaches this many USD.
+    budget_usd: Optional[float] = None
     concurrency: int = 8  # requests in flight at once, across every episode of the run
     timeout: float = 600.0  # seconds per request
     max_retries: int = 6  # on connection errors, timeouts, 429 and 5xx
@@ -198,6 +257,8 @@ HISTORY_REASONING = ("drop", "reasoning_content", "reasoning")
 
 _CHOICES = {
     "model.kind": {"local", "vllm", "openai"},
+    "model.thinking_switch": {"chat_template_kwargs", "enable_thinking", "none"},
+    "llm.stream": {"auto", "always", "never"},
     "eval.mode": {"none", "fixed", "dynamic"},
     "eval.scope": {"stream", "experiment"},
     "eval.task_order": {"file", "shuffle"},
@@ -212,6 +273,13 @@ _AT_LEAST = {
     "llm.concurrency": 1,
     "llm.max_retries": 0,
     "llm.breaker_threshold": 1,
+    "llm.rpm": 1,
+    "llm.tpm": 1,
+    "llm.budget_usd": 0.0,
+    "model.max_model_len": 1,
+    "model.price.input": 0.0,
+    "model.price.output": 0.0,
+    "model.price.thinking_output": 0.0,
     "env.concurrency": 1,
     "build.samples": 1,
     "embedding.dim": 1,
@@ -242,6 +310,8 @@ _EXECUTION_KEYS = ("out_dir", "runs_root", "llm.concurrency", "llm.timeout", "ll
                    # summarizer.serve say what it is.
                    "summarizer.base_url",
                    "embedding.device", "embedding.batch_size", "embedding.api_key_env",
+                   # How requests travel and are paid for, not what they ask.
+                   "llm.api_key_env", "llm.stream", "llm.rpm", "llm.tpm", "llm.budget_usd", "model.price",
                    # Where a managed server runs, not what it computes.
                    "model.params_b", "model.tensor_parallel", "llm.replicas")
 
@@ -351,6 +421,7 @@ def validate(raw: DictConfig | dict) -> Config:
     if not re.fullmatch(r"auto|cpu|cuda(:\d+)?", str(cfg.embedding.device)):
         raise UserError(f"embedding.device={cfg.embedding.device!r} is not allowed; choose auto, cpu, cuda or cuda:N")
     _check_embedding(cfg.embedding)
+    _check_llm_key(cfg.llm)
     history = getattr(cfg.benchmark, "history_reasoning", "drop")
     if history not in HISTORY_REASONING:
         raise UserError(f"benchmark.history_reasoning={history!r} is not allowed; choose one of {list(HISTORY_REASONING)}")
@@ -359,6 +430,8 @@ def validate(raw: DictConfig | dict) -> Config:
                                              for u in urls):
         raise UserError(f"llm.base_url={cfg.llm.base_url!r} must start with http:// or https:// "
                         "(one URL, or a list of them)")
+    if cfg.model.kind == "openai" and not urls:
+        raise UserError(f"model={cfg.model.name} is a hosted provider (model.kind=openai): set llm.base_url=URL")
     for key in ("model.tensor_parallel", "llm.replicas"):
         value = _get(cfg, key)
         if value != "auto" and not (isinstance(value, int) and not isinstance(value, bool) and value >= 1):
@@ -374,6 +447,22 @@ def validate(raw: DictConfig | dict) -> Config:
     return cfg
 
 
+# Bearer tokens that are no secret: what local servers are sent (vLLM's docs use EMPTY,
+# llama.cpp's sk-no-key-required).
+LOCAL_KEY_PLACEHOLDERS = {"", "EMPTY", "empty", "none", "None", "dummy", "x", "sk-no-key-required", "no-key"}
+ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _check_llm_key(llm: LLMCfg) -> None:
+    """A key never reaches a file: a literal one is refused (config.yaml would hold it)."""
+    if llm.api_key not in LOCAL_KEY_PLACEHOLDERS:
+        raise UserError("llm.api_key takes no real key (the run's config.yaml would hold it): export it and name "
+                        "its variable with llm.api_key_env=NAME (e.g. DASHSCOPE_API_KEY)")
+    if llm.api_key_env is not None and not ENV_NAME.fullmatch(llm.api_key_env):
+        raise UserError("llm.api_key_env takes the name of an environment variable (e.g. DASHSCOPE_API_KEY), "
+                        "not the key itself")
+
+
 def _check_embedding(e: EmbeddingCfg) -> None:
     if e.kind == "sentence_transformers":
         for key in ("dimensions", "api_key_env"):
@@ -383,7 +472,7 @@ def _check_embedding(e: EmbeddingCfg) -> None:
     if e.dimensions is not None and e.dimensions != e.dim:
         raise UserError(f"embedding.dimensions={e.dimensions} asks the endpoint for {e.dimensions}-d vectors but "
                         f"embedding.dim={e.dim}: set both to the same number")
-    if e.api_key_env is not None and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", e.api_key_env):
+    if e.api_key_env is not None and not ENV_NAME.fullmatch(e.api_key_env):
         # A key pasted here would be written to the run's config.yaml.
         raise UserError("embedding.api_key_env takes the name of an environment variable (e.g. DASHSCOPE_API_KEY), "
                         "not the key itself")
@@ -461,7 +550,10 @@ _NEUTRAL_WHEN = {"eval.dynamic_workers": 1, "embedding.dimensions": None, "model
                  # AppWorld's bounds on the model's code (issue 33): at their defaults no honest
                  # episode meets them, so runs made before them resume.
                  "benchmark.episode_timeout": 300.0, "benchmark.memory_mb": 2048, "benchmark.disk_mb": 128,
-                 "benchmark.max_threads": 64, "benchmark.output_chars": 100_000}
+                 "benchmark.max_threads": 64, "benchmark.output_chars": 100_000,
+                 # The hosted provider's keys (issue 46): at these values a run is what it was.
+                 "model.sampling.seed": None, "model.thinking_switch": "chat_template_kwargs", "model.same_as": None,
+                 "model.max_model_len": None, "model.parallel_tool_calls": None}
 # Keys that change nothing outside one mode: out of the hash in the others.
 _ONLY_IN_MODE = {"eval.dynamic_workers": "dynamic", "eval.task_order": "dynamic"}
 

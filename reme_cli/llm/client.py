@@ -1,8 +1,12 @@
-"""One async client for any OpenAI-compatible chat endpoint (vLLM, llama.cpp, others).
+"""One async client for any OpenAI-compatible chat endpoint (vLLM, llama.cpp, a hosted
+provider such as DashScope's compatible mode).
 
-Bounded concurrency, retries with backoff on transient failures, a per-request seed,
-token/latency accounting per call, an on-disk response cache, and replicas of one model with
-episode affinity (``episode_affinity``).
+Bounded concurrency, retries with backoff on transient failures (a 429 waits what its
+``Retry-After`` says), a per-request seed, token/latency accounting per call, an on-disk
+response cache, replicas of one model with episode affinity (``episode_affinity``), streamed
+answers assembled whole (``llm.stream``), pacing under a provider's limits (``llm/pacing.py``)
+and spend at the model's prices (``llm/spend.py``). A refused key, a closed account or an
+exhausted quota stops the run at once (``RunAborted``), never after its retries.
 """
 
 from __future__ import annotations
@@ -10,15 +14,20 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import email.utils
 import re
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Protocol
+from urllib.parse import urlsplit
 
 import httpx
 import openai
+from openai.lib.streaming.chat import ChatCompletionStreamState
+from openai.types.chat import ChatCompletionChunk
 from tenacity import (
     AsyncRetrying,
+    RetryCallState,
     retry_if_exception_type,
     stop_after_attempt,
     wait_exponential_jitter,
@@ -26,6 +35,8 @@ from tenacity import (
 
 from reme_cli.core.errors import RunAborted, UserError
 from reme_cli.llm.cache import ResponseCache, request_key
+from reme_cli.llm.pacing import Pacer, estimate_tokens
+from reme_cli.llm.spend import Prices, SpendMeter
 
 # Transient by nature: the same request may succeed a moment later.
 _RETRYABLE = (
@@ -54,6 +65,8 @@ class ChatResult:
     latency_s: float
     cached: bool
     finish_reason: str | None = None
+    model: str | None = None  # what the server says answered (its response's ``model``)
+    system_fingerprint: str | None = None
 
 
 # How servers say "prompt + max_tokens do not fit the context": vLLM ("This model's maximum
@@ -119,6 +132,9 @@ class UsageTotals:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     latency_s: float = 0.0
+    # What answered the calls the server computed: model -> calls, fingerprint -> calls.
+    models: dict[str, int] = field(default_factory=dict)
+    fingerprints: dict[str, int] = field(default_factory=dict)
 
     def add(self, r: ChatResult) -> None:
         self.calls += 1
@@ -126,6 +142,95 @@ class UsageTotals:
         self.prompt_tokens += r.prompt_tokens
         self.completion_tokens += r.completion_tokens
         self.latency_s += r.latency_s
+        if not r.cached:
+            if r.model:
+                self.models[r.model] = self.models.get(r.model, 0) + 1
+            if r.system_fingerprint:
+                self.fingerprints[r.system_fingerprint] = self.fingerprints.get(r.system_fingerprint, 0) + 1
+
+    def served(self) -> dict[str, Any]:
+        """The manifest's record of what answered: the models and fingerprints the responses
+        named, and whether either changed during the run."""
+        out: dict[str, Any] = {"models": dict(self.models)}
+        if self.fingerprints:
+            out["system_fingerprints"] = dict(self.fingerprints)
+        out["changed"] = len(self.models) > 1 or len(self.fingerprints) > 1
+        return out
+
+
+# Errors after which no retry can succeed: the key is refused, the account cannot pay, the
+# quota is spent. OpenAI says insufficient_quota (HTTP 429) for an exhausted quota; DashScope
+# says Arrearage (400) for an overdue account and AllocationQuota.FreeTierOnly (403) once a
+# free-tier-only account's quota is spent (Model Studio's error codes). DashScope's own 429s
+# (Throttling.RateQuota, Throttling.AllocationQuota: requests or tokens per minute) pass.
+_EXHAUSTED = {"insufficient_quota", "Arrearage", "AllocationQuota.FreeTierOnly"}
+
+
+def fatal_refusal(exc: openai.APIStatusError) -> str | None:
+    """Why no retry of this request can succeed (a refused key, a closed account), or None."""
+    body = exc.body if isinstance(exc.body, dict) else {}
+    codes = {str(body.get("code")), str(body.get("type"))}
+    if codes & _EXHAUSTED:
+        return "says the account's quota or balance is exhausted"
+    if exc.status_code == 401:
+        return "refused the API key"
+    if exc.status_code == 403:
+        return "refused access"
+    return None
+
+
+def retry_after(exc: BaseException | None) -> float | None:
+    """Seconds the server asked to wait (``retry-after-ms``, ``Retry-After`` in seconds or
+    as an HTTP date), or None."""
+    response = getattr(exc, "response", None)
+    headers = getattr(response, "headers", None)
+    if headers is None:
+        return None
+    try:
+        if (ms := headers.get("retry-after-ms")) is not None:
+            return max(0.0, float(ms) / 1000)
+        value = headers.get("retry-after")
+        if value is None:
+            return None
+        try:
+            return max(0.0, float(value))
+        except ValueError:
+            when = email.utils.parsedate_to_datetime(value)
+            return max(0.0, when.timestamp() - time.time())
+    except (TypeError, ValueError):
+        return None
+
+
+RETRY_AFTER_MAX_S = 600.0  # past this a provider's hint is not waited for in full
+
+
+class wait_retry_after:
+    """A tenacity wait: what the server's ``Retry-After`` says, else ``fallback``'s backoff."""
+
+    def __init__(self, fallback: Callable[[RetryCallState], float]):
+        self.fallback = fallback
+
+    def __call__(self, state: RetryCallState) -> float:
+        asked = retry_after(state.outcome.exception() if state.outcome else None)
+        return min(asked, RETRY_AFTER_MAX_S) if asked is not None else self.fallback(state)
+
+
+class StreamCutOff(openai.APIConnectionError):
+    """A streamed answer ended before its last chunk: retried as a whole request."""
+
+
+def thinking_on(request: dict[str, Any]) -> bool:
+    """Whether a request turns Qwen3's thinking on, in either dialect (a top-level
+    ``enable_thinking``, or vLLM's ``chat_template_kwargs``)."""
+    body = {**request, **(request.get("extra_body") or {})}
+    kwargs = body.get("chat_template_kwargs") or {}
+    return body.get("enable_thinking") is True or kwargs.get("enable_thinking") is True
+
+
+# A unit's executor calls when every call sends one fixed seed (model.sampling.seed): the
+# response cache keys them by unit and trial too, so run 2 of a task is asked, not replayed
+# from run 1's answer, and a resume replays each unit's own. Set by the runner.
+REPLAY_SCOPE: contextvars.ContextVar[str | None] = contextvars.ContextVar("reme_replay_scope", default=None)
 
 
 class LLM(Protocol):
@@ -163,6 +268,11 @@ class ChatClient:
     # The server's dialect: a request as built here -> the request that server is sent (and
     # cached under), e.g. a JSON schema as llama.cpp's compact grammar (llm/json_grammar.py).
     adapt: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+    stream: str = "never"  # auto (a request that turns thinking on) | always | never (llm.stream)
+    pacer: Pacer | None = None  # shared by a run's clients (llm.rpm, llm.tpm)
+    meter: SpendMeter | None = None  # shared by a run's clients (llm.budget_usd)
+    prices: Prices | None = None  # this client's model's (model.price)
+    parallel_tool_calls: bool | None = None  # sent with tools when set (model.parallel_tool_calls)
 
     def __post_init__(self) -> None:
         urls = [self.base_url] if isinstance(self.base_url, str) else list(self.base_url)
@@ -205,6 +315,8 @@ class ChatClient:
         if tools:
             request["tools"] = tools
             request["tool_choice"] = "auto"
+            if self.parallel_tool_calls is not None:
+                request["parallel_tool_calls"] = self.parallel_tool_calls
         if response_format is not None:
             request["response_format"] = response_format
         if extra_body:
@@ -212,35 +324,48 @@ class ChatClient:
         if self.adapt is not None:
             request = self.adapt(request)
 
-        key = request_key(request) if self.cache is not None else ""
+        # The cache keys what is asked, never how it travels (streamed or not) nor the key.
+        scope = REPLAY_SCOPE.get()
+        key = (request_key(request if scope is None else {"request": request, "replay_scope": scope})
+               if self.cache is not None else "")
         if self.cache is not None and (hit := self.cache.get(key)) is not None:
             result = _result_from_record(hit, cached=True)
             self.usage.add(result)
             return result
 
+        streamed = self.stream == "always" or (self.stream == "auto" and thinking_on(request))
         async with self._slots:
             start = time.perf_counter()
             async for attempt in AsyncRetrying(
                 retry=retry_if_exception_type(_RETRYABLE),
                 stop=stop_after_attempt(self.max_retries + 1),
-                wait=wait_exponential_jitter(initial=1, max=30),
+                wait=wait_retry_after(wait_exponential_jitter(initial=1, max=30)),
                 reraise=True,
             ):
                 with attempt:
                     self.breaker.check()
-                    response = await self._post_watched(request, headers)
+                    if self.meter is not None:
+                        self.meter.check()  # the budget: before anything more is billed
+                    paced = await self.pacer.acquire(estimate_tokens(request)) if self.pacer else None
+                    response = await self._post_watched(request, headers, streamed)
             latency = time.perf_counter() - start
 
         record = _record_from_response(response, latency)
+        if paced is not None:
+            Pacer.settle(paced, record["prompt_tokens"] + record["completion_tokens"])
+        if self.meter is not None:
+            self.meter.charge(self.prices, record["prompt_tokens"], record["completion_tokens"],
+                              thinking=thinking_on(request) or bool(record["reasoning"]))
         if self.cache is not None:
             self.cache.put(key, record)
         result = _result_from_record(record, cached=False)
         self.usage.add(result)
         return result
 
-    async def _post_watched(self, request: dict[str, Any], headers: dict[str, str] | None) -> dict[str, Any]:
+    async def _post_watched(self, request: dict[str, Any], headers: dict[str, str] | None,
+                            streamed: bool = False) -> dict[str, Any]:
         try:
-            response = await self._post(request, headers)
+            response = await (self._post_stream(request, headers) if streamed else self._post(request, headers))
         except _UNREACHABLE as exc:
             self.breaker.failure(exc)
             self.breaker.check()
@@ -249,16 +374,32 @@ class ChatClient:
             self.breaker.success()  # it answered, if only with an error: the server is up
             if is_context_overflow(exc):
                 raise ContextOverflow(str(exc.message)) from None
+            if (why := fatal_refusal(exc)) is not None:
+                raise RunAborted(self._refusal_line(exc, why)) from None
             raise
         self.breaker.success()
         return response
+
+    def _refusal_line(self, exc: openai.APIStatusError, why: str) -> str:
+        """One line naming the provider and its reason, the key never in it."""
+        body = exc.body if isinstance(exc.body, dict) else {}
+        said = str(body.get("message") or exc.message or "").splitlines()[0] if (body or exc.message) else ""
+        if self.api_key and len(self.api_key) > 3:
+            said = said.replace(self.api_key, "***")
+        host = ", ".join(sorted({urlsplit(r.base_url).hostname or r.base_url for r in self._replicas}))
+        return (f"the LLM provider at {host} {why} (HTTP {exc.status_code}: {said[:300]}); fix the key in the "
+                "variable llm.api_key_env names, or the account, then rerun the same command to resume")
+
+    def _body(self, request: dict[str, Any]) -> dict[str, Any]:
+        body = dict(request)
+        body.update(body.pop("extra_body", None) or {})
+        return body
 
     async def _post(self, request: dict[str, Any], headers: dict[str, str] | None) -> dict[str, Any]:
         # The raw endpoint skips the SDK's per-call type-driven transform of the request
         # (~13 ms of CPU for a BFCL prompt with its tool schemas); auth, errors and
         # status-code exceptions are still the SDK's own.
-        body = dict(request)
-        body.update(body.pop("extra_body", None) or {})
+        body = self._body(request)
         replica = self._route()
         replica.outstanding += 1
         try:
@@ -273,6 +414,43 @@ class ChatClient:
             replica.outstanding -= 1
         replica.served += 1
         return response.json()
+
+    async def _post_stream(self, request: dict[str, Any], headers: dict[str, str] | None) -> dict[str, Any]:
+        """The answer streamed (the SDK's SSE stream), assembled whole by the SDK's own
+        accumulator: content, ``reasoning_content`` and tool calls arriving in pieces (by
+        ``index``, several per reply), usage from the last chunk. A stream that ends before
+        a finish reason, or breaks, is a ``StreamCutOff``: the whole request is retried."""
+        body = {**self._body(request), "stream": True, "stream_options": {"include_usage": True}}
+        replica = self._route()
+        replica.outstanding += 1
+        state = ChatCompletionStreamState()
+        chunks = 0
+        try:
+            stream = await replica.client.post(
+                "/chat/completions", body=body, cast_to=ChatCompletionChunk, stream=True,
+                stream_cls=openai.AsyncStream[ChatCompletionChunk], options={"headers": headers or {}},
+            )
+            try:
+                async for chunk in stream:
+                    state.handle_chunk(chunk)
+                    chunks += 1
+            except (openai.APIError, asyncio.CancelledError):
+                raise
+            except Exception as exc:  # the connection broke mid-answer (httpx, aiohttp, OSError)
+                raise StreamCutOff(message=f"the answer's stream broke after {chunks} chunk(s): "
+                                           f"{type(exc).__name__}: {exc}",
+                                   request=httpx.Request("POST", replica.base_url)) from exc
+        except _UNREACHABLE:
+            replica.down_until = time.monotonic() + REPLICA_COOLDOWN_S
+            raise
+        finally:
+            replica.outstanding -= 1
+        snapshot = state.current_completion_snapshot if chunks else None
+        if snapshot is None or not snapshot.choices or not snapshot.choices[0].finish_reason:
+            raise StreamCutOff(message=f"the answer's stream ended after {chunks} chunk(s) without a finish reason",
+                               request=httpx.Request("POST", replica.base_url))
+        replica.served += 1
+        return snapshot.model_dump()
 
     def _route(self) -> Replica:
         """The replica of the current episode (``episode_affinity``): chosen at its first
@@ -381,6 +559,8 @@ def _record_from_response(response: dict[str, Any], latency: float) -> dict[str,
         "prompt_tokens": usage.get("prompt_tokens") or 0,
         "completion_tokens": usage.get("completion_tokens") or 0,
         "latency_s": latency,
+        "model": response.get("model"),
+        "system_fingerprint": response.get("system_fingerprint"),
     }
 
 
@@ -394,6 +574,8 @@ def _result_from_record(rec: dict[str, Any], cached: bool) -> ChatResult:
         latency_s=0.0 if cached else rec["latency_s"],
         cached=cached,
         finish_reason=rec.get("finish_reason"),
+        model=rec.get("model"),
+        system_fingerprint=rec.get("system_fingerprint"),
     )
 
 

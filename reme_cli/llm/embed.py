@@ -278,14 +278,9 @@ def api_key(cfg: Mapping[str, Any]) -> str:
     ``api_key_env`` names (a config holds only the name), else none (a local server)."""
     if cfg.get("api_key"):
         return str(cfg["api_key"])
-    name = cfg.get("api_key_env")
-    if not name:
-        return "EMPTY"
-    value = os.environ.get(name, "").strip()
-    if not value:
-        raise UserError(f"embedding {cfg.get('model')} needs an API key in the environment variable {name}: "
-                        f"export {name}=<your key> (embedding.api_key_env names the variable)")
-    return value
+    from reme_cli.llm.keys import key_from_env
+
+    return key_from_env(cfg.get("api_key_env"), f"embedding {cfg.get('model')}", "embedding.api_key_env")
 
 
 class CachedEmbedder:

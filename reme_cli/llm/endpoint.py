@@ -6,11 +6,15 @@ import contextlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
+from urllib.parse import urlsplit
 
 from reme_cli.core.config import Config
 from reme_cli.llm.cache import ResponseCache
 from reme_cli.core.errors import UserError
 from reme_cli.llm.client import ChatClient, served_models
+from reme_cli.llm.keys import llm_key
+from reme_cli.llm.pacing import Pacer
+from reme_cli.llm.spend import Prices, SpendMeter
 
 
 
@@ -126,8 +130,12 @@ def _log_path(cfg: Config, name: str) -> Path:
 
 
 def _external(cfg: Config, urls: list[str], identity: dict[str, Any]) -> Endpoint:
-    """Every URL must answer now; during the run the client fails over between them."""
-    entries = [served_models(u, cfg.llm.api_key) for u in urls]
+    """Every URL must answer now; during the run the client fails over between them. A
+    hosted provider (model.kind=openai) is asked nothing before the first request: it need
+    not list its models, and its context length is the model config's."""
+    if cfg.model.kind == "openai":
+        return _hosted(cfg, urls)
+    entries = [served_models(u, llm_key(cfg)) for u in urls]
     served = [m.get("id", "") for m in entries[0]]
     model = cfg.llm.model or cfg.model.served_name or (served[0] if served else cfg.model.name)
     # The entry of the model we will call (or the only one served: aliases differ).
@@ -139,6 +147,19 @@ def _external(cfg: Config, urls: list[str], identity: dict[str, Any]) -> Endpoin
     if cpp:
         identity["server_software"] = "llama.cpp"
     return Endpoint(urls, model, identity, adapt=_dialect(cpp))
+
+
+def _hosted(cfg: Config, urls: list[str]) -> Endpoint:
+    model = cfg.llm.model or cfg.model.served_name
+    if not model:
+        raise UserError(f"model={cfg.model.name} calls a hosted provider: name its model with llm.model=NAME")
+    check_fits(cfg, cfg.model.n_ctx, "model.n_ctx")
+    identity = {"kind": "hosted", "hosts": sorted({urlsplit(u).hostname or u for u in urls}), "model": model,
+                "n_ctx": cfg.model.n_ctx}
+    if (price := Prices.of(cfg.model.price)) is not None:
+        identity["price"] = {"input": price.input, "output": price.output, "thinking_output": price.thinking_output,
+                             "unit": "USD per 1M tokens", "source": price.source, "date": price.date}
+    return Endpoint(urls, model, identity)
 
 
 def is_llama_cpp_server(entries: list[dict[str, Any]]) -> bool:
@@ -176,22 +197,38 @@ def make_client(cfg: Config, ep: Endpoint) -> ChatClient:
     return ChatClient(
         base_url=ep.base_urls if len(ep.base_urls) > 1 else ep.base_url,
         model=ep.model,
-        api_key=cfg.llm.api_key,
+        api_key=llm_key(cfg),
         concurrency=cfg.llm.concurrency,
         timeout=cfg.llm.timeout,
         max_retries=cfg.llm.max_retries, breaker_threshold=cfg.llm.breaker_threshold,
         cache=cache,
+        stream=cfg.llm.stream,
+        # One pacer and one meter for the run: the summarizer's own client shares them.
+        pacer=Pacer(cfg.llm.rpm, cfg.llm.tpm) if cfg.llm.rpm or cfg.llm.tpm else None,
+        meter=SpendMeter(cfg.llm.budget_usd),
+        prices=Prices.of(cfg.model.price),
+        parallel_tool_calls=cfg.model.parallel_tool_calls,
     )
 
 
 def request_extra_body(cfg: Config) -> dict[str, Any] | None:
     """The executor's request fields outside OpenAI's schema: the repeat penalty, and Qwen3's
-    thinking switch through vLLM's chat-template kwargs."""
+    thinking switch as the server takes it (``model.thinking_switch``)."""
     body = penalty_body(cfg)
     if cfg.model.kind != "local":
         thinking = cfg.model.thinking if cfg.benchmark.thinking is None else cfg.benchmark.thinking
-        body["chat_template_kwargs"] = {"enable_thinking": thinking}
+        body.update(thinking_field(cfg.model, thinking))
     return body or None
+
+
+def thinking_field(model: Any, thinking: bool) -> dict[str, Any]:
+    """Qwen3's thinking switch in the dialect of ``model`` (a ``model`` config section): vLLM's
+    chat-template kwargs, or the top-level ``enable_thinking`` DashScope's compatible mode reads."""
+    if model.thinking_switch == "none":
+        return {}
+    if model.thinking_switch == "enable_thinking":
+        return {"enable_thinking": thinking}
+    return {"chat_template_kwargs": {"enable_thinking": thinking}}
 
 
 def penalty_body(cfg: Config) -> dict[str, Any]:

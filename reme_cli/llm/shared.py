@@ -36,9 +36,12 @@ def summarizer_server_cfg(cfg: Config) -> Config | None:
     if not s.serve or s.base_url:
         return None
     from reme_cli.core.config import compose
+    from reme_cli.core.errors import UserError
 
     own = copy.deepcopy(cfg)
     own.model = compose([f"model={s.serve}"]).model
+    if own.model.kind == "openai":  # a hosted summarizer: nothing to start, but somewhere to call
+        raise UserError(f"summarizer.serve={s.serve} is a hosted provider: set summarizer.base_url=URL")
     own.llm.base_url, own.llm.replicas = None, 1
     return own
 

@@ -13,6 +13,7 @@ and a run stops with one line if one dies.
 from __future__ import annotations
 
 import contextlib
+import json
 import shutil
 import sys
 from collections.abc import Callable, Iterator
@@ -45,7 +46,40 @@ def serve_command(cfg: Config, port: int, host: str, tp: int | None = None) -> l
                         "(auto sizes it to the visible GPUs)")
     cmd = ["vllm", "serve", cfg.model.hf_id, "--served-model-name", served_name(cfg),
            "--host", host, "--port", str(port)]
-    return cmd + ["--tensor-parallel-size", str(tp or 1), *cfg.model.serve_args]
+    return cmd + ["--tensor-parallel-size", str(tp or 1), *context_args(cfg.model.serve_args, cfg.model.max_model_len)]
+
+
+# Qwen3's pre-training context; longer ones take YaRN rope scaling (Qwen's model cards:
+# factor 4.0 over 32,768 for 131,072 tokens).
+QWEN3_NATIVE_CONTEXT = 32768
+
+
+def context_args(serve_args: list[str], max_model_len: int | None) -> list[str]:
+    """``serve_args`` with ``--max-model-len`` set to ``max_model_len`` (when given) and, past
+    Qwen3's native context, YaRN rope scaling as vLLM takes it now (``--hf-overrides`` with
+    ``rope_parameters``: vLLM's context-extension docs; the older ``--rope-scaling`` flag is
+    gone)."""
+    if max_model_len is None:
+        return list(serve_args)
+    args, i = [], 0
+    while i < len(serve_args):
+        arg = serve_args[i]
+        if arg == "--max-model-len":
+            i += 2
+            continue
+        if not arg.startswith("--max-model-len="):
+            args.append(arg)
+        i += 1
+    args += ["--max-model-len", str(max_model_len)]
+    if max_model_len > QWEN3_NATIVE_CONTEXT:
+        if any(a == "--hf-overrides" or a.startswith("--hf-overrides=") for a in args):
+            raise UserError("model.max_model_len above 32768 adds YaRN through --hf-overrides, which "
+                            "model.serve_args already sets: put rope_parameters there yourself, or drop one")
+        # rope_theta stays Qwen3's (its config.json), as vLLM's example writes it out.
+        rope = {"rope_type": "yarn", "factor": max_model_len / QWEN3_NATIVE_CONTEXT,
+                "original_max_position_embeddings": QWEN3_NATIVE_CONTEXT, "rope_theta": 1000000}
+        args += ["--hf-overrides", json.dumps({"rope_parameters": rope})]
+    return args
 
 
 def served_name(cfg: Config) -> str:

@@ -19,7 +19,9 @@ from typing import Any
 from reme_cli.core.config import Config
 from reme_cli.llm.cache import ResponseCache
 from reme_cli.llm.client import LLM, ChatClient, ChatResult, check_server
-from reme_cli.llm.endpoint import penalty_body
+from reme_cli.llm.endpoint import penalty_body, thinking_field
+from reme_cli.llm.keys import llm_key
+from reme_cli.llm.spend import Prices
 
 
 @dataclass
@@ -48,15 +50,24 @@ class SummarizerSettings:
         return {"extra_body": {"grammar": gbnf}} if self.constrained and self.llama_cpp else {}
 
 
-def thinking_switch(cfg: Config, llama_cpp: bool = False) -> dict[str, Any] | None:
+def thinking_switch(cfg: Config, llama_cpp: bool = False, model: Any = None) -> dict[str, Any] | None:
     """The request extras for ``summarizer.thinking``: none when it is null (the authors'
-    client sends no switch), else Qwen3's switch through vLLM's chat-template kwargs, as
-    ``llm.endpoint.request_extra_body`` sends the executor's. The embedded llama.cpp model
-    has no switch."""
+    client sends no switch), else Qwen3's switch in the server's dialect (``model``'s
+    ``thinking_switch``, the executor's by default), as ``llm.endpoint.request_extra_body``
+    sends the executor's. The embedded llama.cpp model has no switch."""
     thinking = cfg.summarizer.thinking
     if thinking is None or llama_cpp:
         return None
-    return {"chat_template_kwargs": {"enable_thinking": thinking}}
+    return thinking_field(model or cfg.model, thinking)
+
+
+def serve_model(cfg: Config) -> Any:
+    """The model config ``summarizer.serve`` names (its kind, thinking switch and prices), or None."""
+    if not cfg.summarizer.serve:
+        return None
+    from reme_cli.core.config import compose
+
+    return compose([f"model={cfg.summarizer.serve}"]).model
 
 
 def sampling_filters(cfg: Config) -> dict[str, Any]:
@@ -95,13 +106,19 @@ def summarizer_settings(cfg: Config, executor: ChatClient) -> tuple[SummarizerSe
         extra = {**penalty_body(cfg), **(thinking_switch(cfg, llama_cpp) or {})}
         llm: LLM = _WithExtraBody(executor, extra or None, sampling_filters(cfg))
     else:
-        served = check_server(s.base_url, cfg.llm.api_key)
+        served_by = serve_model(cfg)
+        hosted = served_by is not None and served_by.kind == "openai"
+        key = llm_key(cfg)
+        # A hosted provider is asked nothing before the first request (it need not list models).
+        served = [] if hosted else check_server(s.base_url, key)
         model = s.model or (served[0] if served else s.name)
         cache = ResponseCache(executor.cache.path.with_name(f"summarizer-{s.name}.sqlite")) \
             if executor.cache is not None else None
-        own = ChatClient(base_url=s.base_url, model=model, api_key=cfg.llm.api_key,
+        own = ChatClient(base_url=s.base_url, model=model, api_key=key,
                          concurrency=cfg.llm.concurrency, timeout=cfg.llm.timeout,
-                         max_retries=cfg.llm.max_retries, breaker_threshold=cfg.llm.breaker_threshold, cache=cache)
-        llm, author, constrained, llama_cpp = (_WithExtraBody(own, thinking_switch(cfg), sampling_filters(cfg)),
-                                               s.name, False, False)
+                         max_retries=cfg.llm.max_retries, breaker_threshold=cfg.llm.breaker_threshold, cache=cache,
+                         stream=cfg.llm.stream, pacer=executor.pacer, meter=executor.meter,
+                         prices=Prices.of(served_by.price) if served_by is not None else None)
+        llm, author, constrained, llama_cpp = (
+            _WithExtraBody(own, thinking_switch(cfg, model=served_by), sampling_filters(cfg)), s.name, False, False)
     return SummarizerSettings(llm, author, s.temperature, s.max_tokens, constrained, llama_cpp), own

@@ -69,10 +69,15 @@ def released_kind(params: Mapping[str, Any]) -> bool:
     if releases is None:
         return False
     try:
-        releases.name_for(str(params.get("benchmark.name")), str(params.get("model.name")))
+        releases.name_for(str(params.get("benchmark.name")), paper_model(params))
     except UserError:  # none released for this benchmark and model
         return False
     return True
+
+
+def paper_model(params: Mapping[str, Any]) -> str:
+    """The paper's model a run's config serves (``model.same_as``: a hosted copy's)."""
+    return str(params.get("model.same_as") or params.get("model.name"))
 
 
 def flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -103,7 +108,7 @@ def departures(params: Mapping[str, Any], *, pool: str | None = None, varied: It
     method = "none" if mode == "none" else params.get("memory.name")
     varied = set(varied)
     out: list[str] = []
-    if params.get("model.name") not in PAPER_MODELS:
+    if paper_model(params) not in PAPER_MODELS:
         out.append(f"model: {params.get('model.name')} (the paper: Qwen3-8B/14B/32B)")
     keys: list[str] = list(EVERY_RUN)
     if method not in ("none", "reme"):

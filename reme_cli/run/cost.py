@@ -1,4 +1,5 @@
-"""What a suite will cost before it runs: LLM calls, tokens, wall time and GPU-hours.
+"""What a suite will cost before it runs: LLM calls, tokens, wall time, GPU-hours and, for a
+hosted model with prices (``model.price``), US dollars.
 
 Calls are counted from the config the way the code makes them: executor episodes (first
 trials, and ReMe's dynamic retries, ``memory.reflection.max_retries``), ReMe's summarizer
@@ -12,7 +13,9 @@ the command line as ``cost.KEY=VALUE``.
 Time is a throughput model: tokens / tokens-per-second at ``llm.concurrency`` requests in
 flight, or, for work that must run in order (a dynamic stream's worker chains its units;
 A-Mem and LangMem builds take one trajectory after another), the chain's latency at the
-few requests it keeps in flight, whichever is longer. Jobs run one after another.
+few requests it keeps in flight, whichever is longer. Jobs run one after another. A hosted
+provider (``model.kind=openai``) has no GPU: its time is what its limits allow (``llm.rpm``,
+``llm.tpm``) or ``cost.hosted_call_s`` per answer at ``llm.concurrency``, whichever is longer.
 """
 
 from __future__ import annotations
@@ -62,6 +65,7 @@ class Assumptions:
     summarizer_prompt_tokens: float = 3000.0
     summarizer_completion_tokens: float = 1000.0
     langmem_calls_per_trajectory: float = 2.0  # its manager's calls per extraction
+    hosted_call_s: float = 20.0  # seconds one hosted answer takes, thinking included (a guess)
     tokens_per_s: float | None = None  # generated, at llm.concurrency (None: calibration or table)
     prompt_tokens_per_s: float | None = None
     gpus: int | None = None  # per server (None: model.tensor_parallel, auto sized to this node's GPUs, else 1)
@@ -272,7 +276,9 @@ def read_calibration(path: str) -> Rates:
 
 def rates_for(cfg: Config, a: Assumptions) -> Rates | None:
     """Explicit cost.tokens_per_s wins, then a calibration file, then the H200 table; None
-    when none knows this model."""
+    when none knows this model, or it is hosted (its limits set its time)."""
+    if hosted(cfg):
+        return None
     base = read_calibration(a.calibration) if a.calibration else None
     if base is None and cfg.model.name in H200_ASSUMED:
         table = H200_ASSUMED[cfg.model.name]
@@ -310,11 +316,60 @@ class Estimate:
     prompt_tokens: float
     completion_tokens: float
     wall_s: float | None  # None: no rates for this model
-    gpus: int
+    gpus: int  # 0: a hosted model
+    usd: float | None = None  # a hosted model with prices; None: unknown
 
     @property
     def gpu_hours(self) -> float | None:
+        if self.gpus == 0:
+            return 0.0
         return None if self.wall_s is None else self.wall_s * self.gpus / 3600
+
+
+def hosted(cfg: Config) -> bool:
+    return cfg.model.kind == "openai"
+
+
+def summarizer_prices(cfg: Config) -> Any:
+    """The summarizer's model's prices: the executor's (summarizer=same), the hosted model
+    config ``summarizer.serve`` names, or None."""
+    from reme_cli.llm.spend import Prices
+
+    if cfg.summarizer.name == "same" or not cfg.summarizer.serve:
+        return Prices.of(cfg.model.price) if cfg.summarizer.name == "same" else None
+    from reme_cli.methods.summarizer import serve_model
+
+    return Prices.of(serve_model(cfg).price)
+
+
+def dollars(cfg: Config, calls: Calls, a: Assumptions) -> float | None:
+    """USD at the prices of the executor's and the summarizer's models; None if either is
+    unknown. The executor's replies are priced as thinking when it thinks on this benchmark;
+    the summarizer's, sent no switch (the authors' service sent none), as thinking too: the
+    dearer of the two, since the endpoint's default is not documented."""
+    from reme_cli.llm.spend import Prices
+
+    ex = Prices.of(cfg.model.price)
+    summ = summarizer_prices(cfg) if calls.summarizer else ex
+    if ex is None or summ is None:
+        return None
+    thinking = cfg.model.thinking if cfg.benchmark.thinking is None else cfg.benchmark.thinking
+    summ_thinking = cfg.summarizer.thinking is not False
+    return (ex.cost(calls.executor * a.prompt_tokens, calls.executor * a.completion_tokens, bool(thinking))
+            + summ.cost(calls.summarizer * a.summarizer_prompt_tokens,
+                        calls.summarizer * a.summarizer_completion_tokens, summ_thinking))
+
+
+def hosted_seconds(cfg: Config, calls: Calls, a: Assumptions, prompt: float, completion: float) -> float:
+    """A hosted provider's time: what rpm/tpm allow, answers of ``hosted_call_s`` at
+    ``llm.concurrency`` in flight, or the longest chain one answer at a time."""
+    total = calls.executor + calls.summarizer
+    limits = [total / cfg.llm.rpm * 60 if cfg.llm.rpm else 0.0,
+              (prompt + completion) / cfg.llm.tpm * 60 if cfg.llm.tpm else 0.0,
+              total * a.hosted_call_s / cfg.llm.concurrency]
+    if calls.chains:
+        limits.append((calls.chain_executor + calls.chain_summarizer) * a.hosted_call_s)
+    return max(limits)
 
 
 def _seconds(executor: float, summarizer: float, a: Assumptions, rates: Rates, inflight: float) -> float:
@@ -327,6 +382,9 @@ def _seconds(executor: float, summarizer: float, a: Assumptions, rates: Rates, i
 def estimate(cfg: Config, calls: Calls, a: Assumptions, rates: Rates | None) -> Estimate:
     prompt = calls.executor * a.prompt_tokens + calls.summarizer * a.summarizer_prompt_tokens
     completion = calls.executor * a.completion_tokens + calls.summarizer * a.summarizer_completion_tokens
+    if hosted(cfg):
+        return Estimate(calls, prompt, completion, hosted_seconds(cfg, calls, a, prompt, completion), 0,
+                        dollars(cfg, calls, a))
     wall = None
     if rates is not None:
         c = cfg.llm.concurrency
@@ -342,4 +400,4 @@ def estimate(cfg: Config, calls: Calls, a: Assumptions, rates: Rates | None) -> 
 def as_row(e: Estimate) -> dict[str, Any]:
     return {"executor_max": e.calls.executor_max, "executor": e.calls.executor, "summarizer": e.calls.summarizer,
             "tokens": e.prompt_tokens + e.completion_tokens, "wall_h": None if e.wall_s is None else e.wall_s / 3600,
-            "gpu_h": e.gpu_hours}
+            "gpu_h": e.gpu_hours, "usd": e.usd}

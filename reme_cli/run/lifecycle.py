@@ -119,6 +119,12 @@ class RunLifecycle:
     async def _with_client(self, work: Callable[[Session], Awaitable[T]], ep: Endpoint, run_dir: RunDir,
                            settings: EpisodeSettings, progress: RunProgress) -> T:
         client = make_client(self.cfg, ep)
+        meter = client.meter
+        if meter is not None:  # a resumed run's budget counts what its earlier sessions spent
+            meter.spent = float((run_dir.manifest().get("spend") or {}).get("usd") or 0.0)
+            progress.spend = lambda: meter.spent
+        # Spend and what answered go to the manifest as units end, so a kill -9 loses little of it.
+        progress.on_advance = lambda: self._record_llm(run_dir, client)
         try:
             return await work(Session(ep, client, run_dir, settings, progress))
         finally:
@@ -129,6 +135,17 @@ class RunLifecycle:
             u = client.usage
             self.usage = {"calls": u.calls, "cached_calls": u.cached_calls, "prompt_tokens": u.prompt_tokens,
                           "completion_tokens": u.completion_tokens, "latency_s": round(u.latency_s, 3)}
+            self._record_llm(run_dir, client)
+
+    def _record_llm(self, run_dir: RunDir, client: ChatClient) -> None:
+        """The manifest's ``spend`` (USD at model.price, this run's sessions together) and
+        ``served`` (the models and fingerprints that answered this session, and whether
+        either changed)."""
+        fields: dict[str, Any] = {"served": client.usage.served()}
+        if client.meter is not None:
+            fields["spend"] = client.meter.record()
+        with contextlib.suppress(OSError):  # a full disk: the unit records are what counts
+            run_dir.update_manifest(**fields)
 
     def finish(self, file: str, record: dict[str, Any], complete: bool, what: str) -> None:
         """Write the run's result ``file`` (``what`` names it in an error) and the final status."""

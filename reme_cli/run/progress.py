@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from rich.console import Console
 from rich.progress import (
     BarColumn,
@@ -31,6 +33,8 @@ class RunProgress:
         )
         self._task = None
         self.finished = self.successes = self.errors = self.tokens = 0
+        self.spend: Callable[[], float] | None = None  # USD so far (a hosted model with prices)
+        self.on_advance: Callable[[], None] | None = None  # after each recorded unit
 
     def start(self, total: int, done: list[UnitRecord]) -> None:
         self._progress.start()
@@ -43,6 +47,8 @@ class RunProgress:
     def advance(self, record: UnitRecord) -> None:
         self._count(record)
         self._progress.update(self._task, completed=self.finished, stats=self._stats())
+        if self.on_advance is not None:
+            self.on_advance()
 
     def stop(self) -> None:
         self._progress.stop()
@@ -56,4 +62,6 @@ class RunProgress:
     def _stats(self) -> str:
         rate = self.successes / self.finished if self.finished else 0.0
         err = f" errors {self.errors}" if self.errors else ""
-        return f"success {rate:.1%}  tokens {self.tokens:,}{err}"
+        spent = self.spend() if self.spend is not None else 0.0
+        usd = f"  ${spent:,.2f}" if spent else ""
+        return f"success {rate:.1%}  tokens {self.tokens:,}{usd}{err}"

@@ -22,7 +22,7 @@ from reme_cli.bench.base import Benchmark, Task
 from reme_cli.core.errors import Interrupted, RunAborted, os_error_message
 from reme_cli.core.io import now
 from reme_cli.llm.answer_health import answer_tally
-from reme_cli.llm.client import LLM, episode_affinity
+from reme_cli.llm.client import LLM, REPLAY_SCOPE, episode_affinity
 from reme_cli.methods.base import Attempt, Method, MethodFactory, Solved
 from reme_cli.run.plan import Unit
 from reme_cli.run.progress import RunProgress
@@ -88,6 +88,7 @@ class EpisodeSettings:
     top_k: int | None = None
     min_p: float | None = None
     history_reasoning: str = "drop"  # benchmark.history_reasoning
+    fixed_seed: int | None = None  # model.sampling.seed: one seed on every call (None: per unit and trial)
 
 
 @dataclass
@@ -248,12 +249,15 @@ class Runner:
     async def _episode(self, unit: Unit, task: Task, guidance: str | None, attempt: int) -> Attempt:
         s = self.settings
         episode_key = _episode_key(unit)
+        seed = unit.sampling_seed(s.seed_base) + attempt if s.fixed_seed is None else s.fixed_seed
+        # With one seed on every call, the cache tells units and trials apart by this scope.
+        scope = REPLAY_SCOPE.set(f"{unit.key}#{attempt}") if s.fixed_seed is not None else None
         async with self._env_slot():
             env = await self.bench.open(task, episode_key)
             try:
                 traj = await run_episode(
                     self.llm, s.protocol, env, task,
-                    Sampling(s.temperature, s.top_p, s.max_tokens, unit.sampling_seed(s.seed_base) + attempt,
+                    Sampling(s.temperature, s.top_p, s.max_tokens, seed,
                              s.extra_body, top_k=s.top_k, min_p=s.min_p),
                     guidance=guidance,
                     system_prompt=s.system_prompt,
@@ -264,6 +268,8 @@ class Runner:
                 )
                 return Attempt(traj, await env.evaluate())
             finally:
+                if scope is not None:
+                    REPLAY_SCOPE.reset(scope)
                 await env.close()
 
     def _env_slot(self) -> contextlib.AbstractAsyncContextManager:

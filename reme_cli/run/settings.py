@@ -27,6 +27,7 @@ def episode_settings(cfg: Config, bench: Benchmark, temperature: float | None = 
         top_k=cfg.model.sampling.top_k,
         min_p=cfg.model.sampling.min_p,
         history_reasoning=getattr(cfg.benchmark, "history_reasoning", "drop"),
+        fixed_seed=cfg.model.sampling.seed,
     )
 
 
@@ -38,9 +39,13 @@ def request_record(cfg: Config, temperature: float | None = None) -> dict[str, A
     values = {"temperature": s.temperature if temperature is None else temperature, "top_p": s.top_p,
               "top_k": s.top_k, "min_p": s.min_p, "max_tokens": s.max_tokens}
     sent: dict[str, Any] = {k: v for k, v in values.items() if v is not None}
-    sent["seed"] = f"per unit and trial (eval.seed_base={cfg.eval.seed_base})"
+    sent["seed"] = (f"per unit and trial (eval.seed_base={cfg.eval.seed_base})" if s.seed is None else s.seed)
     if (extra := request_extra_body(cfg)) is not None:
         sent["extra_body"] = extra
+    if cfg.model.parallel_tool_calls is not None:
+        sent["parallel_tool_calls"] = f"{str(cfg.model.parallel_tool_calls).lower()} (with tools)"
+    # How requests travel: the same answer is recorded either way.
+    sent["stream"] = {"auto": "when thinking is on", "always": "always", "never": "never"}[cfg.llm.stream]
     return {"sent": sent, "not_sent": [k for k, v in values.items() if v is None]}
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Sequence
 from typing import Any
@@ -81,3 +82,30 @@ def errors_summary(trials: list[UnitRecord], limit: int = 10) -> str | None:
         rest = counts.most_common()[limit:]
         lines.append(f"  {sum(n for _, n in rest):>5} x ({len(rest)} other messages)")
     return "\n".join(lines)
+
+
+def identical_runs(trials: list[UnitRecord], runs: int) -> dict[str, int] | None:
+    """With one seed on every call (``model.sampling.seed``): how many (seed, task) pairs got
+    the same replies in all ``runs`` of theirs: a provider that honours the seed answers the
+    k runs of a task alike, and Pass@k = Avg@k there. None with fewer than two runs."""
+    if runs < 2:
+        return None
+    replies: dict[tuple[int, str], set[str]] = {}
+    counts: dict[tuple[int, str], int] = {}
+    for t in trials:
+        if not t.ok or t.trajectory is None:
+            continue
+        steps = [[s.get("text"), [(c.get("name"), c.get("arguments")) for c in s.get("calls") or []], s.get("code"),
+                  s.get("reasoning")] for turn in t.trajectory.get("turns", []) for s in turn]
+        key = (t.seed, t.task_id)
+        replies.setdefault(key, set()).add(json.dumps(steps, sort_keys=True, default=str))
+        counts[key] = counts.get(key, 0) + 1
+    whole = [k for k, n in counts.items() if n >= runs]
+    return {"tasks": sum(len(replies[k]) == 1 for k in whole), "of": len(whole)}
+
+
+def identical_runs_note(found: dict[str, int] | None, runs: int, seed: int) -> list[str]:
+    if not found or not found["tasks"]:
+        return []
+    return [f"{found['tasks']} of {found['of']} tasks came back identical in all {runs} runs: the provider "
+            f"honoured seed={seed} there, so Pass@{runs} = Avg@{runs} on them"]

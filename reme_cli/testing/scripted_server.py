@@ -28,6 +28,20 @@ Policies:
 ``--refuse-chat`` hangs up on every chat request (a server dying under a run);
 ``--max-model-len`` reports a context length in ``/v1/models`` as vLLM does.
 
+A request with ``stream: true`` gets its answer as server-sent events, the same message as
+unstreamed (content, ``reasoning_content``, tool calls), ``usage`` in a last chunk of its
+own when ``stream_options.include_usage`` asks for it.
+
+``Provider`` (``--provider dashscope``) behaves like DashScope's OpenAI-compatible mode
+where reme relies on it: a wrong bearer key gets HTTP 401 (``invalid_api_key``);
+``enable_thinking: true`` without ``stream: true`` gets HTTP 400, as the provider refuses
+it; a thinking request's answer starts with reasoning; streamed answers come in small
+pieces (reasoning, content and each tool call's arguments split across chunks, two tool
+calls' pieces sharing a chunk); every ``rate_limit_every``-th chat request gets HTTP 429
+with ``Retry-After``; the first ``cut_streams`` streamed answers break off midway; and
+``system_fingerprint`` is sent when given; ``/v1/models`` is not served. Only behaviour,
+never the provider's model.
+
 ``/v1/embeddings`` answers every policy with deterministic vectors (``scripted_vector``: the
 same model, text and ``dimensions`` always give the same vector; 8 numbers when no
 ``dimensions`` is sent), in request order. ``embedding_faults`` (``--embedding-fault 429``)
@@ -53,6 +67,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Protocol
 
@@ -242,9 +257,12 @@ def _completion(body: dict[str, Any], reply: Reply, turn_id: int) -> dict[str, A
             payload["answer"] = reply.content if reply.content is not None else DONE_TEXT
         message["content"] = json.dumps(payload)
     elif reply.tool_calls:
+        # Ids from what was asked, not from the server's count: a resumed run, asking the same
+        # again, gets the same ids (and so the same token counts) as an uninterrupted one.
+        asked = hashlib.sha256(json.dumps(body.get("messages", []), sort_keys=True).encode()).hexdigest()[:10]
         message["tool_calls"] = [
             {
-                "id": f"call_{turn_id}_{i}",
+                "id": f"call_{asked}_{i}",
                 "type": "function",
                 "function": {"name": n, "arguments": json.dumps(a)},
             }
@@ -269,8 +287,79 @@ def _completion(body: dict[str, Any], reply: Reply, turn_id: int) -> dict[str, A
     }
 
 
+# ------------------------------------------------------------------ a provider's rules
+
+
+@dataclass
+class Provider:
+    """DashScope's compatible mode as reme meets it (a TEST DOUBLE's rules, not the service)."""
+
+    api_key: str = "sk-scripted-provider-key"
+    rate_limit_every: int = 0  # every n-th chat request: 429 with Retry-After (0: never)
+    retry_after: str = "1"
+    cut_streams: int = 0  # the first n streamed answers break off after a few chunks
+    piece: int = 7  # characters per streamed piece
+    fingerprint: str | None = None
+
+    def refusal(self, body: dict[str, Any], headers: Mapping[str, str], count: int) -> tuple[int, dict, dict] | None:
+        """(status, error body, headers) when the provider refuses the request, else None."""
+        if headers.get("authorization") != f"Bearer {self.api_key}":
+            return 401, _err("Invalid API-key provided.", "invalid_request_error", "invalid_api_key"), {}
+        if self.rate_limit_every and count % self.rate_limit_every == 0:
+            return 429, _err("Requests rate limit exceeded, please try again later.", "Throttling.RateQuota",
+                             "Throttling.RateQuota"), {"Retry-After": self.retry_after}
+        if body.get("enable_thinking") is True and not body.get("stream"):
+            return 400, _err("parameter.enable_thinking must be set to false for non-streaming calls",
+                             "invalid_request_error", "invalid_parameter_error"), {}
+        return None
+
+
+def _err(message: str, kind: str, code: str) -> dict[str, Any]:
+    return {"error": {"message": message, "type": kind, "code": code, "param": None}}
+
+
+def _pieces(text: str, size: int | None) -> list[str]:
+    if not text:
+        return []
+    return [text] if not size else [text[i:i + size] for i in range(0, len(text), size)]
+
+
+def stream_chunks(completion: dict[str, Any], piece: int | None, include_usage: bool) -> list[dict[str, Any]]:
+    """A completion as the chunks of its stream: the same message, in pieces of ``piece``
+    characters (None: each field whole), ``usage`` last when asked for."""
+    message = completion["choices"][0]["message"]
+    base = {k: completion[k] for k in ("id", "created", "model")}
+    base["object"] = "chat.completion.chunk"
+    if completion.get("system_fingerprint"):
+        base["system_fingerprint"] = completion["system_fingerprint"]
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        return {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}]}
+
+    out = [chunk({"role": "assistant", "content": ""})]
+    out += [chunk({"reasoning_content": p}) for p in _pieces(message.get("reasoning_content") or "", piece)]
+    out += [chunk({"content": p}) for p in _pieces(message.get("content") or "", piece)]
+    pending: list[dict[str, Any]] = []  # a call's last piece goes out with the next call's first
+    for i, call in enumerate(message.get("tool_calls") or []):
+        args = _pieces(call["function"]["arguments"], piece) or [""]
+        first = {"index": i, "id": call["id"], "type": "function",
+                 "function": {"name": call["function"]["name"], "arguments": args[0]}}
+        out.append(chunk({"tool_calls": [*pending, first]}))
+        pending = []
+        rest = [{"index": i, "function": {"arguments": a}} for a in args[1:]]
+        out += [chunk({"tool_calls": [r]}) for r in rest[:-1]]
+        pending = rest[-1:] if piece else []
+    if pending:
+        out.append(chunk({"tool_calls": pending}))
+    out.append(chunk({}, completion["choices"][0]["finish_reason"]))
+    if include_usage:
+        out.append({**base, "choices": [], "usage": completion["usage"]})
+    return out
+
+
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
+    provider: Provider | None = None
     refuse_chat: bool = False
     max_model_len: int | None = None  # reported in /v1/models, as vLLM does
     embedding_faults: list[int]  # statuses for the next embedding requests, first to last
@@ -298,11 +387,13 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib name
         pass
 
-    def _send(self, status: int, payload: dict[str, Any]) -> None:
+    def _send(self, status: int, payload: dict[str, Any], headers: Mapping[str, str] | None = None) -> None:
         data = json.dumps(payload).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
         self.end_headers()
         self.wfile.write(data)
 
@@ -315,6 +406,9 @@ class _Handler(BaseHTTPRequestHandler):
         path = self.path.split("?", 1)[0].rstrip("/")
         if path in ("/health", "/v1/health"):
             self._send(200, {"status": "ok"})
+        elif path == "/v1/models" and self.server.provider is not None:
+            # A provider need not list its models: reme must not depend on it.
+            self._error(404, "no model list here (a provider's compatible mode need not have one)")
         elif path == "/v1/models":
             model = {
                 "id": f"scripted-{self.server.policy.name}",
@@ -351,17 +445,53 @@ class _Handler(BaseHTTPRequestHandler):
             return
         headers = {k.lower(): v for k, v in self.headers.items()}
         self.server.requests.append({"path": path, "body": body, "headers": headers})
-        if body.get("stream"):
-            self._error(400, "streaming is not supported by this test double")
+        provider = self.server.provider
+        with self.server.lock:
+            count = self.server.chat_count = self.server.chat_count + 1
+        if provider is not None and (refused := provider.refusal(body, headers, count)) is not None:
+            status, payload, extra = refused
+            self._send(status, payload, extra)
             return
         try:
             reply = self.server.policy.reply(body, self.headers)
         except PolicyError as exc:
             self._error(400, str(exc))
             return
+        if provider is not None and reply.reasoning is None and body.get("enable_thinking") is True:
+            # A thinking answer starts with its reasoning; the same for the same request.
+            reply.reasoning = f"Thinking about step {sum(m.get('role') == 'assistant' for m in body['messages'])}."
         if self.server.delay > 0:
             time.sleep(self.server.delay)
-        self._send(200, _completion(body, reply, next(self.server.counter)))
+        completion = _completion(body, reply, next(self.server.counter))
+        if provider is not None and provider.fingerprint:
+            completion["system_fingerprint"] = provider.fingerprint
+        if body.get("stream"):
+            include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+            self._stream(stream_chunks(completion, provider.piece if provider else None, include_usage))
+        else:
+            self._send(200, completion)
+
+    def _stream(self, chunks: list[dict[str, Any]]) -> None:
+        """Server-sent events, chunked; the first ``cut_streams`` streams stop midway and hang up."""
+        provider = self.server.provider
+        cut = False
+        if provider is not None and provider.cut_streams:
+            with self.server.lock:
+                cut = self.server.streams_cut < provider.cut_streams
+                self.server.streams_cut += cut
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        events = [f"data: {json.dumps(c)}\n\n" for c in chunks] + ["data: [DONE]\n\n"]
+        for i, event in enumerate(events):
+            if cut and i >= max(1, len(events) // 2):
+                self.close_connection = True
+                self.wfile.flush()
+                return  # no last chunk: the client sees the body end early
+            data = event.encode()
+            self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+        self.wfile.write(b"0\r\n\r\n")
 
 
     def _embed(self, raw: bytes, path: str) -> None:
@@ -393,9 +523,13 @@ class ScriptedServer:
 
     def __init__(self, policy: Policy, delay: float = 0.0, host: str = "127.0.0.1", port: int = 0,
                  refuse_chat: bool = False, max_model_len: int | None = None,
-                 embedding_faults: Iterable[int] = (), max_embedding_inputs: int | None = None):
+                 embedding_faults: Iterable[int] = (), max_embedding_inputs: int | None = None,
+                 provider: Provider | None = None):
         self.policy = policy
         self._httpd = _Server((host, port), _Handler)
+        self._httpd.provider = provider
+        self._httpd.chat_count = 0
+        self._httpd.streams_cut = 0
         self._httpd.refuse_chat = refuse_chat
         self._httpd.max_model_len = max_model_len
         self._httpd.embedding_faults = list(embedding_faults)
@@ -500,6 +634,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--embedding-fault", type=int, action="append", default=[], metavar="STATUS",
                         help="answer the next embedding request with this HTTP status (repeat it)")
     parser.add_argument("--max-embedding-inputs", type=int, help="refuse embedding requests with more texts")
+    parser.add_argument("--provider", choices=["dashscope"], help="behave like this provider's compatible mode")
+    parser.add_argument("--api-key", default=Provider.api_key, help="--provider: the key it accepts")
+    parser.add_argument("--rate-limit-every", type=int, default=0, help="--provider: every n-th chat request is a 429")
+    parser.add_argument("--retry-after", default="1", help="--provider: the 429's Retry-After")
+    parser.add_argument("--cut-streams", type=int, default=0, help="--provider: break off the first n streams")
+    parser.add_argument("--fingerprint", help="--provider: the system_fingerprint its answers carry")
     common = set(vars(parser.parse_args([])))  # the server's own options; the rest are the policies'
     replays = REPLAY_POLICIES.names()
     for replay in replays:  # each replay policy declares its own options (e.g. a data root)
@@ -517,9 +657,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if args.overflow or args.truncate:
         policy = FaultPolicy(policy, overflow=args.overflow, truncate=args.truncate)
+    provider = Provider(args.api_key, args.rate_limit_every, args.retry_after, args.cut_streams,
+                        fingerprint=args.fingerprint) if args.provider else None
     server = ScriptedServer(policy, delay=args.delay, port=args.port, refuse_chat=args.refuse_chat,
                             max_model_len=args.max_model_len, embedding_faults=args.embedding_fault,
-                            max_embedding_inputs=args.max_embedding_inputs)
+                            max_embedding_inputs=args.max_embedding_inputs, provider=provider)
     print(server.base_url, flush=True)
     try:
         server.serve_forever()

@@ -1,0 +1,408 @@
+"""A hosted provider (DashScope's OpenAI-compatible mode) through reme: the client's rules and
+the whole CLI, against the scripted server's provider mode.
+
+The server is a TEST DOUBLE: it keeps DashScope's rules where reme relies on them (a wrong
+key is a 401, thinking without a stream a 400, 429s with Retry-After, answers streamed in
+small pieces with usage last, streams that break off) and answers with the BFCL ground truth
+and canned summaries, never a model's. Its numbers are no model's results. No request leaves
+this machine: a real provider is not exercised here (docs/hosted.md says what that leaves).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import signal
+import sqlite3
+import subprocess
+import time
+from pathlib import Path
+
+import openai
+import pytest
+
+from reme_cli.bench.bfcl_scripted import BFCLReplayPolicy
+from reme_cli.bench.replay import Reply
+from reme_cli.core.config import compose
+from reme_cli.core.errors import RunAborted
+from reme_cli.llm import pacing
+from reme_cli.llm.cache import ResponseCache
+from reme_cli.llm.client import ChatClient
+from reme_cli.llm.pacing import Pacer
+from reme_cli.llm.vllm_server import serve_command
+from reme_cli.run import cost
+from reme_cli.run.settings import request_record
+from reme_cli.testing.scripted_server import (AgentAndSummarizerPolicy, Provider, ScriptedServer,
+                                              ScriptedSummarizerPolicy)
+from tests.conftest import reme_env, reme_popen, reme_process, small_reme_pool, without_timing
+
+KEY = "sk-test-SECRET-4646-do-not-write"
+# benchmark.release=current: the replay server replays the pinned release's ground truth.
+HOSTED = ["model=qwen3-8b-dashscope", "embedding=minilm", "llm.model=replay", "benchmark.release=current"]
+CORRUPT = "multi_turn_base_2"  # fails until its retry is guided by what its failure taught
+THREE = ["benchmark.split=test", f"benchmark.task_ids=[multi_turn_base_0,{CORRUPT},multi_turn_base_4]"]
+
+
+def _trials(run: Path) -> list[dict]:
+    path = run / "trials.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
+
+
+def _untimed(trial: dict) -> dict:
+    """A unit's record without its clock readings and cache flags, its earlier trials' too."""
+    out = without_timing(trial)
+    out["earlier_attempts"] = [{**e, "trajectory": without_timing({"trajectory": e["trajectory"]})["trajectory"]}
+                               for e in trial.get("earlier_attempts") or []]
+    return out
+
+
+def _chats(server: ScriptedServer, since: int = 0) -> list[dict]:
+    return [r for r in server.requests[since:] if r["path"] == "/v1/chat/completions"]
+
+
+def _replay_policy():
+    return AgentAndSummarizerPolicy(BFCLReplayPolicy(corrupt={CORRUPT}, heal_on_retry=True), ScriptedSummarizerPolicy())
+
+
+@pytest.fixture(scope="module")
+def provider():
+    """DashScope's rules: every 11th request is throttled, the first two streams break off."""
+    with ScriptedServer(BFCLReplayPolicy(), provider=Provider(api_key=KEY, rate_limit_every=11, retry_after="0.2",
+                                                            cut_streams=2, fingerprint="fp-scripted")) as srv:
+        yield srv
+
+
+def _files_holding(root: Path, secret: str) -> list[str]:
+    """Every file under ``root`` (run records, manifests, caches and their WAL files, logs)
+    whose bytes hold ``secret``."""
+    return [str(p) for p in root.rglob("*") if p.is_file() and secret.encode() in p.read_bytes()]
+
+
+# ------------------------------------------------------------------------------- config
+
+
+def test_the_hosted_configs_send_what_the_authors_agents_sent():
+    cfg = compose(["model=qwen3-8b-dashscope"])
+    assert (cfg.model.kind, cfg.model.same_as, cfg.model.served_name) == ("openai", "qwen3-8b", "qwen3-8b")
+    assert cfg.llm.api_key_env == "DASHSCOPE_API_KEY" and cfg.llm.api_key == "EMPTY"
+    assert cfg.embedding.model == "text-embedding-v4"  # the authors' embedding, on the same key
+    sent = request_record(cfg)["sent"]
+    # bfcl_agent.py:250-258: temperature 0.9, seed=0, extra_body enable_thinking, stream, parallel calls
+    assert sent["temperature"] == 0.9 and sent["seed"] == 0
+    assert sent["extra_body"] == {"enable_thinking": True}  # top level: DashScope's, not vLLM's kwargs
+    assert sent["parallel_tool_calls"].startswith("true") and sent["stream"] == "always"
+    # AppWorld: the authors' agent switched thinking off (appworld_react_agent.py:85)
+    assert request_record(compose(["model=qwen3-8b-dashscope", "benchmark=appworld"]))["sent"]["extra_body"] == \
+        {"enable_thinking": False}
+    summ = compose(["model=qwen3-8b-dashscope", "summarizer=qwen3-14b-dashscope",
+                    "llm.base_url=https://dashscope-intl.aliyuncs.com/compatible-mode/v1"]).summarizer
+    assert (summ.model, summ.thinking) == ("qwen3-14b", None)
+    assert summ.base_url == "https://dashscope-intl.aliyuncs.com/compatible-mode/v1"  # one override moves both
+    # The vLLM configs are what they were: per-unit seeds, vLLM's switch, no stream.
+    vllm = compose(["model=qwen3-8b"])
+    assert request_record(vllm)["sent"]["extra_body"] == {"chat_template_kwargs": {"enable_thinking": True}}
+    assert vllm.model.sampling.seed is None and vllm.llm.stream == "never"
+
+
+@pytest.mark.parametrize("override, fragment", [
+    ("llm.api_key=sk-SECRET123", "llm.api_key_env=NAME"),
+    ("llm.api_key_env=sk-SECRET123", "the name of an environment variable"),
+])
+def test_a_literal_key_is_refused_in_one_line_and_nothing_is_written(reme, override, fragment):
+    proc = reme("eval", "benchmark.limit=1", override)
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and fragment in lines[0] and "SECRET123" not in lines[0]
+    assert not (reme.cwd / "runs").exists()
+
+
+def test_a_missing_key_is_one_line_before_anything_is_written(reme):
+    proc = reme("eval", *HOSTED, "llm.base_url=http://127.0.0.1:9/v1", "benchmark.limit=1",
+                env={"DASHSCOPE_API_KEY": None})
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1
+    assert "export DASHSCOPE_API_KEY=" in proc.stderr
+    assert not (reme.cwd / "runs").exists()
+
+
+def test_a_gpu_run_can_have_the_hosted_context_through_yarn():
+    cfg = compose(["model=qwen3-8b", "model.max_model_len=131072"])
+    cmd = serve_command(cfg, 8000, "127.0.0.1", 1)
+    assert cmd[cmd.index("--max-model-len") + 1] == "131072" and cmd.count("--max-model-len") == 1
+    rope = json.loads(cmd[cmd.index("--hf-overrides") + 1])["rope_parameters"]
+    assert rope["rope_type"] == "yarn" and rope["factor"] == 4.0  # Qwen's model card: factor 4 for 131,072
+    assert rope["original_max_position_embeddings"] == 32768
+    native = serve_command(compose(["model=qwen3-8b"]), 8000, "127.0.0.1", 1)
+    assert "--hf-overrides" not in native and native[native.index("--max-model-len") + 1] == "32768"
+
+
+# ------------------------------------------------------------------------------- client
+
+
+class Answer:
+    """A reply with reasoning, content and two tool calls, each long enough to be streamed in
+    many pieces."""
+
+    name = "answer"
+
+    def reply(self, body, headers):
+        return Reply(content="Both files are moved now; nothing else is needed.",
+                     tool_calls=[("mv", {"source": "report_final_v2.txt", "destination": "archive/2024"}),
+                                 ("ls", {"a": True, "path": "archive"})],
+                     reasoning="The user wants the report archived, so move it, then list the folder.")
+
+
+def _client(srv: ScriptedServer, **kw) -> ChatClient:
+    return ChatClient(base_url=srv.base_url, model="qwen3-8b", **{"api_key": KEY, "max_retries": 3, **kw})
+
+
+def _ask(client: ChatClient, thinking: bool):
+    tools = [{"type": "function", "function": {"name": "mv", "parameters": {"type": "object"}}}]
+    return client.chat([{"role": "user", "content": "archive the report"}], tools=tools, seed=0,
+                       extra_body={"enable_thinking": thinking})
+
+
+def test_a_streamed_answer_is_assembled_whole_and_recorded_as_an_unstreamed_one(tmp_path):
+    async def go():
+        with ScriptedServer(Answer(), provider=Provider(api_key=KEY, piece=3)) as srv:
+            streamed_client = _client(srv, stream="always", cache=ResponseCache(tmp_path / "a.sqlite"))
+            whole_client = _client(srv, stream="never", cache=ResponseCache(tmp_path / "b.sqlite"))
+            streamed, whole = await _ask(streamed_client, False), await _ask(whole_client, False)
+            await streamed_client.close(), await whole_client.close()
+            sent = _chats(srv)
+        return streamed, whole, sent
+
+    streamed, whole, sent = asyncio.run(go())
+    assert [r["body"].get("stream") for r in sent] == [True, None]
+    assert sent[0]["body"]["stream_options"] == {"include_usage": True}
+    assert len(streamed.tool_calls) == 2 and streamed.tool_calls[0].arguments == \
+        json.dumps({"source": "report_final_v2.txt", "destination": "archive/2024"})
+    assert streamed.prompt_tokens > 0 and streamed.completion_tokens > 0  # usage from the last chunk
+
+    def stored(name: str) -> dict:
+        rows = sqlite3.connect(tmp_path / name).execute("SELECT key, value FROM responses").fetchall()
+        return json.loads(rows[0][1])
+
+    a, b = stored("a.sqlite"), stored("b.sqlite")
+    a.pop("latency_s"), b.pop("latency_s")
+    for rec in (a, b):  # the scripted ids name the server's answer count, which differs by design
+        for tc in rec["tool_calls"]:
+            tc.pop("id")
+    assert a == b  # the same record, streamed or not
+
+
+def test_the_cache_replays_a_streamed_answer_byte_for_byte(tmp_path):
+    async def go():
+        with ScriptedServer(Answer(), provider=Provider(api_key=KEY, piece=2)) as srv:
+            first = _client(srv, stream="always", cache=ResponseCache(tmp_path / "c.sqlite"))
+            live = await _ask(first, True)
+            await first.close()
+            before = sqlite3.connect(tmp_path / "c.sqlite").execute("SELECT value FROM responses").fetchall()
+            again = _client(srv, stream="always", cache=ResponseCache(tmp_path / "c.sqlite"))
+            replayed = await _ask(again, True)
+            await again.close()
+            after = sqlite3.connect(tmp_path / "c.sqlite").execute("SELECT value FROM responses").fetchall()
+            return live, replayed, before, after, len(_chats(srv))
+
+    live, replayed, before, after, asked = asyncio.run(go())
+    assert asked == 1 and replayed.cached and not live.cached
+    assert before == after and len(before) == 1
+    assert live.reasoning == "The user wants the report archived, so move it, then list the folder."
+    for field in ("content", "reasoning", "tool_calls", "finish_reason", "prompt_tokens", "completion_tokens",
+                  "model", "system_fingerprint"):
+        assert getattr(replayed, field) == getattr(live, field), field
+    assert json.loads(before[0][0])["reasoning"] == live.reasoning
+
+
+def test_thinking_without_a_stream_is_refused_as_the_provider_does_and_auto_streams_it():
+    async def go():
+        with ScriptedServer(Answer(), provider=Provider(api_key=KEY)) as srv:
+            whole = _client(srv, stream="never")
+            with pytest.raises(openai.BadRequestError, match="non-streaming"):
+                await _ask(whole, True)
+            auto = _client(srv, stream="auto")
+            thought = await _ask(auto, True)
+            plain = await _ask(auto, False)
+            await whole.close(), await auto.close()
+            return thought, plain, [r["body"].get("stream") for r in _chats(srv)]
+
+    thought, plain, streams = asyncio.run(go())
+    assert streams == [None, True, None]  # auto streams exactly the request that thinks
+    assert thought.reasoning and plain.content
+
+
+def test_a_429_waits_as_retry_after_says_and_a_broken_stream_is_asked_again_whole():
+    async def go():
+        with ScriptedServer(Answer(), provider=Provider(api_key=KEY, rate_limit_every=2, retry_after="0.6",
+                                                         cut_streams=1)) as srv:
+            client = _client(srv, stream="always")
+            t0 = time.monotonic()
+            first = await _ask(client, True)  # request 1: its stream breaks off; request 2: a 429
+            took = time.monotonic() - t0
+            await client.close()
+            return first, took, len(_chats(srv))
+
+    first, took, asked = asyncio.run(go())
+    assert asked == 3 and len(first.tool_calls) == 2 and first.finish_reason == "tool_calls"
+    assert 0.6 <= took < 5  # the 0.6 s the 429 asked for (the cut stream's backoff is ~1 s on top)
+
+
+class Refuses:
+    """A provider that says the account cannot pay (DashScope's Arrearage, HTTP 400)."""
+
+    def __init__(self, status: int, code: str):
+        self.status, self.code = status, code
+
+    def refusal(self, body, headers, count):
+        return self.status, {"error": {"message": "Access denied, please make sure your account is in good standing.",
+                                       "type": self.code, "code": self.code}}, {}
+
+
+@pytest.mark.parametrize("provider, said", [
+    (Provider(api_key="the-right-key"), "refused the API key (HTTP 401"),
+    (Refuses(400, "Arrearage"), "quota or balance is exhausted (HTTP 400"),
+    (Refuses(403, "AllocationQuota.FreeTierOnly"), "quota or balance is exhausted (HTTP 403"),
+    (Refuses(429, "insufficient_quota"), "quota or balance is exhausted (HTTP 429"),
+])
+def test_a_refused_key_or_a_spent_quota_stops_at_once_without_retrying(provider, said):
+    async def go():
+        with ScriptedServer(Answer(), provider=provider) as srv:
+            client = _client(srv, stream="always", max_retries=20)
+            with pytest.raises(RunAborted) as caught:
+                await _ask(client, True)
+            await client.close()
+            return str(caught.value), len(_chats(srv))
+
+    message, asked = asyncio.run(go())
+    assert asked == 1 and said in message and "\n" not in message and KEY not in message
+
+
+def test_the_pacer_holds_a_run_to_its_requests_per_minute(monkeypatch):
+    monkeypatch.setattr(pacing, "WINDOW_S", 0.5)  # a half-second "minute"
+
+    async def go():
+        pacer, t0 = Pacer(rpm=2), time.monotonic()
+        for _ in range(5):
+            await pacer.acquire(10)
+        return time.monotonic() - t0
+
+    assert 1.0 <= asyncio.run(go()) < 3  # 2 + 2 + 1: two full windows waited
+
+
+# ------------------------------------------------------------------------------- the CLI
+
+
+def test_bfcl_replay_scores_100_through_the_provider_and_no_file_holds_the_key(reme, provider):
+    since = len(provider.requests)
+    proc = reme("eval", "--mode", "none", *HOSTED, f"llm.base_url={provider.base_url}", "benchmark.limit=5",
+                "eval.runs=2", "eval.seeds=1", "out_dir=run", env={"DASHSCOPE_API_KEY": KEY}, check=True)
+    run = reme.cwd / "run"
+    metrics = json.loads((run / "metrics.json").read_text())
+    assert metrics["avg@2"]["mean"] == 1.0 and (metrics["units"], metrics["errors"]) == (10, 0)
+    chats = _chats(provider, since)
+    assert all(r["headers"]["authorization"] == f"Bearer {KEY}" for r in chats)
+    for body in (r["body"] for r in chats):
+        assert body["stream"] is True and body["seed"] == 0 and body["enable_thinking"] is True
+        assert body["parallel_tool_calls"] is True and "chat_template_kwargs" not in body
+    manifest = json.loads((run / "manifest.json").read_text())
+    assert manifest["server"]["kind"] == "hosted" and manifest["status"] == "complete"
+    assert manifest["served"]["system_fingerprints"] == {"fp-scripted": manifest["served"]["models"]["replay"]}
+    assert manifest["served"]["changed"] is False
+    # Both runs of a task were asked (the cache keeps units apart under one seed) and came back alike.
+    assert metrics["identical_runs"] == {"tasks": 5, "of": 5} and "honoured seed=0" in proc.stderr
+    assert _files_holding(reme.cwd, KEY) == []
+    assert "SECRET" not in proc.stderr + proc.stdout
+
+
+def test_a_wrong_key_stops_the_run_at_once_in_one_line(reme, provider):
+    since = len(provider.requests)
+    proc = reme("eval", "--mode", "none", *HOSTED, f"llm.base_url={provider.base_url}", "benchmark.limit=3",
+                "eval.seeds=1", "eval.runs=1", "out_dir=run", env={"DASHSCOPE_API_KEY": "sk-wrong-key-4646"})
+    assert proc.returncode == 4, proc.stderr
+    assert "refused the API key (HTTP 401" in proc.stderr and "Traceback" not in proc.stderr
+    assert len(_chats(provider, since)) <= 3  # one per unit in flight: no retries
+    assert json.loads((reme.cwd / "run" / "manifest.json").read_text())["status"] == "interrupted"
+    assert _files_holding(reme.cwd, "sk-wrong-key-4646") == []
+
+
+def test_a_budget_stops_a_run_resumably_and_the_spend_adds_up(reme, provider):
+    priced = [*HOSTED, f"llm.base_url={provider.base_url}", "benchmark.limit=4", "eval.seeds=1", "eval.runs=1",
+              "model.price.input=200", "model.price.output=800", "model.price.thinking_output=2000",
+              "llm.concurrency=1", "out_dir=run"]
+    stopped = reme("eval", "--mode", "none", *priced, "llm.budget_usd=1", env={"DASHSCOPE_API_KEY": KEY})
+    assert stopped.returncode == 4 and "llm.budget_usd=1 reached" in stopped.stderr
+    manifest = json.loads((reme.cwd / "run" / "manifest.json").read_text())
+    spent = manifest["spend"]["usd"]
+    assert manifest["status"] == "interrupted" and 1 <= spent < 3  # one call past the line at most
+    assert len(_trials(reme.cwd / "run")) < 4
+    done = reme("eval", "--mode", "none", *priced, "llm.budget_usd=1000", env={"DASHSCOPE_API_KEY": KEY})
+    assert done.returncode == 0, done.stderr
+    after = json.loads((reme.cwd / "run" / "manifest.json").read_text())
+    assert after["status"] == "complete" and after["spend"]["usd"] > spent  # the sessions' spend together
+    assert len(_trials(reme.cwd / "run")) == 4
+
+
+def test_the_dry_run_prices_a_table_and_the_hosted_rows_keep_the_authors_setup(reme):
+    priced = reme("ablate", "table1", "model=qwen3-8b-dashscope", "model.price.input=0.5", "model.price.output=2",
+                  "model.price.thinking_output=5", "model.price.source=https://example.test/price-list",
+                  "model.price.date=2026-12-05", "--dry-run", env={"COLUMNS": "220"}, check=True)
+    text = re.sub(r"[\s│]+", " ", priced.stderr)
+    assert "cost (USD)" in priced.stderr and "https://example.test/price-list, 2026-12-05" in text
+    usd = float(re.search(r"\$([\d,.]+) at prices", text).group(1).replace(",", ""))
+    assert usd > 0
+    for run in ("no_memory", "reme_fixed", "reme_dynamic"):
+        assert re.search(rf"│ {run}\s+│ authors' setup", priced.stderr), run
+    # Without prices (the hosted configs ship none: the provider's list could not be read) the cost is unknown.
+    cfg = compose(["model=qwen3-8b-dashscope", "eval.mode=none"])
+    calls = cost.run_calls(cfg, 150 * 4 * 3, cost.Assumptions())
+    unknown = cost.estimate(cfg, calls, cost.Assumptions(), None)
+    assert unknown.usd is None and unknown.gpu_hours == 0.0 and unknown.wall_s > 0
+
+
+# ------------------------------------------------------------------------- ReMe dynamic, kill -9
+
+
+@pytest.fixture(scope="module")
+def base_pool(tmp_path_factory):
+    return small_reme_pool(tmp_path_factory.mktemp("hosted_pool"))  # two experiences, MiniLM vectors
+
+
+def test_reme_dynamic_on_three_tasks_survives_kill_9_exactly(tmp_path, base_pool):
+    """A ReMe dynamic run with a hosted executor and a hosted summarizer of its own, killed
+    with SIGKILL after its first unit and resumed, records what an uninterrupted run records."""
+    args = ["eval", "--mode", "dynamic", "memory=reme", f"memory.pool={base_pool}", *HOSTED, *THREE,
+            "summarizer=qwen3-14b-dashscope", "eval.runs=1", "eval.seeds=1", "eval.dynamic_workers=1"]
+    env = {**reme_env(tmp_path / ".reme_cache"), "DASHSCOPE_API_KEY": KEY}
+    with ScriptedServer(_replay_policy(), delay=0.1,
+                        provider=Provider(api_key=KEY, rate_limit_every=13, retry_after="0.2")) as srv:
+        url = f"llm.base_url={srv.base_url}"
+        whole = reme_process([*args, url, "out_dir=whole"], cwd=tmp_path, env=env, capture_output=True, text=True,
+                             timeout=600)
+        assert whole.returncode == 0, whole.stderr[-2000:]
+        # The killed run has a cache of its own: what it asks again, the provider answers again.
+        killed_env = {**env, "REME_CACHE_DIR": str(tmp_path / "killed_cache")}
+        (tmp_path / "killed_cache").mkdir()
+        proc = reme_popen([*args, url, "out_dir=killed"], cwd=tmp_path, env=killed_env, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE)
+        trials = tmp_path / "killed" / "trials.jsonl"
+        deadline = time.time() + 300
+        while time.time() < deadline and proc.poll() is None and not (trials.exists() and trials.read_text().strip()):
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        assert 1 <= len(_trials(tmp_path / "killed")) < 3, "the kill must land mid-run"
+        resumed = reme_process([*args, url, "out_dir=killed"], cwd=tmp_path, env=killed_env, capture_output=True,
+                               text=True, timeout=600)
+        assert resumed.returncode == 0, resumed.stderr[-2000:]
+        summarizer_calls = [r for r in _chats(srv) if not r["headers"].get("x-reme-task-id")]
+    a = {t["unit"]: _untimed(t) for t in _trials(tmp_path / "whole")}
+    b = {t["unit"]: _untimed(t) for t in _trials(tmp_path / "killed")}
+    assert a == b and len(a) == 3
+    assert a[f"s0/r0/{CORRUPT}"]["attempts"] == 2  # the failed trial's summary guided its retry
+    assert summarizer_calls and all(r["body"]["model"] == "qwen3-14b" and r["body"]["stream"] is True
+                                    for r in summarizer_calls)
+    pools = [[{k: v for k, v in json.loads(line).items() if k not in ("created_at", "updated_at")}
+              for line in (tmp_path / run / "streams" / "s0_r0" / "pool" / "experiences.jsonl").read_text().splitlines()]
+             for run in ("whole", "killed")]
+    assert pools[0] == pools[1] and len(pools[0]) > 2  # the same experiences, ids, f and u: clocks aside
+    assert _files_holding(tmp_path, KEY) == []
