@@ -121,6 +121,8 @@ def test_a_reply_cut_off_by_max_tokens_is_truncated(reme):
     by_task = {t["task_id"]: t for t in trials(reme.cwd / "run")}
     assert by_task["multi_turn_base_0"]["stop_reason"] == "truncated"
     assert by_task["multi_turn_base_0"]["success"] is False and by_task["multi_turn_base_0"]["error"] is None
+    # Every turn was cut, and each went on to the next (the authors' loop): one stop per turn.
+    assert by_task["multi_turn_base_0"]["trajectory"]["turn_stops"] == ["truncated"] * 4
     assert by_task["multi_turn_base_2"]["stop_reason"] == "answered"
 
 
