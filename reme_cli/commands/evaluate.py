@@ -117,4 +117,12 @@ async def eval_runner(cfg: Config, bench: Benchmark, session: Session,
     async with method_context(cfg, session, summarizer=getattr(plugin, "needs_summarizer", False)) as ctx:
         yield Runner(bench, session.client, session.settings, session.run_dir, MemoryStreams(plugin, ctx).method_for,
                      chains_at_once(cfg, streams), session.progress, health=session.ep.health,
-                     env_concurrency=cfg.env.concurrency)
+                     env_concurrency=cfg.env.concurrency, batch_size=batch_size(cfg))
+
+
+def batch_size(cfg: Config) -> int | None:
+    """Units of a dynamic stream run in batches of this many (``eval.dynamic_batches``: the
+    authors' AppWorld script), each batch after the one before it; None: no batches."""
+    if cfg.eval.mode != "dynamic" or not cfg.eval.dynamic_batches or cfg.eval.dynamic_workers <= 1:
+        return None
+    return cfg.eval.dynamic_workers
