@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -124,7 +125,9 @@ async def _sample_and_learn(cfg: Config, session: Session, bench: Benchmark, str
     client, run_dir, progress = session.client, session.run_dir, session.progress
     async with method_context(cfg, session) as method_ctx:
         state = training_stream(method, method_ctx) if adapts else no_memory()
-        runner = Runner(bench, client, session.settings, run_dir, lambda _: state, cfg.llm.concurrency, progress,
+        # The learn phase summarizes the trajectories read back from the records: kept whole.
+        settings = replace(session.settings, whole_trajectories=True)
+        runner = Runner(bench, client, settings, run_dir, lambda _: state, cfg.llm.concurrency, progress,
                         health=session.ep.health)
         await runner.run(streams)
         progress.stop()

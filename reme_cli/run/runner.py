@@ -22,6 +22,7 @@ from reme_cli.agent.protocols import ToolProtocol
 from reme_cli.bench.base import Benchmark, Task
 from reme_cli.core.errors import Interrupted, RunAborted, os_error_message
 from reme_cli.core.io import now
+from reme_cli.core.trials import TRAJECTORY_FIELDS
 from reme_cli.llm.answer_health import answer_tally
 from reme_cli.llm.client import LLM, episode_affinity
 from reme_cli.methods.base import Attempt, Method, MethodFactory, Solved
@@ -284,7 +285,8 @@ class Runner:
             record.interactions = sum(t.interactions for t in trajs)
         record.started_at, record.finished_at = started, now()
         record.wall_s = round(time.perf_counter() - t0, 4)
-        record.cap_stored(self.settings.max_stored_chars)
+        record.cap_stored(self.settings.max_stored_chars,
+                          whole=TRAJECTORY_FIELDS if self.settings.whole_trajectories else ())
         return record
 
     async def _episode(self, unit: Unit, task: Task, guidance: str | None, attempt: int) -> Attempt:
