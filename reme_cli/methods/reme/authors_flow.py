@@ -8,7 +8,8 @@ trajectories posted as ``{messages, score}`` -> success iff ``score >= 1.0``
 analysis per failed one, and one comparative analysis of the highest- vs the lowest-scoring
 trajectory when there are at least two and their scores differ (the "soft" comparison; the
 three ops run in parallel) -> one validation call per extracted memory, kept iff ``is_valid``
-and ``score >= 0.5``. No de-duplication in that flow (reme's pool adds its own, E17 section 4).
+and ``score >= 0.5``. No de-duplication in that flow (the FAQ's later service adds one, which a
+dynamic trial's summary goes through: ``ReMe._summarize``; building only with ``memory.build_dedup``).
 ``memory.granularity=trajectory`` runs the ``summary_task_memory_simple`` flow instead (the
 nearest published counterpart of the paper's trajectory-level experiences): one
 ``simple_summary`` call per trajectory, no validation.

@@ -5,8 +5,9 @@ distill: per task, the summarizer's analyses of the sampled trajectories and the
 validation (``summarize.py``: the authors' flow by default, which posts the first-lowest and
 the last-highest of them with the task's tool schemas; ``build/distill.jsonl``, one line per
 finished task);
-assemble: embedding dedup in task order into the pool (rebuilt from distill's file each
-time, so it is cheap and never half-written).
+assemble: the validated candidates in task order into the pool (rebuilt from distill's file
+each time, so it is cheap and never half-written); de-duplicated against the growing pool
+only with ``memory.build_dedup`` (the flow of the released pools' period had no such step).
 """
 
 from __future__ import annotations
@@ -69,7 +70,8 @@ async def task_tools(bench, task) -> list[dict]:
 
 
 def assemble(ctx: BuildContext, staging: Path) -> BuildResult:
-    """Dedup the judged candidates into a fresh pool, in the split's task order."""
+    """The judged candidates into a fresh pool, in the split's task order (de-duplicated
+    when ``memory.build_dedup`` asks)."""
     cfg = ctx.cfg
     by_task = {rec["task_id"]: rec for rec in read_lines(ctx.work / DISTILL_FILE)}
     stats = DistillStats()
@@ -85,9 +87,10 @@ def assemble(ctx: BuildContext, staging: Path) -> BuildResult:
         "kind": "build-pool", "run": str(ctx.work), "config_hash": config_hash(cfg),
         "model": cfg.model.name, "summarizer": cfg.summarizer.name, "prompts": cfg.memory.prompts,
         "granularity": cfg.memory.granularity, "judge_threshold": cfg.memory.judge_threshold,
-        "dedup_threshold": cfg.memory.dedup_threshold, "dedup_text": cfg.memory.dedup_text,
-        "samples": cfg.build.samples})
-    added = pool.add(candidates, dedup_threshold=cfg.memory.dedup_threshold, dedup_text=cfg.memory.dedup_text)
+        "build_dedup": cfg.memory.build_dedup, "dedup_threshold": cfg.memory.dedup_threshold,
+        "dedup_text": cfg.memory.dedup_text, "samples": cfg.build.samples})
+    added = pool.add(candidates, dedup_threshold=cfg.memory.dedup_threshold if cfg.memory.build_dedup else None,
+                     dedup_text=cfg.memory.dedup_text)
     pool.save()
 
     report = {

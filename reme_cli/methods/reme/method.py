@@ -197,8 +197,8 @@ class ReMe(Memory):
         return before, before + n
 
     def apply(self, events: list[dict[str, Any]], committed: int, worker: int = 0) -> Applied:
-        """Counts, then additions (de-duplicated against the pool as it is now), then a
-        deletion pass when one is due."""
+        """Counts, then additions (de-duplicated against the pool as it is now only with
+        ``dedup_at_commit``), then a deletion pass when one is due."""
         done: list[dict[str, Any]] = []
         added: list[str] = []
         due = False
@@ -207,7 +207,10 @@ class ReMe(Memory):
                 self.pool.update_counts(event["ids"], retrieved=True, success=event["success"])
                 done.append(event)
             elif event["op"] == "add":
-                for exp in self.pool.add(event["candidates"], self.cfg.dedup_threshold, self.cfg.dedup_text):
+                # The authors' add_task_memory inserts what the agent posts (its summary was
+                # de-duplicated when it was made); ``dedup_at_commit`` checks again here.
+                again = self.cfg.dedup_threshold if self.cfg.dedup_at_commit else None
+                for exp in self.pool.add(event["candidates"], again, self.cfg.dedup_text):
                     done.append({"op": "add", "source": exp.source, "experience": exp.to_dict()})
                     added.append(exp.id)
             elif event["op"] == "trials":
@@ -369,14 +372,14 @@ class ReMe(Memory):
             if attempt.outcome.success or self.cfg.addition == "full":
                 candidates += summary
         if candidates:
-            # A summary was de-duplicated against the pool of its trial's time; the commit
-            # checks again against the pool as it is then.
+            # A summary was de-duplicated against the pool of its trial's time (the commit
+            # checks again only with ``dedup_at_commit``).
             assign_stable_ids(candidates, unit)
             events.append({"op": "add", "candidates": candidates})
         return events
 
     async def _learn_from_lessons(self, task: Task, tried: Tried, retrieval: Retrieval,
-                                  unit: str) -> tuple[list[dict[str, Any]], DistillStats | None]:
+                                  unit: str) -> tuple[list[dict[str, Any]], DistillStats | None, str | None]:
         attempts, lessons = tried.attempts, tried.record.get("lessons", [])
         final = attempts[-1].outcome
         pairs = [(a.trajectory, a.outcome) for a in attempts]
