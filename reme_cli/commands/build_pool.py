@@ -36,7 +36,7 @@ from reme_cli.core.staging import clean_stale, replace_dir
 from reme_cli.methods.base import BuildContext, BuildResult, PoolBuilder
 from reme_cli.methods.streams import no_memory, training_stream
 from reme_cli.llm.embed import make_embedder_for
-from reme_cli.llm.answer_health import answer_tally, failure_message, merge, total
+from reme_cli.llm.answer_health import SUMMARY, answer_tally, failure_message, merge, summary_failures, total
 from reme_cli.run.lifecycle import RunLifecycle, RunResult, Session
 from reme_cli.run.plan import plan_passes, plan_streams
 from reme_cli.run.records import CONFIG_FILE, RunDir
@@ -91,7 +91,8 @@ def build_pool(cfg: Config, console: Console, wait: bool = False) -> RunResult:
         # A method that keeps its counts per task (ReMe) reports every session's; otherwise
         # this session's learn phase is what was seen.
         report.setdefault("summarizer_answers", session_answers)
-        life.finish(REPORT_FILE, report, complete=not report["unit_errors"], what="the build report")
+        life.finish(REPORT_FILE, report, complete=not report["unit_errors"], what="the build report",
+                    manifest={"summary_failures": summary_failures(report["summarizer_answers"])})
     console.print(report_table(report, built.rows, out, sandbox_notes(bench)))
     if report["unit_errors"]:
         console.print(errors_summary(run_dir.trials()), soft_wrap=True, highlight=False, markup=False)
@@ -187,5 +188,8 @@ def answer_rows(counts: dict[str, dict[str, int]]) -> list[tuple[str, str]]:
     rows = [("summarizer answers (invalid, truncated)", f"{t['calls']} ({t['invalid']}, {t['truncated']})")]
     rows += [(f"  {role} answers failed", f"{row['failed']} of {row['calls']} "
                                           f"({row['invalid']} invalid, {row['truncated']} truncated)")
-             for role, row in counts.items() if row["failed"]]
+             for role, row in counts.items() if row["failed"] and role != SUMMARY]
+    if SUMMARY in counts:
+        s = summary_failures(counts)
+        rows.append(("summaries failed (their candidates skipped)", f"{s['failed']} of {s['summaries']}"))
     return rows

@@ -67,7 +67,8 @@ def evaluate(cfg: Config, console: Console, wait: bool = False) -> RunResult:
         metrics = final_metrics(run_dir.trials(), cfg.eval.runs, cfg.eval.mode, declared_metrics(bench))
         metrics["llm_usage"] = life.usage
         life.finish(METRICS_FILE, metrics, what="the metrics",
-                    complete=metrics["units"] == units_total and metrics["errors"] == 0)
+                    complete=metrics["units"] == units_total and metrics["errors"] == 0,
+                    manifest={"summary_failures": metrics["summary_failures"]})
     console.print(metrics_table(metrics, f"{cfg.experiment}: {cfg.benchmark.name} / {cfg.model.name} / "
                                          f"mode={cfg.eval.mode}", metrics.get("variants"),
                                 notes=[*sandbox_notes(bench), *filter(None, [summary_line(metrics["summarizer_answers"])])]))

@@ -128,8 +128,10 @@ class RunLifecycle:
             self.usage = {"calls": u.calls, "cached_calls": u.cached_calls, "prompt_tokens": u.prompt_tokens,
                           "completion_tokens": u.completion_tokens, "latency_s": round(u.latency_s, 3)}
 
-    def finish(self, file: str, record: dict[str, Any], complete: bool, what: str) -> None:
-        """Write the run's result ``file`` (``what`` names it in an error) and the final status."""
+    def finish(self, file: str, record: dict[str, Any], complete: bool, what: str,
+               manifest: dict[str, Any] | None = None) -> None:
+        """Write the run's result ``file`` (``what`` names it in an error) and the final status
+        (with ``manifest``'s fields)."""
         run_dir = self.run_dir
         try:
             write_json_atomic(run_dir.path / file, record)
@@ -138,4 +140,4 @@ class RunLifecycle:
                 run_dir.update_manifest(status="interrupted")
             raise RunAborted(f"cannot write {what}: {os_error_message(exc)}; then rerun the same "
                              "command (finished units are kept)") from None
-        run_dir.update_manifest(status="complete" if complete else "incomplete")
+        run_dir.update_manifest(status="complete" if complete else "incomplete", **(manifest or {}))
