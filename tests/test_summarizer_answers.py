@@ -108,7 +108,8 @@ def test_a_record_written_before_the_counts_still_loads():
 # ------------------------------------------------------------------ settings
 def test_settings_are_the_authors_and_the_cpu_model_keeps_its_cap():
     cfg = compose(["model=qwen3-8b"])
-    assert (cfg.summarizer.temperature, cfg.summarizer.max_tokens, cfg.summarizer.thinking) == (0.6, None, None)
+    # No temperature sent: the FAQ's service config sets none (65971baf reme/config/service.yaml:177-182).
+    assert (cfg.summarizer.temperature, cfg.summarizer.max_tokens, cfg.summarizer.thinking) == (None, None, None)
     assert thinking_switch(cfg) is None  # no switch sent: the endpoint's default decides
     assert thinking_switch(compose(["model=qwen3-8b", "summarizer.thinking=false"])) == \
         {"chat_template_kwargs": {"enable_thinking": False}}
@@ -122,7 +123,7 @@ def test_settings_are_the_authors_and_the_cpu_model_keeps_its_cap():
     assert own is None and settings.max_tokens == 384 and settings.constrained
     assert sampling(settings, "judge")["max_tokens"] == 384
     uncapped, _ = summarizer_settings(cfg, Executor())
-    assert sampling(uncapped, "distill") == {"temperature": 0.6, "max_tokens": None}
+    assert sampling(uncapped, "distill") == {"temperature": None, "max_tokens": None}
 
 
 def test_the_requests_carry_no_switch_and_no_cap_unless_asked():
@@ -142,7 +143,7 @@ def test_the_requests_carry_no_switch_and_no_cap_unless_asked():
         asyncio.run(ask(compose(["model=qwen3-8b"])))
         asyncio.run(ask(compose(["model=qwen3-8b", "summarizer.thinking=false", "summarizer.max_tokens=300"])))
         first, second = (r["body"] for r in srv.requests[-2:])
-    assert "chat_template_kwargs" not in first and "max_tokens" not in first and first["temperature"] == 0.6
+    assert "chat_template_kwargs" not in first and "max_tokens" not in first and "temperature" not in first
     assert second["chat_template_kwargs"] == {"enable_thinking": False} and second["max_tokens"] == 300
 
 

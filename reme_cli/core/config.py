@@ -91,13 +91,15 @@ class LLMCfg:
 @dataclass
 class SummarizerCfg:
     """The memory service's LLM, as the authors ran it (results/authors_setup_evidence.md
-    section 3): the agent's own model, temperature 0.6 (v0.1.9 default.yaml), no max_tokens
-    and no thinking switch sent (flowllm sends neither: the endpoint's default decides)."""
+    section 3): the agent's own model, and no temperature, max_tokens or thinking switch sent
+    (the FAQ's service config sets no temperature; the endpoint's defaults decide)."""
 
     name: str = "same"  # same: the executor model summarizes
     base_url: Optional[str] = None  # a server you run for it; null: the executor's, or summarizer.serve's
     model: Optional[str] = None  # the model name that server serves
-    temperature: float = 0.6  # the authors' memory service: v0.1.9 default.yaml
+    # None: not sent, the endpoint's default applies. The FAQ's service (65971baf
+    # reme/config/service.yaml:177-182) sets none; v0.1.9's default.yaml:139-144 said 0.6.
+    temperature: Optional[float] = None
     max_tokens: Optional[int] = None  # None: no cap (the model's context is the limit)
     # None: send no thinking switch; true/false: Qwen3's enable_thinking, as for the executor.
     thinking: Optional[bool] = None

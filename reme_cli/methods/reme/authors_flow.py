@@ -18,7 +18,8 @@ Every template is filled with ``str.format`` and sent as one user message, no sy
 (success_extraction_op.py:46-57,75): ``{query}`` = "" and ``{context}`` = "Query: N/A\\n",
 since neither agent posts trajectory metadata; ``{step_sequence}`` is ``step_sequence.py``'s.
 The request is flowllm 0.1.9's (openai_compatible_llm.py:72-88, base_llm.py:26): the
-summarizer's temperature (0.6), ``seed=42``, no max_tokens, top_p null, no top_k, no JSON mode;
+summarizer's temperature (``summarizer.temperature``: none sent, as the FAQ's service config),
+``seed=42``, no max_tokens, top_p null, no top_k, no JSON mode;
 the answer's content only is parsed (reasoning is kept apart by the client, and a ``<think>``
 block left in the content is dropped first). A constrained embedded summarizer (the 135M model)
 keeps a grammar instead, one that makes it answer in the very format the prompt shows (a
