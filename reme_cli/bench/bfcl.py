@@ -58,7 +58,7 @@ from reme_cli.bench.calls import (  # noqa: E402
     parse_call_string,
 )
 from reme_cli.bench.bfcl_notes import TOOL_NOTES, annotated, notes_at  # noqa: E402
-from reme_cli.bench.bfcl_release import check_release  # noqa: E402
+from reme_cli.bench.bfcl_release import RELEASES, check_release  # noqa: E402
 from reme_cli.bench.bfcl_release import ensure as ensure_release  # noqa: E402
 from reme_cli.core.config import check_choices  # noqa: E402
 from reme_cli.core.errors import UserError  # noqa: E402
@@ -272,6 +272,13 @@ class BFCLConfig(BenchmarkConfig):
         check_release(self.release)
 
 
+# The released pools quote the training tasks of bfcl-eval <= 2025.6.15 (data group A;
+# results/bfcl_release_evidence.md): 6 of the 50 read otherwise from 2025.7.17 on.
+OLDER_WORDING = ("2025.6.15",)
+WORDING = ("pool built from the {release} training-task wording (the released pools: an earlier copy, "
+           "6 of 50 tasks differ)")
+
+
 class BFCLBenchmark:
     """BFCL-v3 ``multi_turn_base`` with the ReMe paper's official 50/150 split."""
 
@@ -283,6 +290,15 @@ class BFCLBenchmark:
     tool_dialect = TOOL_DIALECT
     metrics = TASK_METRICS  # the paper's Avg@k and Pass@k
     labels = Labels("BFCL-v3")
+
+    @staticmethod
+    def built_pool_notes(build_params: dict[str, Any]) -> list[str]:
+        """A pool built here summarizes its release's training tasks; the released ones quote
+        an older copy (docs/fidelity.md, "Named, not changed")."""
+        release = build_params.get("benchmark.release")
+        if release in OLDER_WORDING:
+            return []
+        return [WORDING.format(release=RELEASES.get(release, release))]
 
     @classmethod
     def from_config(cls, cfg: BFCLConfig) -> BFCLBenchmark:
