@@ -155,14 +155,21 @@ class Runner:
             async with slots:
                 key = stream_key(stream)
                 method = self.method_for(key)
-                for unit in stream:
-                    if batches is not None:
-                        await batches.wait(key, unit)
-                    try:
-                        if not await run_one(unit, method):
-                            return
-                    finally:
+                reached = 0
+                try:
+                    for unit in stream:
                         if batches is not None:
+                            await batches.wait(key, unit)
+                        reached += 1
+                        try:
+                            if not await run_one(unit, method):
+                                return
+                        finally:
+                            if batches is not None:
+                                batches.done(key, unit)
+                finally:
+                    if batches is not None:  # a chain that ends early (a stop, an error) holds no batch back
+                        for unit in stream[reached:]:
                             batches.done(key, unit)
                 await asyncio.to_thread(method.finish)
 
