@@ -36,6 +36,7 @@ from bench_harness import emit, ideal_makespan, machine_note, script_main  # noq
 from reme_cli.commands.evaluate import evaluate  # noqa: E402
 from reme_cli.commands.pool import import_pool  # noqa: E402
 from reme_cli.core.config import compose  # noqa: E402
+from reme_cli.llm.answer_health import total  # noqa: E402
 
 
 def run(common: list[str], extra: list[str], out: Path) -> dict:
@@ -60,7 +61,8 @@ def unit_calls(trial: dict, cfg) -> tuple[int, int]:
     asked for (distillation and judging of each trial, rerank and rewrite when on)."""
     if cfg.eval.mode == "none":
         return trial["interactions"], 0
-    return trial["interactions"], sum(row["calls"] for row in (trial.get("summarizer_answers") or {}).values())
+    # total() counts answers only (a role like ReMe's "summary" counts summaries, not calls)
+    return trial["interactions"], total(trial.get("summarizer_answers") or {})["calls"]
 
 
 def critical_path(trials: list[dict], workers: int, delay: float, dynamic: bool, slots: int) -> float:

@@ -10,22 +10,24 @@ import asyncio
 import json
 import os
 import re
+import time
 
 import pytest
 import yaml
 
-from reme_cli.agent.loop import Sampling, run_episode
+from reme_cli.agent.loop import Sampling, Trajectory, run_episode
 from reme_cli.bench import bfcl
 from reme_cli.bench.bfcl import BFCLBenchmark
 from reme_cli.bench.bfcl_notes import pre_processing
 from reme_cli.bench.bfcl_release import RELEASES, release_dir
 from reme_cli.bench.registry import make_benchmark
-from reme_cli.commands.evaluate import chains_at_once
+from reme_cli.commands.evaluate import batch_size, chains_at_once
 from reme_cli.core.config import compose
 from reme_cli.llm.client import ChatClient
 from reme_cli.run.plan import plan_streams
 from reme_cli.run.settings import episode_settings
 from reme_cli.bench.bfcl_scripted import BFCLReplayPolicy
+from reme_cli.bench.replay import TASK_HEADER, conversation_position
 from reme_cli.testing.scripted_server import (
     AgentAndSummarizerPolicy,
     Reply,
@@ -113,7 +115,7 @@ def _episode(overrides: list[str], url: str):
         try:
             sampling = Sampling(s.temperature, s.top_p, s.max_tokens, 0, s.extra_body)
             return await run_episode(client, s.protocol, env, task, sampling, max_interactions=s.max_interactions,
-                                     max_steps_per_turn=s.max_steps_per_turn)
+                                     max_steps_per_turn=s.max_steps_per_turn, headers={TASK_HEADER: task.id})
         finally:
             await env.close()
             await client.close()
@@ -129,6 +131,32 @@ def test_only_the_30_interactions_bound_an_episode_unless_a_turn_cap_is_set():
         settings, traj = _episode(["benchmark.max_steps_per_turn=20"], srv.base_url)  # bfcl-eval's own runner
         assert ([len(t) for t in traj.turns], traj.stop_reason) == ([20], "turn_step_limit")
     assert episode_settings(compose(["model=local"]), ALL).max_steps_per_turn == 3  # the CPU model keeps its own
+
+
+class CutsTheFirstTurn:
+    """Replays the ground truth, but every reply of the first turn is cut off by max_tokens
+    inside its reasoning, with no call (finish_reason "length")."""
+
+    name = "cuts-first-turn"
+
+    def __init__(self):
+        self.inner = BFCLReplayPolicy()
+
+    def reply(self, body, headers):
+        if conversation_position(body["messages"])[0] == 0:
+            return Reply(content="<think>Let me see which folder comes first, and", finish_reason="length")
+        return self.inner.reply(body, headers)
+
+
+def test_a_truncated_reply_without_calls_goes_on_to_the_next_turn():
+    """65971baf bfcl_agent.py:350-376: a reply without tool calls is answered with the next
+    user turn, whatever ended it; the episode ends only on the conversation's end or a
+    budget. Each turn keeps its own stop reason."""
+    with ScriptedServer(CutsTheFirstTurn()) as srv:
+        _, traj = _episode([], srv.base_url)
+    assert traj.turn_stops == ["truncated", "answered", "answered", "answered"]
+    assert traj.stop_reason == "answered" and [len(t) for t in traj.turns][0] == 1
+    assert Trajectory.from_dict(traj.to_dict()).turn_stops == traj.turn_stops
 
 
 # ------------------------------------------------- the paper release, through the CLI
@@ -217,3 +245,37 @@ def test_every_worker_chain_runs_at_once_whatever_llm_concurrency(reme, tmp_path
     # asked for the model before any chain went on to its second task
     first = {f"s0_r{r}_{t}" for r in (0, 1) for t in test[:2]}
     assert set(units[:4]) == first, units
+
+
+class SlowOn:
+    """Replies as ``inner`` does, ``delay`` seconds late for the requests of one task."""
+
+    def __init__(self, inner, task_id: str, delay: float):
+        self.inner, self.task_id, self.delay = inner, task_id, delay
+        self.name = inner.name
+
+    def reply(self, body, headers):
+        if headers.get(TASK_HEADER) == self.task_id:
+            time.sleep(self.delay)
+        return self.inner.reply(body, headers)
+
+
+def test_appworld_runs_its_dynamic_tasks_in_batches_with_a_barrier_and_bfcl_does_not(reme):
+    """65971baf run_appworld.py:58-107: batches of 8 consecutive tasks, every task of a batch
+    gathered (ray.get) before the next batch starts; run_bfcl.py:51-71: worker i walks
+    task_ids[i::4] at its own pace. Here 2 workers over 4 tasks, the first task slow: with
+    batches, worker 1 waits for it before its second task; without, it goes on."""
+    assert batch_size(compose(["model=qwen3-8b", "benchmark=appworld", "eval.mode=dynamic", "memory=reme"])) == 8
+    assert batch_size(compose(["model=qwen3-8b", "eval.mode=dynamic", "memory=reme"])) is None
+    test = BFCLBenchmark(split="test").task_ids()[:4]
+    for batches in (True, False):
+        policy = SlowOn(AgentAndSummarizerPolicy(BFCLReplayPolicy(), ScriptedSummarizerPolicy()), test[0], 0.3)
+        with ScriptedServer(policy) as srv:
+            reme("eval", "--mode", "dynamic", "model=qwen3-8b", "embedding=minilm", "memory=dc",
+                 f"llm.base_url={srv.base_url}", "llm.model=replay", "llm.cache=false", "benchmark.release=current",
+                 "benchmark.limit=4", "eval.runs=1", "eval.seeds=1", "eval.dynamic_workers=2",
+                 f"eval.dynamic_batches={str(batches).lower()}", f"out_dir=run-{batches}", check=True)
+            tasks = [r["headers"].get("x-reme-task-id") for r in srv.requests]
+        last_of_slow = max(i for i, t in enumerate(tasks) if t == test[0])
+        first_of_next_batch = min(i for i, t in enumerate(tasks) if t in test[2:])
+        assert (first_of_next_batch > last_of_slow) == batches, (batches, tasks)

@@ -271,7 +271,8 @@ def test_build_pool_sends_the_authors_success_failure_and_validation_prompts(aut
     success = next(t for t in texts if "reviewing successful" in t)
     assert "# Step Sequence Analysis\n### step.0 role=user content=\n" in success
     assert "\n\n# Tools\n\nYou may call one or more functions" in success and PYTHON_NOTE in success
-    assert all(len(b["messages"]) == 1 and b["seed"] == 42 and b["temperature"] == 0.6 and "top_p" not in b
+    # No temperature: the FAQ's service config sets none (65971baf reme/config/service.yaml:177-182).
+    assert all(len(b["messages"]) == 1 and b["seed"] == 42 and "temperature" not in b and "top_p" not in b
                and "max_tokens" not in b and "top_k" not in b and "response_format" not in b for b in summarizer)
     pool = [json.loads(ln) for ln in (built / "pool" / "experiences.jsonl").read_text().splitlines()]
     assert {e["source"] for e in pool} == {"success", "failure"}

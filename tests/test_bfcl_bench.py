@@ -17,7 +17,7 @@ from bfcl_eval.constants.type_mappings import GORILLA_TO_OPENAPI
 from bfcl_eval.eval_checker.multi_turn_eval import multi_turn_utils
 
 from reme_cli.bench import bfcl
-from reme_cli.bench.bfcl import BFCLBenchmark, BFCLEnv
+from reme_cli.bench.bfcl import NOT_RUN, BFCLBenchmark, BFCLEnv
 from reme_cli.core.errors import UserError
 
 SPLIT_FILE = Path(bfcl.__file__).parent / "data" / "bfcl_v3_split.json"
@@ -262,18 +262,18 @@ def test_steps_turns_and_padding():
     env = ALL.episode(ALL.load(task_id), "steps")
     env.end_step()  # a step without calls is not recorded
     env.execute("pwd", {})
-    env.execute("no_such_tool", {})  # invalid: not recorded
+    env.execute("no_such_tool", {})  # unknown: recorded as the authors' agent did, fails in the checker
     env.end_step()
     env.execute("ls", '{"a": true}')
     env.end_step()
     env.end_turn()
     env.end_turn()  # a turn with no steps
-    assert env.decoded_calls() == [[["pwd()"], ["ls(a=True)"]], []]
+    assert env.decoded_calls() == [[["pwd()", "no_such_tool()"], ["ls(a=True)"]], []]
     outcome = env.evaluate()
     assert not outcome.success
     assert outcome.details["turns_recorded"] == 2
     assert outcome.details["turns_expected"] == 4
-    assert outcome.details["decoded_calls"] == [[["pwd()"], ["ls(a=True)"]], []]
+    assert outcome.details["decoded_calls"] == [[["pwd()", "no_such_tool()"], ["ls(a=True)"]], []]
     assert outcome.details["irrelevance"]["valid"] is True
     # calls of a turn that was never ended still count
     env2 = ALL.episode(ALL.load(task_id), "pending")
@@ -333,7 +333,7 @@ def test_close_is_idempotent_and_blocks_execution():
     assert env.decoded_calls() == [[["pwd()"]]]
 
 
-def test_runaway_math_is_refused_not_recorded():
+def test_runaway_math_is_refused_and_recorded_as_a_call_that_fails():
     task_id = next(t for t in ALL.task_ids() if "MathAPI" in ALL.load(t).meta["involved_classes"])
     env = ALL.episode(ALL.load(task_id), "math")
     start = time.perf_counter()
@@ -342,4 +342,54 @@ def test_runaway_math_is_refused_not_recorded():
     r3 = env.execute("power", {"base": 2, "exponent": 10})
     assert time.perf_counter() - start < 1
     assert r1.error and r2.error and not r3.error
-    assert env.decoded_calls() == [[["power(base=2,exponent=10)"]]]
+    [[[c1, c2, c3]]] = env.decoded_calls()  # the refused ones as stand-ins the checker cannot run
+    assert c1.startswith(NOT_RUN + "(") and c2.startswith(NOT_RUN + "(") and c3 == "power(base=2,exponent=10)"
+
+
+# ------------------------------------------------- calls the authors' agent recorded as they came
+
+
+def bfcl_answer(task_id: str, call_text: str) -> str:
+    """What bfcl's own multi-turn executor answers ``call_text`` (the string the authors' agent
+    builds, bfcl_utils.py:303-327) in a fresh episode of ``task_id``: only texts it fails on
+    without side effects go here."""
+    meta = ALL.load(task_id).meta
+    name = f"reme_texts_{abs(hash(call_text)) % 10**8}"
+    try:
+        [out], _ = multi_turn_utils.execute_multi_turn_func_call(
+            [call_text], meta["initial_config"], meta["involved_classes"], name, task_id)
+    finally:
+        for key in [k for k in checker_keys() if name in k]:
+            vars(multi_turn_utils).pop(key)
+    return out
+
+
+@pytest.mark.parametrize("name, raw, authors_text", [
+    ("no_such_tool", '{"city": "Paris"}', "no_such_tool(city='Paris')"),  # a function the task lacks
+    ("cd", "{not json", "cd()"),  # arguments that do not decode: the authors' agent sends name()
+    ("cd", '["document"]', "cd()"),  # not an object of names: the same
+    ("exit", "{}", "exit()"),  # bfcl refuses a few names before its eval
+    ("cd", '{"a b": 1}', "cd(a b=1)"),  # a parameter name that is no identifier: bfcl's SyntaxError
+])
+def test_calls_reme_would_not_run_get_bfcls_own_answer_and_reach_the_checker(name, raw, authors_text):
+    task_id = "multi_turn_base_0"
+    env = ALL.episode(ALL.load(task_id), f"texts-{name}")
+    result = env.execute(name, raw)
+    assert result.error and result.output == bfcl_answer(task_id, authors_text)
+    env.end_turn()
+    [[[recorded]]] = env.decoded_calls()
+    assert recorded == authors_text or recorded.startswith(NOT_RUN + "(")
+
+
+def test_a_turn_of_unknown_calls_is_a_turn_with_calls_for_the_checker():
+    """empty_turns=drop (the authors' extract_multi_turn_responses) leaves out a turn without
+    calls; a turn whose only call was to a function the task lacks had one, as the authors'
+    agent recorded it, so the checker scores it in its place."""
+    task = ALL.load("multi_turn_base_0")
+    env = BFCLEnv(task, "unknown-turn", empty_turns="drop")
+    env.execute("no_such_tool", {})
+    env.end_turn()
+    for _ in task.meta["ground_truth"][1:]:
+        env.end_turn()
+    outcome = env.evaluate()
+    assert outcome.details["turns_scored"] == 1 and outcome.details["decoded_calls"][0] == [["no_such_tool()"]]

@@ -11,7 +11,7 @@ import pytest
 from bfcl_eval.eval_checker.multi_turn_eval import multi_turn_utils
 from bfcl_eval.eval_checker.multi_turn_eval.multi_turn_checker import multi_turn_checker
 
-from reme_cli.bench.bfcl import BFCLBenchmark
+from reme_cli.bench.bfcl import NOT_RUN, BFCLBenchmark, authors_arguments, checker_safe
 from reme_cli.bench.calls import (
     MAX_ARGUMENT_CHARS,
     canonical_call,
@@ -91,7 +91,18 @@ def open_env(key: str):
     return BENCH.episode(BENCH.load(TASK), key)
 
 
-def test_hostile_names_are_rejected_and_not_recorded(sentinel):
+def fails_in_the_checker(call: str) -> bool:
+    """A recorded call the checker's eval cannot run: a plain call of literals of a name that
+    neither bfcl's module nor Python defines (reme's stand-in, or the model's unknown name)."""
+    tree = ast.parse(call, mode="eval").body
+    if not (isinstance(tree, ast.Call) and isinstance(tree.func, ast.Name) and not tree.args):
+        return False
+    for keyword in tree.keywords:
+        ast.literal_eval(keyword.value)  # raises on anything but a literal
+    return tree.func.id == NOT_RUN or checker_safe(tree.func.id)
+
+
+def test_hostile_names_are_never_run_and_the_checker_sees_calls_that_fail(sentinel):
     env = open_env("names")
     for name in HOSTILE_NAMES:
         for args in ({}, {"command": f"touch {sentinel}"}, '{"folder": "x"}'):
@@ -100,7 +111,10 @@ def test_hostile_names_are_rejected_and_not_recorded(sentinel):
             assert result.output.startswith("Error during execution:")
         env.end_step()
     env.end_turn()
-    assert env.decoded_calls() == [[]]
+    # Every call is recorded, as the authors' agent recorded it, but none the checker could run.
+    recorded = [c for step in env.decoded_calls()[0] for c in step]
+    assert len(recorded) == 3 * len(HOSTILE_NAMES)
+    assert all(fails_in_the_checker(c) for c in recorded), recorded
     assert not env.evaluate().success
 
 
@@ -242,11 +256,14 @@ def test_bad_arguments_are_refused_with_a_readable_message(raw, sentinel):
     assert str(info.value)
     env = open_env("bad-args")
     result = env.execute("cd", raw)
-    assert result.error and result.output.startswith(
-        "Error during execution: invalid arguments for cd"
-    )
+    assert result.error and result.output.startswith("Error during execution:")
     env.end_step()
-    assert env.decoded_calls() == []
+    if authors_arguments(raw) == {}:  # not an object of names: the authors' agent ran cd()
+        assert env.decoded_calls() == [[["cd()"]]]
+        assert "missing 1 required positional argument" in result.output
+    else:  # past reme's bounds: not run, and the checker sees a call that fails as bfcl's eval did
+        [[[recorded]]] = env.decoded_calls()
+        assert recorded.startswith(NOT_RUN + "(") and fails_in_the_checker(recorded)
 
 
 def test_nested_deep_and_huge_values(sentinel):
@@ -261,7 +278,8 @@ def test_nested_deep_and_huge_values(sentinel):
     assert not env.execute("echo", big_ok).error
     env.end_turn()
     outcome = env.evaluate()
-    assert len(outcome.details["decoded_calls"][0][0]) == 2  # nested + big echo, not too_deep
+    nested_call, deep_call, echo_call = outcome.details["decoded_calls"][0][0]  # too_deep: a stand-in
+    assert deep_call.startswith(NOT_RUN + "(") and echo_call.startswith("echo(")
 
 
 def test_empty_and_missing_arguments():

@@ -218,18 +218,84 @@ def test_reflection_lessons_go_through_the_judge_when_asked(tmp_path, embedder):
 
 
 def test_a_unit_failing_after_it_retrieved_leaves_no_trace(tmp_path, embedder):
-    """The old bug: f/u were applied, distillation then raised, the unit's events were
+    """The old bug: f/u were applied, a summarizer call then raised, the unit's events were
     dropped but the in-memory counts stayed. Now a unit only proposes; nothing of a unit
-    that fails reaches the pool or the commit log."""
-    reme = make_reme(tmp_path, embedder, llm=Summarizer(fail_on="distill"), addition="full",
-                     reflection=ReflectionCfg(enabled=False))
+    that fails reaches the pool or the commit log. (A reflection that raises fails the unit;
+    a summary that raises does not: the next test.)"""
+    reme = make_reme(tmp_path, embedder, llm=Summarizer(fail_on="reflection"), addition="full",
+                     reflection=ReflectionCfg(style="lesson"))
     before = counts(reme)
     task = Task(id="move", turns=[[{"role": "user", "content": QUERIES["move"]}]], query=QUERIES["move"])
-    with pytest.raises(RuntimeError, match="summarizer broke on distill"):
-        asyncio.run(reme.solve(task, episodes([True]), "u1"))
+    with pytest.raises(RuntimeError, match="summarizer broke on reflection"):
+        asyncio.run(reme.solve(task, episodes([False, True]), "u1"))
     reme.discard("u1")                       # what the runner does with a failed unit
     assert asyncio.run(reme.commit("u1")) == {} and reme.log.read() == []
     assert counts(reme) == before == counts(make_reme(tmp_path / "again", embedder))
+
+
+@pytest.mark.parametrize("style", ["summary", "lesson"])
+def test_a_summary_that_raises_is_no_memory_and_the_trial_keeps_its_reward(tmp_path, embedder, style):
+    """65971baf bfcl_agent.py:192-211, appworld_react_agent.py:294-314: a failed
+    summary_task_memory call is an empty list; the agent goes on, the reward stands, and the
+    retrieval is credited as usual (record_task_memory). Here the summary raises (as a
+    context overflow or run-out retries would): the unit succeeds, nothing is added, the
+    error is in the record and the summary is counted as failed."""
+    from reme_cli.llm.answer_health import answer_tally, summary_failures
+
+    reme = make_reme(tmp_path, embedder, llm=Summarizer(fail_on="distill"),
+                     reflection=ReflectionCfg(style=style, judge=False))
+    task = Task(id="move", turns=[[{"role": "user", "content": QUERIES["move"]}]], query=QUERIES["move"])
+    with answer_tally() as tally:
+        solved = asyncio.run(reme.solve(task, episodes([True]), "u1"))
+    record = {**solved.record, **asyncio.run(reme.commit("u1"))}
+    error = record["trials"][0]["summary_error"] if style == "summary" else record["summary_error"]
+    assert error == "RuntimeError: summarizer broke on distill"
+    assert record["added"] == [] and len(reme.state.pool) == 3
+    assert counts(reme)["e_move"] == (1, 1)  # the successful trial that retrieved is credited
+    assert summary_failures(tally.to_dict()) == {"summaries": 1, "failed": 1}
+
+
+def test_a_failed_trials_summary_that_raises_leaves_the_next_trial_to_retrieve(tmp_path, embedder):
+    """bfcl_agent.py:610-616,672: previous_memories = [] after a failed summary, so the next
+    trial retrieves again (update_task_history_with_memory with an empty list)."""
+    reme = make_reme(tmp_path, embedder, llm=Summarizer(fail_on="distill"))
+    seen: list[str | None] = []
+    task = Task(id="move", turns=[[{"role": "user", "content": QUERIES["move"]}]], query=QUERIES["move"])
+    solved = asyncio.run(reme.solve(task, guided_episodes([False, True], seen), "u1"))
+    assert [t["guided_by"] for t in solved.record["trials"]] == ["retrieval", "retrieval"]
+    assert all("how to move" in g for g in seen)
+
+
+def test_a_commit_adds_what_the_trial_summarized_without_a_second_dedup(tmp_path, embedder):
+    """The FAQ's add_task_memory is MemoryAddition (65971baf reme/config/service.yaml:88-89,
+    memory_addition.py:27-32): it inserts what the agent posts. The summary was de-duplicated
+    when it was made (service.yaml:53, MemoryDeduplication); memory.dedup_at_commit checks again."""
+    twin = Experience(id="twin", when_to_use=QUERIES["move"], content="how to move", source="success")
+    for again, added in ((False, ["twin"]), (True, [])):
+        reme = make_reme(tmp_path / str(again), embedder, dedup_at_commit=again)
+        applied = reme.state.apply([{"op": "add", "candidates": [twin]}], committed=0)
+        assert applied.record["added"] == added
+
+
+def test_a_built_pool_keeps_every_validated_candidate_unless_asked_to_dedup(tmp_path, embedder):
+    """v0.1.9's summary_task_memory (reme_ai/config/default.yaml:25-26: preprocess, extract,
+    validate, store) has no de-duplication; memory.build_dedup adds reme's at
+    memory.dedup_threshold."""
+    from reme_cli.core.config import compose
+    from reme_cli.methods.base import BuildContext
+    from reme_cli.methods.reme.build import DISTILL_FILE, assemble
+
+    work = tmp_path / "build"
+    work.mkdir()
+    lines = [{"task_id": t, "trajectories": 1, "successes": 1, "stats": {}, "summarizer_answers": {},
+              "experiences": [Experience(id=f"x{t}", when_to_use=QUERIES["move"], content="how to move",
+                                         source="success").to_dict()], "rejected": []} for t in ("t1", "t2")]
+    (work / DISTILL_FILE).write_text("".join(json.dumps(line) + "\n" for line in lines))
+    for dedup, size in (([], 2), (["memory.build_dedup=true"], 1)):
+        cfg = compose(["memory=reme", *dedup])
+        ctx = BuildContext(cfg, None, embedder, None, ["t1", "t2"], {}, work)
+        built = assemble(ctx, tmp_path / f"pool-{size}")
+        assert built.report["pool_size"] == size and built.report["removed_as_duplicates"] == 2 - size
 
 
 def test_dedup_on_key_and_content_keeps_lessons_with_an_empty_key(tmp_path, embedder):

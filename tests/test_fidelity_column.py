@@ -15,7 +15,8 @@ import yaml
 from reme_cli.commands.ablate import plan, run_fidelity
 from reme_cli.commands.report import pool_origin
 from reme_cli.core.config import compose, to_dict
-from reme_cli.report.fidelity import AUTHORS, departures, flatten
+from reme_cli.report.fidelity import (EXACT_COUNTS, EXACT_SEARCH, FULL_ADDITION, SEED, departures, fidelity_text,
+                                      flatten)
 from reme_cli.report.metrics import run_metrics
 from reme_cli.report.tables import FIDELITY, build_table
 
@@ -52,8 +53,12 @@ def test_table4_plans_the_14b_and_32b_rows_with_their_own_summarizer_server(coun
         assert cfg.summarizer.base_url is None  # reme starts it (llm/endpoint.py), or the suite shares one
     assert {j.label: j.cfg.summarizer.name for j in p.runs} == {"s8b": "same", "s14b": "qwen3-14b",
                                                                  "s32b": "qwen3-32b"}
-    assert run_fidelity(p, p.runs[0]) == "embedding: local stand-in (all-MiniLM-L6-v2)"
-    assert "pool: built here (the authors released none like it)" in run_fidelity(p, p.runs[1])
+    assert run_fidelity(p, p.runs[0]) == fidelity_text(["embedding: local stand-in (all-MiniLM-L6-v2)", EXACT_SEARCH,
+                                                         SEED])
+    built = run_fidelity(p, p.runs[1])
+    assert "pool: built here (the authors released none like it)" in built
+    # built on the paper release: 2025.7.17's training tasks, not the released pools' older copy
+    assert "pool built from the 2025.7.17 training-task wording" in built
 
 
 def test_the_summarizer_server_plan_puts_it_beside_the_executor(monkeypatch):
@@ -79,7 +84,8 @@ def test_paper_text_and_local_runs_name_their_departures(counted):
     for bit in ("memory.rerank=true (authors: false)", "memory.prompts=reme (authors: authors)",
                 "memory.deletion.rule=le (authors: lt)", "memory.judge_threshold=0.3 (authors: 0.5)"):
         assert bit in text
-    assert "memory.addition" not in text  # what Table 3 varies is not a departure
+    assert "memory.addition=full (authors" not in text  # what Table 3 varies is not a departure ...
+    assert FULL_ADDITION in text  # ... but full addition has no code path in the authors' agents
     local = plan("topk", ["model=local", "suite.start=built"])
     text = run_fidelity(local, local.runs[0])
     assert text.startswith("model: local") and "benchmark.max_interactions=12 (authors: 30)" in text
@@ -88,9 +94,9 @@ def test_paper_text_and_local_runs_name_their_departures(counted):
 
 def test_a_baseline_and_no_memory_say_so():
     base = flatten(to_dict(compose(["model=qwen3-8b", "benchmark.release=paper"])))
-    assert departures(base) == []
+    assert departures(base) == [SEED]  # every executor request: the seed differs per unit and trial
     amem = flatten(to_dict(compose(["model=qwen3-8b", "memory=amem", "eval.mode=fixed", "benchmark.release=paper"])))
-    assert departures(amem) == ["amem: its settings in the authors' runs were never published"]
+    assert departures(amem) == ["amem: its settings in the authors' runs were never published", SEED]
 
 
 def _run(tmp_path, name: str, overrides: list[str], pool_start, pool_params=None):
@@ -113,14 +119,15 @@ def test_the_report_has_a_fidelity_column_and_names_the_embedding(tmp_path):
                            "scenario": None, "difficulty": None, "tokens": None, "max_prompt": None}
                           for r in ("keypoint", "trajectory")])
     table = build_table("table2", run_metrics(units, runs), runs).set_index("granularity")
-    assert table.loc["keypoint-level", FIDELITY] == "embedding: local stand-in (all-MiniLM-L6-v2)"
+    assert table.loc["keypoint-level", FIDELITY] == fidelity_text(["embedding: local stand-in (all-MiniLM-L6-v2)",
+                                                                    EXACT_SEARCH, SEED])
     trajectory = table.loc["trajectory-level", FIDELITY]
     assert "pool: built here (the authors released none like it)" in trajectory
     assert "trajectory-level prompt never published (nearest public: v0.1.9 simple_summary)" in trajectory
     assert "embedding: all-MiniLM-L6-v2 (384-d, a stand-in for the authors' text-embedding-v4)." in table.attrs["notes"]
     no_memory = pd.DataFrame([_run(tmp_path, "none", [], None)])
     t1 = build_table("table1", run_metrics(units.assign(run_id="none").iloc[:1], no_memory), no_memory)
-    assert t1[FIDELITY].tolist() == [AUTHORS]
+    assert t1[FIDELITY].tolist() == [SEED]
 
 
 def test_pool_origin_reads_the_pools_manifest(tmp_path):
@@ -135,3 +142,44 @@ def test_pool_origin_reads_the_pools_manifest(tmp_path):
     assert pool_origin({"memory": {"pool": str(built)}}, "dynamic") == {
         "pool_start": "built", "pool_params": {"build.samples": 2}}
     assert pool_origin({"memory": {"name": "none"}}, "none")["pool_start"] is None
+
+
+def test_table1_dry_run_names_every_remaining_departure_per_run(reme):
+    """The issue's "done when": `reme ablate table1 model=qwen3-8b --dry-run` names, per run,
+    what is left between it and the authors' setup."""
+    proc = reme("ablate", "table1", "model=qwen3-8b", "--dry-run", check=True, env={"COLUMNS": "400"})
+    text = re.sub(r"[\s│┃]+", " ", proc.stderr)
+    assert "fidelity: departures from the authors' setup (docs/fidelity.md)" in text and "README" not in text
+    fidelity = proc.stderr.split("fidelity: departures from the authors' setup", 1)[1]
+    rows = {name: re.search(rf"│ {name} +│ (.*?) +│", fidelity).group(1) for name in
+            ("no_memory", "amem", "langmem", "reme_fixed", "reme_dynamic")}
+    stand_in = "embedding: local stand-in (Qwen/Qwen3-Embedding-0.6B)"
+    assert rows["no_memory"] == SEED
+    assert rows["reme_fixed"] == fidelity_text([stand_in, EXACT_SEARCH, SEED])
+    assert rows["reme_dynamic"] == fidelity_text([stand_in, EXACT_SEARCH, EXACT_COUNTS, SEED])
+    for baseline in ("amem", "langmem"):
+        assert rows[baseline] == f"{baseline}: its settings in the authors' runs were never published; {SEED}"
+
+
+def test_table5_names_the_retrieval_the_authors_never_published(counted):
+    p = plan("table5", GPU)
+    texts = {j.label: run_fidelity(p, j) for j in p.runs}
+    assert "retrieval by" not in texts["usage_scenario"]
+    for key in ("task_query", "generalized_query", "keywords"):
+        assert f"retrieval by {key}: how the authors retrieved by it was never published" in texts[key]
+
+
+def test_dedup_switches_and_appworlds_schedule_are_departures_where_they_differ(counted):
+    dynamic = flatten(to_dict(compose(["model=qwen3-8b", "memory=reme", "eval.mode=dynamic", "benchmark.release=paper",
+                                       "memory.dedup_at_commit=true", "eval.dynamic_batches=true"])))
+    found = departures(dynamic)
+    assert "memory.dedup_at_commit=true (authors: false)" in found
+    assert "eval.dynamic_batches=true (authors: false)" in found
+    appworld = flatten(to_dict(compose(["model=qwen3-8b", "memory=reme", "eval.mode=dynamic", "benchmark=appworld",
+                                        "eval.dynamic_batches=false"])))
+    assert "eval.dynamic_batches=false (authors: true)" in departures(appworld)
+    built = flatten(to_dict(compose(["model=qwen3-8b", "memory=reme", "benchmark.split=train",
+                                     "memory.build_dedup=true"])))
+    fixed = flatten(to_dict(compose(["model=qwen3-8b", "memory=reme", "eval.mode=fixed", "benchmark.release=paper"])))
+    assert "pool built with memory.build_dedup=true (authors: false)" in departures(fixed, pool="built",
+                                                                                     pool_params=built)

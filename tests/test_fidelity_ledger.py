@@ -77,7 +77,8 @@ def test_the_ledger_reads_every_config_row():
     keys = [k for k, _, _ in ledger()]
     # Rows the table must hold; an edit of the page that made them unreadable fails here.
     for must in ("memory.reflection.max_retries", "memory.u_credit", "memory.deletion.every", "eval.dynamic_workers",
-                 "memory.rerank", "memory.dedup_threshold", "summarizer.temperature", "benchmark.release"):
+                 "memory.rerank", "memory.dedup_threshold", "summarizer.temperature", "benchmark.release",
+                 "memory.build_dedup", "memory.dedup_at_commit", "eval.dynamic_batches"):
         assert must in keys
     for must in ("benchmark.tool_note", "benchmark.tool_response", "benchmark.max_steps_per_turn",
                  "benchmark.empty_turns", "benchmark.history_reasoning", "eval.task_order", "model.sampling.max_tokens"):
@@ -155,3 +156,194 @@ def test_every_table_starts_from_the_released_pool(suite, bench, planned):
             assert pool.source == f"official:{'bfcl' if bench == 'bfcl_v3' else bench}/qwen3-8b", job.label
     assert "pools the tables start from | the authors' released pool of the model and benchmark, in every suite" \
         in ledger_table()
+
+
+
+# ------------------------------------------------------------- the rows that are no key
+# Each row of the ledger without a config key, and of "Named, not changed", has a check here that
+# reads what the row says from the code or the config: a row added without one fails.
+
+def rows_without_a_key() -> list[str]:
+    """The first cell of every ledger row that names no config key (the ledger's section and
+    the "Named, not changed" table)."""
+    text = LEDGER.read_text()
+    named = text.split("\n## Named, not changed\n", 1)[1].split("\n#", 1)[0]
+    found = []
+    for line in (ledger_table() + "\n" + named).splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) != 4 or set(cells[0]) <= set("- ") or cells[0] in ("key", "what", "knob"):
+            continue
+        if not cells[0].startswith("`") or cells[0].endswith("=`"):
+            found.append(cells[0])
+    return found
+
+
+def check_pools(planned) -> None:
+    p = planned("table1", "bfcl_v3", "authors")
+    sources = {j.name: j.source for j in p.pools}
+    assert {sources[j.pool] for j in p.runs if j.cfg.memory.name == "reme"} == {"official:bfcl/qwen3-8b"}
+
+
+def check_embedding(planned) -> None:
+    from reme_cli.core.config import compose
+    from reme_cli.report.fidelity import AUTHORS_EMBEDDING
+
+    stand_in, theirs = compose(["model=qwen3-8b"]).embedding, compose(["embedding=text-embedding-v4"]).embedding
+    assert (stand_in.model, stand_in.dim) == ("Qwen/Qwen3-Embedding-0.6B", 1024)
+    assert (theirs.model, theirs.dim, theirs.dimensions, theirs.batch_size) == (AUTHORS_EMBEDDING, 1024, 1024, 10)
+
+
+def check_summary_failure(planned) -> None:
+    import asyncio
+
+    from reme_cli.core.errors import RunAborted
+    from reme_cli.llm.answer_health import answer_tally, summary_failures
+    from reme_cli.methods.reme.summarize import summary_or_nothing
+
+    async def raises(exc):
+        raise exc
+
+    with answer_tally() as tally:
+        assert asyncio.run(summary_or_nothing(raises(RuntimeError("context")))) == ([], "RuntimeError: context")
+    assert summary_failures(tally.to_dict()) == {"summaries": 1, "failed": 1}
+    with pytest.raises(RunAborted):  # a broken server still stops the run
+        asyncio.run(summary_or_nothing(raises(RunAborted("server gone"))))
+
+
+def check_unknown_calls(planned) -> None:
+    from reme_cli.bench.bfcl import BFCLBenchmark
+
+    bench = BFCLBenchmark(split="all")
+    env = bench.episode(bench.load("multi_turn_base_0"), "ledger")
+    assert env.execute("get_weather", '{"city": "x"}').output == "Error during execution: name 'get_weather' is not defined"
+    assert "missing 1 required positional argument" in env.execute("cd", "{not json").output
+    env.end_turn()
+    assert env.decoded_calls() == [[["get_weather(city='x')", "cd()"]]]
+
+
+def check_truncated_turn(planned) -> None:
+    from reme_cli.agent.loop import STOP_REASONS, TURN_GOES_ON
+
+    assert "truncated" in TURN_GOES_ON and "truncated" in STOP_REASONS
+
+
+def check_whole_build_trajectories(planned) -> None:
+    import inspect
+
+    from reme_cli.commands import build_pool
+    from reme_cli.core.trials import TRAJECTORY_FIELDS, UnitRecord
+
+    assert "whole_trajectories=True" in inspect.getsource(build_pool._sample_and_learn)
+    record = UnitRecord("u", "t", 0, 0, trajectory={"reply": "x" * 5000}, guidance="g" * 5000)
+    record.cap_stored(1000, whole=TRAJECTORY_FIELDS)
+    assert len(record.trajectory["reply"]) == 5000 and len(record.guidance) <= 1000
+
+
+def check_exact_search(planned) -> None:
+    import faiss
+    import numpy as np
+
+    from reme_cli.methods.vector_store import VectorIndex
+
+    rng = np.random.default_rng(0)
+    vecs = rng.normal(size=(200, 16)).astype("float32")
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    index = VectorIndex(16, vecs)
+    query = vecs[:3] + 0.1
+    got = [[row for row, _ in hits] for hits in index.search(query, 5)]
+    assert got == [list(np.argsort(-(vecs @ q), kind="stable")[:5]) for q in query]  # exact, every time
+    assert isinstance(index._flat(), faiss.IndexFlatIP)
+
+
+def check_exact_counts(planned) -> None:
+    from reme_cli.methods.reme.experience import Experience
+    from reme_cli.methods.reme.pool import Pool
+
+    class Flat:
+        dim, name = 2, "flat"
+
+        def embed(self, texts):
+            import numpy as np
+
+            return np.ones((len(texts), 2), dtype="float32") / 2 ** 0.5
+
+    pool = Pool(None, Flat(), "usage_scenario", {}, "", [Experience(id="e", when_to_use="w", content="c", source="success")],
+                Flat().embed(["w"]))
+    # two workers that retrieved e at the same time: both counts stay (the service kept one)
+    pool.update_counts(["e"], success=True)
+    pool.update_counts(["e"], success=False)
+    assert (pool.get("e").f, pool.get("e").u) == (2, 1)
+
+
+def check_seed(planned) -> None:
+    import inspect
+
+    from reme_cli.run import runner
+    from reme_cli.run.plan import Unit
+
+    seeds = {Unit(0, run, "t").sampling_seed(0) for run in range(4)}
+    assert len(seeds) == 4  # the k runs of a task sample apart
+    assert "unit.sampling_seed(s.seed_base) + attempt" in inspect.getsource(runner.Runner._episode)
+
+
+def check_training_wording(planned) -> None:
+    from reme_cli.bench.bfcl import WORDING
+    from reme_cli.bench.bfcl_release import RELEASES
+    from reme_cli.core.config import compose, to_dict
+    from reme_cli.report.fidelity import departures, flatten
+
+    build = compose(["model=qwen3-8b", "memory=reme", "benchmark.split=train"])
+    assert build.benchmark.release == "paper" and RELEASES["paper"] == "2025.7.17"
+    run = flatten(to_dict(compose(["model=qwen3-8b", "memory=reme", "eval.mode=fixed"])))
+    assert WORDING.format(release="2025.7.17") in departures(run, pool="built", pool_params=flatten(to_dict(build)))
+
+
+def check_table5_keys(planned) -> None:
+    from reme_cli.methods.reme.experience import RETRIEVAL_KEYS
+
+    assert {"task_query", "generalized_query", "keywords"} <= set(RETRIEVAL_KEYS)
+    p = planned("table5", "bfcl_v3", "authors")
+    assert {j.cfg.memory.retrieval_key for j in p.runs} >= {"task_query", "generalized_query", "keywords"}
+
+
+def check_trajectory_pool(planned) -> None:
+    from reme_cli.methods.reme import authors_flow
+
+    assert authors_flow.PROMPTS["trajectory"] == ("simple_summary_prompt.yaml", "summary_prompt")
+    p = planned("table2", "bfcl_v3", "authors")
+    pools = {j.name: j for j in p.pools}
+    assert pools["trajectory"].source is None and pools["trajectory"].cfg.memory.granularity == "trajectory"
+
+
+def check_full_addition(planned) -> None:
+    from reme_cli.methods.reme.config import ReMeConfig
+
+    assert ReMeConfig().addition == "selective"
+    p = planned("table3", "bfcl_v3", "authors")
+    assert "full" in {j.cfg.memory.addition for j in p.runs}
+
+
+CHECKS = {
+    "pools the tables start from": check_pools,
+    "`embedding=`": check_embedding,
+    "a summary that fails": check_summary_failure,
+    "a call the task has no function for, or whose arguments do not decode": check_unknown_calls,
+    "a reply cut off by `max_tokens` with no call": check_truncated_turn,
+    "what build-pool summarizes": check_whole_build_trajectories,
+    "retrieval": check_exact_search,
+    "f and u": check_exact_counts,
+    "the request seed": check_seed,
+    "training-task wording": check_training_wording,
+    "Table 5's other retrieval keys": check_table5_keys,
+    "Table 2's trajectory-level pool": check_trajectory_pool,
+    '"full addition" (Table 3)': check_full_addition,
+}
+
+
+def test_every_row_without_a_key_has_a_check():
+    assert sorted(rows_without_a_key()) == sorted(CHECKS)
+
+
+@pytest.mark.parametrize("row", sorted(CHECKS))
+def test_each_row_without_a_key_holds(row, planned):
+    CHECKS[row](planned)

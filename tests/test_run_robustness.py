@@ -121,6 +121,8 @@ def test_a_reply_cut_off_by_max_tokens_is_truncated(reme):
     by_task = {t["task_id"]: t for t in trials(reme.cwd / "run")}
     assert by_task["multi_turn_base_0"]["stop_reason"] == "truncated"
     assert by_task["multi_turn_base_0"]["success"] is False and by_task["multi_turn_base_0"]["error"] is None
+    # Every turn was cut, and each went on to the next (the authors' loop): one stop per turn.
+    assert by_task["multi_turn_base_0"]["trajectory"]["turn_stops"] == ["truncated"] * 4
     assert by_task["multi_turn_base_2"]["stop_reason"] == "answered"
 
 
@@ -146,3 +148,67 @@ def test_max_tokens_larger_than_the_servers_context_is_refused(reme):
     assert "max_tokens=8192" in line and "4096" in line
     assert not (reme.cwd / "run").exists()
     assert ok.returncode == 0 and manifest(reme.cwd / "run2")["server"]["max_model_len"] == 4096
+
+
+# --------------------------------------------------------------- batches with a barrier
+
+
+class _Method:
+    """A dynamic stream's method for the runner: records the order units commit; one unit's
+    commit raises (an error in the method, not in the unit)."""
+
+    def __init__(self, order: list[str], breaks: str | None = None):
+        self.order, self.breaks = order, breaks
+
+    async def commit(self, unit: str, worker: int = 0) -> dict:
+        if unit == self.breaks:
+            raise RuntimeError(f"commit of {unit} broke")
+        self.order.append(unit)
+        return {}
+
+    def discard(self, unit: str) -> None: ...
+
+    def finish(self) -> None: ...
+
+
+def _batched_runner(run_dir, order: list[str], breaks: str | None, delays: dict[str, float]):
+    import asyncio
+
+    from reme_cli.run.records import UnitRecord
+    from reme_cli.run.runner import Runner
+
+    method = _Method(order, breaks)
+    runner = Runner(bench=None, llm=None, settings=None, run_dir=run_dir, method_for=lambda key: method,
+                    concurrency=8, batch_size=2)
+
+    async def run_unit(unit, method):
+        await asyncio.sleep(delays.get(unit.task_id, 0.0))
+        return UnitRecord(unit=unit.key, task_id=unit.task_id, seed=unit.seed, run=unit.run, stop_reason="answered")
+
+    runner.run_unit = run_unit
+    return runner
+
+
+def test_batches_wait_for_skipped_and_finished_units_and_a_dying_chain_holds_none_back(tmp_path):
+    """run.runner.Batches: a batch starts when every unit of the one before has finished or was
+    skipped on resume; a chain that stops on an error releases its later batches, so the other
+    chains finish and the error is then raised (nothing waits forever)."""
+    import asyncio
+
+    from reme_cli.run.plan import plan_streams
+    from reme_cli.run.records import RunDir
+
+    streams = plan_streams([f"t{i}" for i in range(6)], seeds=1, runs=1, seed_base=0, sequential=True, workers=2)
+    run_dir = RunDir.open(tmp_path / "run", {"a": 1}, "hash", kind="eval")
+    order: list[str] = []
+    runner = _batched_runner(run_dir, order, breaks="s0/r0/t1", delays={"t0": 0.2})
+    with pytest.raises(RuntimeError, match="commit of s0/r0/t1 broke"):  # not a TimeoutError: nothing hung
+        asyncio.run(asyncio.wait_for(runner.run(streams), 20))
+    # t1's chain (t1, t3, t5) died at t1; t0's chain went on to t2 and t4 once t0's batch had ended
+    assert order == ["s0/r0/t0", "s0/r0/t2", "s0/r0/t4"]
+    # A resume: t0, t2, t4 are finished and skipped, t1's chain runs, its batches no longer wait on them.
+    order.clear()
+    runner = _batched_runner(run_dir, order, breaks=None, delays={"t1": 0.1})
+    asyncio.run(asyncio.wait_for(runner.run(streams), 20))
+    assert order == ["s0/r0/t1", "s0/r0/t3", "s0/r0/t5"]
+    assert {t.task_id for t in run_dir.trials()} == {f"t{i}" for i in range(6)}

@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
 from reme_cli.bench.bfcl_scripted import BFCLReplayPolicy
-from reme_cli.testing.scripted_server import DONE_TEXT, Reply, ScriptedServer, conversation_position
+from reme_cli.bench.replay import TASK_HEADER
+from reme_cli.testing.scripted_server import (DONE_TEXT, AgentAndSummarizerPolicy, Reply, ScriptedServer,
+                                              ScriptedSummarizerPolicy, conversation_position)
 
 HUGE = 10_000_000
 REPLAY = ["model=qwen3-8b", "embedding=minilm", "llm.model=huge", "llm.cache=false", "eval.seeds=1",
@@ -74,3 +77,36 @@ def test_the_cap_is_a_setting_and_records_within_it_are_not_marked(reme):
     assert cut["truncated"]["max_chars"] == 5000 and (reme.cwd / "run" / "trials.jsonl").stat().st_size < 100_000
     (plain,) = [json.loads(line) for line in (reme.cwd / "plain" / "trials.jsonl").read_text().splitlines()]
     assert plain["truncated"] is None and plain["success"] is True
+
+
+class LongReasoning:
+    """TEST DOUBLE: ground-truth replay whose every agent reply thinks for 30,000 characters
+    (past the 20,000 a record stores), ending in a marker; the summarizer script for the rest."""
+
+    name = "long-reasoning"
+    TAIL = "...and that is why cd comes first. END-OF-REASONING"
+
+    def __init__(self):
+        self.inner = AgentAndSummarizerPolicy(BFCLReplayPolicy(), ScriptedSummarizerPolicy())
+
+    def reply(self, body: dict[str, Any], headers: Mapping[str, str]) -> Reply:
+        reply = self.inner.reply(body, headers)
+        if headers.get(TASK_HEADER):
+            return replace(reply, reasoning="r" * 30_000 + self.TAIL)
+        return reply
+
+
+def test_build_pool_summarizes_the_whole_trajectory_not_the_stored_cut(reme):
+    """The authors' pool builder posted each trajectory whole (init_task_memory_pool.py:106-113);
+    build-pool reads its trajectories back from the records, so it stores them whole."""
+    with ScriptedServer(LongReasoning()) as srv:
+        reme("build-pool", "model=qwen3-8b", "embedding=minilm", "llm.model=replay", f"llm.base_url={srv.base_url}",
+             "llm.cache=false", "benchmark.task_ids=[multi_turn_base_0]", "benchmark.release=current",
+             "build.samples=1", "out_dir=built", check=True)
+        prompts = [r["body"]["messages"][0]["content"] for r in srv.requests
+                   if not r["headers"].get(TASK_HEADER.lower()) and r["path"].endswith("/chat/completions")]
+    (record,) = [json.loads(line) for line in (reme.cwd / "built" / "build" / "trials.jsonl").read_text().splitlines()]
+    assert record["truncated"] is None
+    assert record["trajectory"]["turns"][0][0]["reasoning"].endswith(LongReasoning.TAIL)
+    analyses = [p for p in prompts if "END-OF-REASONING" in p]
+    assert analyses and all(p.count("r" * 30_000 + LongReasoning.TAIL) >= 1 for p in analyses)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -17,7 +18,7 @@ import pytest
 
 from reme_cli.core.config import compose
 from reme_cli.core.errors import EXIT_UNIT_ERRORS
-from reme_cli.llm.answer_health import (MIN_JUDGED_CALLS, answer_tally, failure_message, merge, note,
+from reme_cli.llm.answer_health import (MIN_JUDGED_CALLS, SUMMARY, answer_tally, failure_message, merge, note,
                                         summary_line)
 from reme_cli.llm.client import ChatResult
 from reme_cli.llm.json_reply import parse_json, strip_reasoning, unterminated_think
@@ -26,7 +27,9 @@ from reme_cli.methods.summarizer import summarizer_settings, thinking_switch
 from reme_cli.run.records import UnitRecord
 from reme_cli.bench.bfcl_scripted import BFCLReplayPolicy
 from reme_cli.testing.scripted_server import (
+    CONTEXT_OVERFLOW_MESSAGE,
     AgentAndSummarizerPolicy,
+    PolicyError,
     Reply,
     ScriptedServer,
     ScriptedSummarizerPolicy,
@@ -75,10 +78,10 @@ def test_tallies_nest_follow_tasks_and_count_each_answer_once():
         return outer.to_dict(), inner, {}
 
     outer, inner, _ = asyncio.run(main())
-    assert inner == {"judge": {"calls": 2, "invalid": 1, "truncated": 1, "failed": 1}}
-    assert outer == {"distill": {"calls": 1, "invalid": 0, "truncated": 1, "failed": 1},
-                     "judge": {"calls": 2, "invalid": 1, "truncated": 1, "failed": 1},
-                     "rerank": {"calls": 1, "invalid": 0, "truncated": 0, "failed": 0}}
+    assert inner == {"judge": {"calls": 2, "invalid": 1, "truncated": 1, "errors": 0, "failed": 1}}
+    assert outer == {"distill": {"calls": 1, "invalid": 0, "truncated": 1, "errors": 0, "failed": 1},
+                     "judge": {"calls": 2, "invalid": 1, "truncated": 1, "errors": 0, "failed": 1},
+                     "rerank": {"calls": 1, "invalid": 0, "truncated": 0, "errors": 0, "failed": 0}}
     assert merge(outer, None, {"judge": {"calls": 3}}) ["judge"]["calls"] == 5
 
 
@@ -105,7 +108,8 @@ def test_a_record_written_before_the_counts_still_loads():
 # ------------------------------------------------------------------ settings
 def test_settings_are_the_authors_and_the_cpu_model_keeps_its_cap():
     cfg = compose(["model=qwen3-8b"])
-    assert (cfg.summarizer.temperature, cfg.summarizer.max_tokens, cfg.summarizer.thinking) == (0.6, None, None)
+    # No temperature sent: the FAQ's service config sets none (65971baf reme/config/service.yaml:177-182).
+    assert (cfg.summarizer.temperature, cfg.summarizer.max_tokens, cfg.summarizer.thinking) == (None, None, None)
     assert thinking_switch(cfg) is None  # no switch sent: the endpoint's default decides
     assert thinking_switch(compose(["model=qwen3-8b", "summarizer.thinking=false"])) == \
         {"chat_template_kwargs": {"enable_thinking": False}}
@@ -119,7 +123,7 @@ def test_settings_are_the_authors_and_the_cpu_model_keeps_its_cap():
     assert own is None and settings.max_tokens == 384 and settings.constrained
     assert sampling(settings, "judge")["max_tokens"] == 384
     uncapped, _ = summarizer_settings(cfg, Executor())
-    assert sampling(uncapped, "distill") == {"temperature": 0.6, "max_tokens": None}
+    assert sampling(uncapped, "distill") == {"temperature": None, "max_tokens": None}
 
 
 def test_the_requests_carry_no_switch_and_no_cap_unless_asked():
@@ -139,7 +143,7 @@ def test_the_requests_carry_no_switch_and_no_cap_unless_asked():
         asyncio.run(ask(compose(["model=qwen3-8b"])))
         asyncio.run(ask(compose(["model=qwen3-8b", "summarizer.thinking=false", "summarizer.max_tokens=300"])))
         first, second = (r["body"] for r in srv.requests[-2:])
-    assert "chat_template_kwargs" not in first and "max_tokens" not in first and first["temperature"] == 0.6
+    assert "chat_template_kwargs" not in first and "max_tokens" not in first and "temperature" not in first
     assert second["chat_template_kwargs"] == {"enable_thinking": False} and second["max_tokens"] == 300
 
 
@@ -203,8 +207,9 @@ def test_dynamic_eval_counts_answers_per_role_and_exits_3_when_they_fail(workdir
         assert _failure_lines(proc.stderr) == []
         return
     assert proc.returncode == EXIT_UNIT_ERRORS, proc.stderr[-2000:]
-    assert all(row["truncated"] == row["failed"] == row["calls"] for row in answers.values())
+    assert all(row["truncated"] == row["failed"] == row["calls"] for role, row in answers.items() if role != SUMMARY)
     assert "judge" not in answers  # a cut-off distillation yields no candidate to judge
+    assert answers[SUMMARY] == {"calls": TASKS, "invalid": 0, "truncated": 0, "errors": 0, "failed": 0}
     [line] = _failure_lines(proc.stderr)
     assert f"rerank {TASKS} of {TASKS} ({TASKS} truncated" in line and "summarizer.max_tokens" in line
     assert json.loads((out / "manifest.json").read_text())["status"] == "complete"
@@ -227,7 +232,81 @@ def test_build_pool_counts_answers_per_role_and_exits_3_when_they_fail(workdir, 
         assert _failure_lines(proc.stderr) == [] and "summarizer answers (invalid, truncated)" in proc.stderr
         return
     assert proc.returncode == EXIT_UNIT_ERRORS, proc.stderr[-2000:]
-    assert answers == {"distill": {"calls": TASKS, "invalid": TASKS, "truncated": TASKS, "failed": TASKS}}
+    assert answers == {"distill": {"calls": TASKS, "invalid": TASKS, "truncated": TASKS, "errors": 0, "failed": TASKS},
+                       SUMMARY: {"calls": TASKS, "invalid": 0, "truncated": 0, "errors": 0, "failed": 0}}
     assert report["pool_size"] == 0 and (out / "pool" / "manifest.json").is_file()  # the work was finished
     [line] = _failure_lines(proc.stderr)
     assert line.startswith(f"summarizer answers failed: distill {TASKS} of {TASKS} ({TASKS} truncated")
+
+
+# ------------------------------------------------------------------ summaries that raise
+class Overflowing:
+    """A summarizer whose context is too small: vLLM's 400 for the first ``first`` requests
+    (every request when None), the canned answers after."""
+
+    name = "overflowing"
+
+    def __init__(self, first: int | None = None):
+        self.left, self.lock, self.inner = first, threading.Lock(), ScriptedSummarizerPolicy()
+
+    def reply(self, body: dict[str, Any], headers: Mapping[str, str]) -> Reply:
+        with self.lock:
+            overflow = self.left is None or self.left > 0
+            if self.left:
+                self.left -= 1
+        if overflow:
+            raise PolicyError(CONTEXT_OVERFLOW_MESSAGE)
+        return self.inner.reply(body, headers)
+
+
+@pytest.mark.parametrize("first", [1, None], ids=["one-summary", "every-summary"])
+def test_a_summary_that_raises_keeps_the_units_reward_and_is_counted_everywhere(workdir, pool, first):
+    """65971baf bfcl_agent.py:192-211: a failed summary_task_memory call is an empty list, the
+    trial's reward stands. Every unit succeeds (ground-truth replay) and none errors; the failed
+    summaries are counted in metrics.json, the manifest, the report's runs and the viewer's
+    health page; summarizer.max_failed_share (0.2) is still the alarm: 1 of 5 passes, 5 of 5 exits 3."""
+    from reme_cli.commands.report import load_frames
+    from reme_cli.report.metrics import run_metrics
+    from reme_cli.view.health import health
+    from reme_cli.view.runs import read_run
+
+    out = workdir / f"overflow-{first}"
+    with _server(Overflowing(first)) as srv:
+        proc = run_reme(["eval", "--mode", "dynamic", *_args(srv, f"memory.pool={pool}", "eval.runs=1",
+                                                             "eval.seeds=1", f"out_dir={out}")], workdir)
+    failed = TASKS if first is None else 1
+    counted = {"summaries": TASKS, "failed": failed}
+    metrics = json.loads((out / "metrics.json").read_text())
+    trials = [json.loads(line) for line in (out / "trials.jsonl").read_text().splitlines()]
+    assert metrics["units"] == TASKS and metrics["errors"] == 0 and all(t["success"] for t in trials)
+    assert metrics["summary_failures"] == counted
+    assert json.loads((out / "manifest.json").read_text())["summary_failures"] == counted
+    errors = [tr["summary_error"] for t in trials for tr in t["method"]["trials"] if "summary_error" in tr]
+    assert len(errors) == failed and all(e.startswith("ContextOverflow: ") for e in errors)
+    assert health(read_run("r", out))["task"]["summaries"] == counted
+    units, runs, _ = load_frames([out])
+    row = run_metrics(units, runs).iloc[0]
+    assert (row["n_summaries"], row["n_summary_failures"]) == (TASKS, failed)
+    shown = " ".join(proc.stderr.split())
+    if first is None:
+        assert proc.returncode == EXIT_UNIT_ERRORS, proc.stderr[-2000:]
+        [line] = _failure_lines(proc.stderr)
+        assert f"summary {TASKS} of {TASKS} ({TASKS} raised)" in line and "context overflow" in line
+    else:
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        assert f"summaries failed: 1 of {TASKS}" in shown and _failure_lines(proc.stderr) == []
+
+
+def test_build_pool_skips_the_candidates_of_a_task_whose_summary_raises(workdir):
+    """init_task_memory_pool.py:122-127,160-174: a group whose summary_task_memory call failed
+    is recorded as an error and adds nothing; the other groups go on."""
+    out = workdir / "built-overflow"
+    with _server(Overflowing(None)) as srv:
+        proc = run_reme(["build-pool", *_args(srv, "build.samples=1", f"out_dir={out}")], workdir)
+    assert proc.returncode == EXIT_UNIT_ERRORS, proc.stderr[-2000:]  # every summary failed: the alarm
+    report = json.loads((out / "build" / "report.json").read_text())
+    lines = [json.loads(line) for line in (out / "build" / "distill.jsonl").read_text().splitlines()]
+    assert report["unit_errors"] == 0 and report["pool_size"] == 0 and len(report["summary_failures"]) == TASKS
+    assert all(line["summary_error"].startswith("ContextOverflow: ") and line["experiences"] == [] for line in lines)
+    manifest = json.loads((out / "build" / "manifest.json").read_text())
+    assert manifest["summary_failures"] == {"summaries": TASKS, "failed": TASKS} and manifest["status"] == "complete"

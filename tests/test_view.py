@@ -183,8 +183,12 @@ def test_health_counts_what_the_files_say(suite):
     assert dyn["memory"]["latency_s"]["n"] == 6 and len(dyn["memory"]["best_scores"]) == 6
     assert dyn["memory"]["rewritten"] is None  # memory.rewrite is off (the authors' setting)
     assert 0 <= dyn["memory"]["utility"]["mean"] <= 1
+    # Every unit ended in success, so every trial was summarized (a failed one for the next): none raised.
+    trials = sum(len(t["method"]["trials"]) for t in lines(suite / "runs" / "dynamic" / "trials.jsonl"))
+    assert dyn["task"]["summaries"] == {"summaries": trials, "failed": 0} and trials >= 6
     none = answer(catalog, f"health/{rows['none']['id']}")
     assert none["memory"] is None and none["task"]["success"] == pytest.approx(2 / 3)
+    assert none["task"]["summaries"] == {"summaries": 0, "failed": 0}
 
 
 def test_a_run_still_going_shows_new_units_on_reload(suite, tmp_path):

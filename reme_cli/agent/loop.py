@@ -1,15 +1,18 @@
 """The multi-turn tool-using episode: user turn, then model <-> tools until the model
 answers without calls, under per-turn and per-task interaction limits.
 
-Every episode ends with a stop reason. All but ``error`` are results the checker scores
-(what was done so far), as bfcl-eval's own runner does: ``answered`` (every turn ended with
-an answer), ``turn_step_limit`` (a turn used all its steps: bfcl force-quits the entry),
-``interaction_limit`` (the task's model-call budget ran out), ``context_overflow`` (the
-server refused the prompt for length), ``truncated`` (a reply hit ``max_tokens`` with no
-usable call), or a bound the environment put on the model's code (``LIMIT_STOPS``: its
-time, memory, processes, disk or output; ``crashed``: the code killed its own process).
-``error`` is set by the runner for a unit that failed. Every bound hit, also one that only
-cut an output, is listed in the trajectory's ``limits``.
+Every turn ends with a stop reason (``Trajectory.turn_stops``), and the episode with that of
+its last turn (``stop_reason``). All but ``error`` are results the checker scores (what was
+done so far), as bfcl-eval's own runner does: ``answered`` (the turn ended with an answer),
+``truncated`` (a reply hit ``max_tokens`` with no usable call: like an answer, the episode
+goes on to the next turn, as the authors' agent hands any reply without calls the next user
+turn, 65971baf bfcl_agent.py:350-376), ``turn_step_limit`` (a turn used all its steps: bfcl
+force-quits the entry), ``interaction_limit`` (the task's model-call budget ran out),
+``context_overflow`` (the server refused the prompt for length), or a bound the environment
+put on the model's code (``LIMIT_STOPS``: its time, memory, processes, disk or output;
+``crashed``: the code killed its own process); these end the episode. ``error`` is set by the
+runner for a unit that failed. Every bound hit, also one that only cut an output, is listed in
+the trajectory's ``limits``.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ LIMIT_STOPS = {"time": "time_limit", "memory": "memory_limit", "processes": "pro
 STOP_REASONS = ("answered", "turn_step_limit", "interaction_limit", "context_overflow", "truncated",
                 *LIMIT_STOPS.values(), "error")
 _OLD_STOP_REASONS = {"completed": "answered", "max_interactions": "interaction_limit"}  # records before 0.2
+TURN_GOES_ON = ("answered", "truncated")  # a turn that ended so hands over to the next one
 
 
 @dataclass
@@ -57,8 +61,9 @@ class Trajectory:
     # the unit's guidance (``with_guidance``), which the unit's record holds as ``guidance``.
     user: list[list[str]] = field(default_factory=list)
     interactions: int = 0
-    stop_reason: str = "answered"  # one of STOP_REASONS
+    stop_reason: str = "answered"  # one of STOP_REASONS: the last turn's
     stop_detail: str | None = None  # the server's words for context_overflow
+    turn_stops: list[str] = field(default_factory=list)  # each turn's stop reason (records before 0.3: none)
     limits: list[dict[str, Any]] = field(default_factory=list)  # bounds hit: {limit, interaction}
 
     @property
@@ -85,6 +90,7 @@ class Trajectory:
             "interactions": self.interactions,
             "stop_reason": self.stop_reason,
             "stop_detail": self.stop_detail,
+            "turn_stops": self.turn_stops,
             "limits": self.limits,
         }
 
@@ -97,6 +103,7 @@ class Trajectory:
             interactions=data.get("interactions", 0),
             stop_reason=_OLD_STOP_REASONS.get(data.get("stop_reason"), data.get("stop_reason") or "answered"),
             stop_detail=data.get("stop_detail"),
+            turn_stops=list(data.get("turn_stops") or []),
             limits=list(data.get("limits") or []),
         )
 
@@ -188,9 +195,10 @@ async def run_episode(
                 content = with_guidance(content, guidance)
             traj.messages.append({"role": msg.get("role", "user"), "content": content})
 
+        turn_stop = "answered"
         for step_index in range(step_limit):
             if traj.interactions >= max_interactions:
-                traj.stop_reason = "interaction_limit"
+                turn_stop = "interaction_limit"
                 break
             try:
                 result = await llm.chat(
@@ -206,7 +214,7 @@ async def run_episode(
                     **request_extra,
                 )
             except ContextOverflow as exc:
-                traj.stop_reason, traj.stop_detail = "context_overflow", str(exc)
+                turn_stop, traj.stop_detail = "context_overflow", str(exc)
                 break
             traj.interactions += 1
             reply = protocol.read(result)
@@ -233,23 +241,25 @@ async def run_episode(
                               result.latency_s, result.cached, code=code, code_output=outputs[0] if code is not None else None,
                               reasoning=reasoning_of(result.reasoning, result.content)))
             if done:  # the environment says the task is over: no further turn or step
-                if stopped:
-                    traj.stop_reason = stopped
+                traj.stop_reason = stopped or turn_stop
+                traj.turn_stops.append(traj.stop_reason)
                 await env.end_step()
                 await env.end_turn()
                 return traj
             if not reply.calls:
                 if result.finish_reason == "length":
-                    traj.stop_reason = "truncated"
+                    turn_stop = "truncated"
                 break
             await env.end_step()
             traj.messages.extend(protocol.result_messages(reply.calls, outputs))
             if step_index == step_limit - 1 and max_steps_per_turn:
-                traj.stop_reason = "turn_step_limit"
+                turn_stop = "turn_step_limit"
         else:
             if not max_steps_per_turn:  # the turn had the whole budget (AppWorld) and used it up
-                traj.stop_reason = "interaction_limit"
+                turn_stop = "interaction_limit"
+        traj.stop_reason = turn_stop
+        traj.turn_stops.append(turn_stop)
         await env.end_turn()
-        if traj.stop_reason != "answered":
+        if turn_stop not in TURN_GOES_ON:
             break
     return traj

@@ -100,8 +100,10 @@ class AppWorldConfig(BenchmarkConfig):
 class AppWorldBenchmark:
     name = "appworld"
     config_class = AppWorldConfig
-    # The authors' run_appworld.py: batches of 8 tasks at once against one shared pool.
+    # The authors' run_appworld.py:58-107: batches of 8 consecutive tasks against one shared
+    # pool, each batch starting when the one before it has ended.
     dynamic_workers = 8
+    dynamic_batches = True
     max_steps_per_turn = None
     metrics = appworld_metrics.METRICS  # Avg@k / Pass@k over TGC, SGC, success per difficulty
     labels = appworld_metrics.LABELS

@@ -121,6 +121,11 @@ class Benchmark(Protocol):
     model-written code runs, for the manifest; ``dynamic_workers`` (int, default 1): the
     workers that share one dynamic stream's memory when ``eval.dynamic_workers`` is unset,
     i.e. how many tasks at once the paper's scripts ran against one pool on this benchmark;
+    ``dynamic_batches`` (bool, default False): whether those scripts ran them in batches
+    with a barrier between batches rather than as independent workers
+    (``eval.dynamic_batches``); ``built_pool_notes(build_params)`` -> list of str: where a pool
+    built on it (its build config, flattened) departs from the pools the authors released in
+    what no key says, for the fidelity column (BFCL: the training tasks' wording);
     ``prepare()``: checks what running episodes needs (AppWorld: its venv, data, sandbox),
     called by commands that run episodes before they write anything, never by plans;
     ``plan_size()`` -> (tasks, note or None): the task count for a plan made where the data

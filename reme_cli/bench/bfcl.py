@@ -9,10 +9,21 @@ Task data, the stateful backends and ``multi_turn_checker`` all come from the pi
 * bfcl keeps backend instances in a module-global dict keyed by model name + task id.
   Episodes run their own instances, and every evaluation uses a fresh unique model
   name whose global entries are deleted afterwards.
+
+Every call is recorded, as the authors' agent recorded it for the checker (65971baf
+bfcl_utils.py:303-327, bfcl_agent.py:381-413): arguments that do not decode into an object
+make the call ``name()``, which runs; a call of a function the task does not have gets bfcl's
+own answer (``execute_multi_turn_func_call``: "Error during execution: name 'x' is not
+defined", or its refusal of ``kill``, ``exit``, ...), and the checker sees it and fails on it
+as bfcl's eval did, so a turn of such calls is a turn with calls. Where that text is not safe
+for the checker's eval (a builtin's name, a name that is no identifier, arguments past reme's
+bounds), a stand-in of the same effect goes instead (``NOT_RUN``). bfcl-eval's own runner
+differs on one point: arguments it cannot decode end the turn there.
 """
 
 from __future__ import annotations
 
+import builtins
 import copy
 import importlib
 import importlib.util
@@ -40,13 +51,14 @@ set_default("BFCL_PROJECT_ROOT", os.path.join(tempfile.gettempdir(), "reme-bfcl"
 from reme_cli.bench.base import BenchmarkConfig, InProcessEnv, Outcome, Task, ToolDialect, ToolResult  # noqa: E402
 from reme_cli.bench.scoring import TASK_METRICS, Labels  # noqa: E402
 from reme_cli.bench.calls import (  # noqa: E402
+    MAX_ARGUMENT_CHARS,
     canonical_call,
     decode_arguments,
     is_identifier,
     parse_call_string,
 )
 from reme_cli.bench.bfcl_notes import TOOL_NOTES, annotated, notes_at  # noqa: E402
-from reme_cli.bench.bfcl_release import check_release  # noqa: E402
+from reme_cli.bench.bfcl_release import RELEASES, check_release  # noqa: E402
 from reme_cli.bench.bfcl_release import ensure as ensure_release  # noqa: E402
 from reme_cli.core.config import check_choices  # noqa: E402
 from reme_cli.core.errors import UserError  # noqa: E402
@@ -260,6 +272,13 @@ class BFCLConfig(BenchmarkConfig):
         check_release(self.release)
 
 
+# The released pools quote the training tasks of bfcl-eval <= 2025.6.15 (data group A;
+# results/bfcl_release_evidence.md): 6 of the 50 read otherwise from 2025.7.17 on.
+OLDER_WORDING = ("2025.6.15",)
+WORDING = ("pool built from the {release} training-task wording (the released pools: an earlier copy, "
+           "6 of 50 tasks differ)")
+
+
 class BFCLBenchmark:
     """BFCL-v3 ``multi_turn_base`` with the ReMe paper's official 50/150 split."""
 
@@ -271,6 +290,15 @@ class BFCLBenchmark:
     tool_dialect = TOOL_DIALECT
     metrics = TASK_METRICS  # the paper's Avg@k and Pass@k
     labels = Labels("BFCL-v3")
+
+    @staticmethod
+    def built_pool_notes(build_params: dict[str, Any]) -> list[str]:
+        """A pool built here summarizes its release's training tasks; the released ones quote
+        an older copy (docs/fidelity.md, "Named, not changed")."""
+        release = build_params.get("benchmark.release")
+        if release in OLDER_WORDING:
+            return []
+        return [WORDING.format(release=RELEASES.get(release, release))]
 
     @classmethod
     def from_config(cls, cfg: BFCLConfig) -> BFCLBenchmark:
@@ -431,40 +459,46 @@ class BFCLEnv:
         return json.loads(_tools_json(self._classes, notes_at(self._tool_note, len(self._turns)), self._tool_response))
 
     def execute(self, name: str, arguments: Any) -> ToolResult:
+        """One call, as the authors' agent ran it (module docstring, "Every call is
+        recorded"): its output, and the call the checker will see."""
         if self._closed:
             return ToolResult(
                 _display_call(name, arguments),
                 "Error during execution: the episode is closed.",
                 True,
             )
+        args = authors_arguments(arguments)
         method = self._methods.get(name) if is_identifier(name) else None
-        if method is None:
-            return ToolResult(
-                _display_call(name, arguments),
-                f"Error during execution: there is no function named {_short(name)} in this "
-                "task; call one of the provided tools.",
-                error=True,
-            )
         try:
-            args = decode_arguments(arguments)
-        except ValueError as exc:
-            return ToolResult(
-                _display_call(name, arguments),
-                f"Error during execution: invalid arguments for {name}: {exc}",
-                error=True,
-            )
-        call = canonical_call(name, args)
-        refusal = _resource_refusal(type(method.__self__).__name__, name, args)
+            checked = decode_arguments(args)
+        except ValueError as exc:  # past reme's bounds on untrusted data: never run, never given to eval
+            return self._not_run(name, arguments, _syntax_error(name, args) or (
+                unknown_function_text(name) if method is None
+                else f"Error during execution: invalid arguments for {name}: {exc}"))
+        if method is None:
+            return self._not_run(name, arguments, _syntax_error(name, checked) or unknown_function_text(name),
+                                 checker=canonical_call(name, checked) if checker_safe(name) else None)
+        call = canonical_call(name, checked)
+        refusal = _resource_refusal(type(method.__self__).__name__, name, checked)
         if refusal is not None:
-            return ToolResult(call, f"Error during execution: {refusal}", error=True)
+            return self._not_run(name, arguments, f"Error during execution: {refusal}")
 
         self._calls.append(call)
         try:
             with _BACKEND_LOCK:
-                output = _format_result(method(**args))
+                output = _format_result(method(**checked))
         except Exception as exc:  # any backend failure is the model's to read
             return ToolResult(call, f"Error during execution: {exc}", error=True)
         return ToolResult(call, output)
+
+    def _not_run(self, name: Any, arguments: Any, output: str, checker: str | None = None) -> ToolResult:
+        """A call reme does not run: the model reads ``output``, and the checker still gets the
+        call (the authors' agent recorded every one), as ``checker`` when that text is safe
+        for its eval (it then fails there as it failed here), else as a stand-in that fails
+        there the same way without running anything."""
+        recorded = checker or canonical_call(NOT_RUN, {"call": _display_call(name, arguments)})
+        self._calls.append(recorded)
+        return ToolResult(recorded, output, error=True)
 
     def end_step(self) -> None:
         # bfcl's eval runner drops steps that decode to no calls.
@@ -585,6 +619,64 @@ def _format_result(result: Any) -> str:
     return str(result)
 
 
+# --------------------------------------------------------- calls reme does not run
+
+# The names bfcl's execute_multi_turn_func_call refuses before its eval (multi_turn_utils.py).
+BFCL_REFUSED = ("kill", "exit", "quit", "remove", "unlink", "popen", "Popen", "run")
+# The checker's stand-in for a call reme does not give to its eval: defined nowhere, so the
+# checker's eval fails on it (NameError) as it failed on the original, with no effect.
+NOT_RUN = "reme_call_not_run"
+
+
+def authors_arguments(raw: Any) -> Any:
+    """The arguments as the authors' agent decoded them (bfcl_utils.py:316-327,
+    bfcl_agent.py:400-411): a JSON string parsed, anything else as it is; arguments that do
+    not parse into an object of names are no arguments at all: the call is ``name()``."""
+    try:
+        value = json.loads(raw) if isinstance(raw, (str, bytes, bytearray)) else raw
+    except (ValueError, RecursionError):
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def unknown_function_text(name: Any) -> str:
+    """What bfcl answers a call of a function the task does not have: its refusal of a few
+    names, else the NameError its eval raises. A name that would resolve in bfcl's own module
+    (a Python builtin such as ``open``, or one of its imports) is answered the same way: reme
+    never evaluates it (bfcl would)."""
+    shown = str(name)
+    if "(" in shown:
+        shown = shown.split("(")[0]
+    if "." in shown:
+        shown = shown.split(".")[1]
+    if shown in BFCL_REFUSED:
+        return f"Error during execution: Function call {shown} is not allowed."
+    first = re.match(r"[A-Za-z_]\w*", str(name))  # eval names the first undefined name of ``a.b(...)``
+    return f"Error during execution: name {first.group() if first else str(name)!r} is not defined"
+
+
+def checker_safe(name: Any) -> bool:
+    """Whether ``name(...)`` fails in the checker's eval without running anything: an
+    identifier that neither bfcl's module nor Python's builtins define."""
+    return (is_identifier(name) and name not in vars(multi_turn_utils) and not hasattr(builtins, name)
+            and name not in BFCL_REFUSED)
+
+
+def _syntax_error(name: Any, args: Any) -> str | None:
+    """bfcl's answer where the call text the authors' agent built (``name(k=repr(v), ...)``)
+    is not Python: its eval's SyntaxError, found by compiling the text (nothing runs)."""
+    try:
+        text = f"{name}({', '.join(f'{k}={v!r}' for k, v in args.items())})"
+        if len(text) > 4 * MAX_ARGUMENT_CHARS:
+            return None
+        compile(text, "<string>", "eval")
+    except SyntaxError as exc:
+        return f"Error during execution: {exc}"
+    except Exception:  # noqa: BLE001 - a value repr() cannot write: not a syntax question
+        return None
+    return None
+
+
 def _resource_refusal(class_name: str, name: str, args: dict[str, Any]) -> str | None:
     if class_name != "MathAPI":
         return None
@@ -650,7 +742,8 @@ def _short(value: Any, limit: int = 60) -> str:
 
 
 def _display_call(name: Any, arguments: Any) -> str:
-    """Readable text for a call we refused; never executed, never given to the checker."""
+    """Readable text for a call we did not run; never executed (the checker gets it only
+    as a string literal of ``NOT_RUN``)."""
     if isinstance(arguments, str):
         shown = arguments
     else:

@@ -342,13 +342,14 @@ def run_fidelity(p: SuitePlan, job: RunJob) -> str:
 
 def fidelity_table(p: SuitePlan) -> Table:
     """Per run: where it departs from the authors' setup, or "authors' setup"."""
-    table = Table(title="fidelity: departures from the authors' setup (README, \"Fidelity\")")
+    table = Table(title="fidelity: departures from the authors' setup (docs/fidelity.md)")
     table.add_column("run")
     table.add_column("departs from the authors' setup in", overflow="fold")
     for j in p.runs:
         table.add_row(j.label, run_fidelity(p, j))
     table.caption = ("the keys a run's table varies are not departures; the embedding is named where it is "
-                     "not the authors' text-embedding-v4")
+                     "not the authors' text-embedding-v4, and what reme keeps apart on purpose wherever a run "
+                     "has it (docs/fidelity.md, \"Named, not changed\")")
     return table
 
 

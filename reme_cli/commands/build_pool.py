@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +37,7 @@ from reme_cli.core.staging import clean_stale, replace_dir
 from reme_cli.methods.base import BuildContext, BuildResult, PoolBuilder
 from reme_cli.methods.streams import no_memory, training_stream
 from reme_cli.llm.embed import make_embedder_for
-from reme_cli.llm.answer_health import answer_tally, failure_message, merge, total
+from reme_cli.llm.answer_health import SUMMARY, answer_tally, failure_message, merge, summary_failures, total
 from reme_cli.run.lifecycle import RunLifecycle, RunResult, Session
 from reme_cli.run.plan import plan_passes, plan_streams
 from reme_cli.run.records import CONFIG_FILE, RunDir
@@ -92,7 +93,8 @@ def build_pool(cfg: Config, console: Console, wait: bool = False) -> RunResult:
         # A method that keeps its counts per task (ReMe) reports every session's; otherwise
         # this session's learn phase is what was seen.
         report.setdefault("summarizer_answers", session_answers)
-        life.finish(REPORT_FILE, report, complete=not report["unit_errors"], what="the build report")
+        life.finish(REPORT_FILE, report, complete=not report["unit_errors"], what="the build report",
+                    manifest={"summary_failures": summary_failures(report["summarizer_answers"])})
     console.print(report_table(report, built.rows, out, sandbox_notes(bench)))
     if report["unit_errors"]:
         console.print(errors_summary(run_dir.trials()), soft_wrap=True, highlight=False, markup=False)
@@ -126,7 +128,9 @@ async def _sample_and_learn(cfg: Config, session: Session, bench: Benchmark, str
     client, run_dir, progress = session.client, session.run_dir, session.progress
     async with method_context(cfg, session) as method_ctx:
         state = training_stream(method, method_ctx) if adapts else no_memory()
-        runner = Runner(bench, client, session.settings, run_dir, lambda _: state, cfg.llm.concurrency, progress,
+        # The learn phase summarizes the trajectories read back from the records: kept whole.
+        settings = replace(session.settings, whole_trajectories=True)
+        runner = Runner(bench, client, settings, run_dir, lambda _: state, cfg.llm.concurrency, progress,
                         health=session.ep.health)
         await runner.run(streams)
         progress.stop()
@@ -186,5 +190,8 @@ def answer_rows(counts: dict[str, dict[str, int]]) -> list[tuple[str, str]]:
     rows = [("summarizer answers (invalid, truncated)", f"{t['calls']} ({t['invalid']}, {t['truncated']})")]
     rows += [(f"  {role} answers failed", f"{row['failed']} of {row['calls']} "
                                           f"({row['invalid']} invalid, {row['truncated']} truncated)")
-             for role, row in counts.items() if row["failed"]]
+             for role, row in counts.items() if row["failed"] and role != SUMMARY]
+    if SUMMARY in counts:
+        s = summary_failures(counts)
+        rows.append(("summaries failed (their candidates skipped)", f"{s['failed']} of {s['summaries']}"))
     return rows

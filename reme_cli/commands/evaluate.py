@@ -71,7 +71,8 @@ def evaluate(cfg: Config, console: Console, wait: bool = False) -> RunResult:
         if cfg.model.sampling.seed is not None:  # one seed on every call: did the k runs repeat?
             metrics["identical_runs"] = identical_runs(run_dir.trials(), cfg.eval.runs)
         life.finish(METRICS_FILE, metrics, what="the metrics",
-                    complete=metrics["units"] == units_total and metrics["errors"] == 0)
+                    complete=metrics["units"] == units_total and metrics["errors"] == 0,
+                    manifest={"summary_failures": metrics["summary_failures"]})
     console.print(metrics_table(metrics, f"{cfg.experiment}: {cfg.benchmark.name} / {cfg.model.name} / "
                                          f"mode={cfg.eval.mode}", metrics.get("variants"),
                                 notes=[*sandbox_notes(bench), *filter(None, [summary_line(metrics["summarizer_answers"])]),
@@ -123,4 +124,12 @@ async def eval_runner(cfg: Config, bench: Benchmark, session: Session,
     async with method_context(cfg, session, summarizer=getattr(plugin, "needs_summarizer", False)) as ctx:
         yield Runner(bench, session.client, session.settings, session.run_dir, MemoryStreams(plugin, ctx).method_for,
                      chains_at_once(cfg, streams), session.progress, health=session.ep.health,
-                     env_concurrency=cfg.env.concurrency)
+                     env_concurrency=cfg.env.concurrency, batch_size=batch_size(cfg))
+
+
+def batch_size(cfg: Config) -> int | None:
+    """Units of a dynamic stream run in batches of this many (``eval.dynamic_batches``: the
+    authors' AppWorld script), each batch after the one before it; None: no batches."""
+    if cfg.eval.mode != "dynamic" or not cfg.eval.dynamic_batches or cfg.eval.dynamic_workers <= 1:
+        return None
+    return cfg.eval.dynamic_workers

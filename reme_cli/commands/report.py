@@ -28,6 +28,7 @@ from reme_cli.core.staging import replace_dir
 from reme_cli.core.staging import clean_stale
 from reme_cli.run.lock import DirLock
 from reme_cli.core.trials import TRIALS_FILE, UnitRecord, read_trials
+from reme_cli.llm.answer_health import summary_failures
 from reme_cli.run.records import CONFIG_FILE, MANIFEST_FILE, RunDir
 from reme_cli.report.fidelity import flatten
 
@@ -126,7 +127,7 @@ def load_frames(paths: list[Path], order: list[str] | None = None
 
 
 UNIT_COLUMNS = ["run_id", "seed", "run", "task_id", "success", "first_success", "attempts", "error",
-                "stop_reason", "checker_error_type", "tokens", "max_prompt"]
+                "stop_reason", "checker_error_type", "tokens", "max_prompt", "summaries", "summary_failures"]
 
 
 def unit_columns() -> list[str]:
@@ -145,6 +146,7 @@ def checker_fields() -> tuple[str, ...]:
 def unit_row(run_id: str, t: UnitRecord) -> dict[str, Any]:
     """One unit as the report's unit frame holds it (``unit_columns()``)."""
     checker = t.checker or {}
+    summaries = summary_failures(t.summarizer_answers)
     return {"run_id": run_id, "seed": t.seed, "run": t.run, "task_id": t.task_id,
             "success": t.success, "first_success": first_trial_success(t),
             "attempts": t.attempts, "error": not t.ok, "stop_reason": t.stop_reason,
@@ -152,6 +154,8 @@ def unit_row(run_id: str, t: UnitRecord) -> dict[str, Any]:
             # The executor's tokens over the unit's trials (the methods table's cost).
             "tokens": (t.tokens.get("prompt", 0) + t.tokens.get("completion", 0)) if t.tokens else None,
             "max_prompt": t.tokens.get("max_prompt") if t.tokens else None,
+            # The method's summaries of the unit's trials, and how many of them raised.
+            "summaries": summaries["summaries"], "summary_failures": summaries["failed"],
             # What the benchmarks' own metrics read (AppWorld's SGC: scenario, difficulty).
             **{f: checker.get(f) for f in checker_fields()}}
 

@@ -150,13 +150,15 @@ class LLMCfg:
 @dataclass
 class SummarizerCfg:
     """The memory service's LLM, as the authors ran it (results/authors_setup_evidence.md
-    section 3): the agent's own model, temperature 0.6 (v0.1.9 default.yaml), no max_tokens
-    and no thinking switch sent (flowllm sends neither: the endpoint's default decides)."""
+    section 3): the agent's own model, and no temperature, max_tokens or thinking switch sent
+    (the FAQ's service config sets no temperature; the endpoint's defaults decide)."""
 
     name: str = "same"  # same: the executor model summarizes
     base_url: Optional[str] = None  # a server you run for it; null: the executor's, or summarizer.serve's
     model: Optional[str] = None  # the model name that server serves
-    temperature: float = 0.6  # the authors' memory service: v0.1.9 default.yaml
+    # None: not sent, the endpoint's default applies. The FAQ's service (65971baf
+    # reme/config/service.yaml:177-182) sets none; v0.1.9's default.yaml:139-144 said 0.6.
+    temperature: Optional[float] = None
     max_tokens: Optional[int] = None  # None: no cap (the model's context is the limit)
     # None: send no thinking switch; true/false: Qwen3's enable_thinking, as for the executor.
     thinking: Optional[bool] = None
@@ -221,6 +223,11 @@ class EvalCfg:
     # benchmark's own number, what the authors' scripts ran (BFCL 4, AppWorld 8); 1 runs
     # a stream's tasks one after another (the paper's text describes no concurrency).
     dynamic_workers: Optional[int] = None
+    # Dynamic mode: true runs each stream's tasks in batches of dynamic_workers consecutive
+    # tasks, a batch starting when the one before it has ended (the authors' run_appworld.py);
+    # false lets each worker go on at its own pace (run_bfcl.py's task_ids[i::4]). None: the
+    # benchmark's own (AppWorld true, BFCL false).
+    dynamic_batches: Optional[bool] = None
     # Dynamic mode: the order each stream walks the tasks. file: the split's order, worker i
     # taking tasks i, i+W, ... (the authors' run_bfcl.py); shuffle: a permutation per seed.
     task_order: str = "file"
@@ -511,6 +518,8 @@ def _settle_benchmark_defaults(cfg: Config) -> None:
     config.yaml and hash hold the value the run used."""
     if cfg.eval.dynamic_workers is None:
         cfg.eval.dynamic_workers = getattr(BENCHMARKS.get(cfg.benchmark.name), "dynamic_workers", 1)
+    if cfg.eval.dynamic_batches is None:
+        cfg.eval.dynamic_batches = bool(getattr(BENCHMARKS.get(cfg.benchmark.name), "dynamic_batches", False))
     settle = getattr(cfg.memory, "settle", None)
     if settle is not None:
         settle(cfg)  # the method's own benchmark-dependent defaults
@@ -544,9 +553,11 @@ def to_dict(cfg: Config) -> dict[str, Any]:
 
 # Keys added after runs were made, with the value that behaves as before they existed: at
 # that value they stay out of the hash, so an earlier run directory still resumes.
-_NEUTRAL_WHEN = {"eval.dynamic_workers": 1, "embedding.dimensions": None, "model.sampling.repeat_penalty": None, "summarizer.serve": None,
+_NEUTRAL_WHEN = {"eval.dynamic_workers": 1, "eval.dynamic_batches": False, "embedding.dimensions": None, "model.sampling.repeat_penalty": None, "summarizer.serve": None,
                  # reme's own prompts were the only ones before the authors' became the default
                  "memory.prompts": "reme",
+                 # ReMe de-duplicated while building and at every commit before issue 47
+                 "memory.build_dedup": True, "memory.dedup_at_commit": True,
                  # AppWorld's bounds on the model's code (issue 33): at their defaults no honest
                  # episode meets them, so runs made before them resume.
                  "benchmark.episode_timeout": 300.0, "benchmark.memory_mb": 2048, "benchmark.disk_mb": 128,
@@ -555,7 +566,7 @@ _NEUTRAL_WHEN = {"eval.dynamic_workers": 1, "embedding.dimensions": None, "model
                  "model.sampling.seed": None, "model.thinking_switch": "chat_template_kwargs", "model.same_as": None,
                  "model.max_model_len": None, "model.parallel_tool_calls": None}
 # Keys that change nothing outside one mode: out of the hash in the others.
-_ONLY_IN_MODE = {"eval.dynamic_workers": "dynamic", "eval.task_order": "dynamic"}
+_ONLY_IN_MODE = {"eval.dynamic_workers": "dynamic", "eval.dynamic_batches": "dynamic", "eval.task_order": "dynamic"}
 
 
 def hashed_part(data: dict[str, Any]) -> dict[str, Any]:

@@ -67,12 +67,14 @@ class UnitRecord:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
-    def cap_stored(self, max_chars: int) -> None:
+    def cap_stored(self, max_chars: int, whole: tuple[str, ...] = ()) -> None:
         """Cut every stored string longer than ``max_chars`` in the middle (and a call's
-        non-string arguments whose JSON is longer), noting what was cut in ``truncated``."""
+        non-string arguments whose JSON is longer), noting what was cut in ``truncated``;
+        the fields named in ``whole`` are kept as they are."""
         cuts: list[tuple[str, int]] = []
         for name in _CAPPED_FIELDS:
-            setattr(self, name, _cap(getattr(self, name), max_chars, name, cuts))
+            if name not in whole:
+                setattr(self, name, _cap(getattr(self, name), max_chars, name, cuts))
         if cuts:
             self.truncated = {"max_chars": max_chars, "fields": len(cuts),
                               "chars_cut": sum(n for _, n in cuts), "paths": [p for p, _ in cuts[:20]]}
@@ -99,6 +101,7 @@ _V1_STOPS = {"completed": "answered", "max_interactions": "interaction_limit"}
 
 
 _CAPPED_FIELDS = ("error", "traceback", "checker", "trajectory", "earlier_attempts", "guidance", "method")
+TRAJECTORY_FIELDS = ("trajectory", "earlier_attempts")  # what a summarizer reads back (build-pool)
 
 
 def _cap(value: Any, limit: int, path: str, cuts: list[tuple[str, int]]) -> Any:

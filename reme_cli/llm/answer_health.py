@@ -11,7 +11,13 @@ build-pool), each of which also adds into the tally it was opened inside.
 - ``invalid``: the answer held nothing usable (no parsable JSON of the asked shape);
 - ``truncated``: the server stopped it at ``max_tokens`` (``finish_reason == "length"``) or
   its content ends inside an unterminated ``<think>`` block;
-- ``failed``: invalid or truncated (one answer counts once).
+- ``errors``: the call raised (a context overflow, retries run out) and there was no answer;
+- ``failed``: invalid, truncated or an error (one answer counts once).
+
+``SUMMARY`` is a role of its own: one row per summary a memory method asked for (a trial's, or
+a training task's in build-pool), ``errors`` where it raised and the method went on without it
+(ReMe: the trial keeps its reward and adds nothing, as the authors' agents did). Its calls are
+summaries, not answers, so the answer totals leave it out and say it apart.
 """
 
 from __future__ import annotations
@@ -23,7 +29,8 @@ from typing import Iterator
 from reme_cli.llm.client import ChatResult
 from reme_cli.llm.json_reply import unterminated_think
 
-FIELDS = ("calls", "invalid", "truncated", "failed")
+FIELDS = ("calls", "invalid", "truncated", "errors", "failed")
+SUMMARY = "summary"  # a whole summary (several calls), counted per summary: see the module docstring
 # Below this many answers a role's failure share is shown but not judged: with a healthy
 # failure rate of 5% per answer, 2 failures in 5 answers (the least that exceeds 0.2 here)
 # happen about 2% of the time; 1 in 2 or 3 happens 10-14% of the time.
@@ -37,14 +44,15 @@ class Tally:
         self.parent = parent
         self.counts: Counts = {}
 
-    def add(self, role: str, *, invalid: bool, truncated: bool) -> None:
+    def add(self, role: str, *, invalid: bool, truncated: bool, error: bool = False) -> None:
         tally: Tally | None = self
         while tally is not None:
             row = tally.counts.setdefault(role, dict.fromkeys(FIELDS, 0))
             row["calls"] += 1
             row["invalid"] += invalid
             row["truncated"] += truncated
-            row["failed"] += invalid or truncated
+            row["errors"] += error
+            row["failed"] += invalid or truncated or error
             tally = tally.parent
 
     def to_dict(self) -> Counts:
@@ -80,6 +88,19 @@ def note(role: str, result: ChatResult | None, *, valid: bool, truncated: bool |
     tally.add(role, invalid=not valid, truncated=bool(cut))
 
 
+def note_summary(error: BaseException | None) -> None:
+    """Count one summary a method asked for (``SUMMARY``): an error if it raised."""
+    tally = _CURRENT.get()
+    if tally is not None:
+        tally.add(SUMMARY, invalid=False, truncated=False, error=error is not None)
+
+
+def summary_failures(counts: Counts | None) -> dict[str, int]:
+    """How many summaries were asked for and how many of them failed (raised)."""
+    row = (counts or {}).get(SUMMARY) or {}
+    return {"summaries": int(row.get("calls", 0) or 0), "failed": int(row.get("errors", 0) or 0)}
+
+
 def merge(*parts: Counts | None) -> Counts:
     """The sum of several counts (records of units, lines of tasks); tolerates None and
     rows missing a field (written by another version)."""
@@ -93,7 +114,8 @@ def merge(*parts: Counts | None) -> Counts:
 
 
 def total(counts: Counts) -> dict[str, int]:
-    return {k: sum(row.get(k, 0) for row in counts.values()) for k in FIELDS}
+    """The answers' totals (summaries are not answers: ``summary_failures`` counts them)."""
+    return {k: sum(row.get(k, 0) for role, row in counts.items() if role != SUMMARY) for k in FIELDS}
 
 
 def failing_roles(counts: Counts, max_share: float) -> list[str]:
@@ -110,10 +132,16 @@ def failure_message(counts: Counts, max_share: float) -> str | None:
     if not roles:
         return None
     parts = [f"{role} {counts[role]['failed']} of {counts[role]['calls']} "
-             f"({counts[role]['truncated']} truncated, {counts[role]['invalid']} invalid)" for role in roles]
+             + (f"({counts[role].get('errors', 0)} raised)" if role == SUMMARY else
+                f"({counts[role]['truncated']} truncated, {counts[role]['invalid']} invalid)") for role in roles]
     truncated = sum(counts[r]["truncated"] for r in roles)
-    invalid_only = sum(counts[r]["failed"] for r in roles) - truncated
+    errors = sum(counts[r].get("errors", 0) for r in roles)
+    invalid_only = sum(counts[r]["failed"] for r in roles) - truncated - errors
     fix = []
+    if errors:
+        fix.append("summaries that raised (the trials kept their reward and added nothing; each error is in "
+                   "its unit's method.trials, or build/distill.jsonl): a context overflow needs a longer "
+                   "context for the summarizer, retries run out a healthy server")
     if truncated:
         fix.append("truncated answers: raise summarizer.max_tokens (null: no cap) or summarizer.thinking=false, "
                    "and check that the server's reasoning parser keeps <think> out of the content")
@@ -130,6 +158,11 @@ def summary_line(counts: Counts) -> str | None:
         return None
     t = total(counts)
     line = f"summarizer answers: {t['calls']} (invalid {t['invalid']}, truncated {t['truncated']})"
-    bad = [f"{role} {row['failed']}/{row['calls']}" for role, row in counts.items() if row["failed"]]
-    return line + (f"; failed by role: {', '.join(bad)}" if bad else "")
+    bad = [f"{role} {row['failed']}/{row['calls']}" for role, row in counts.items()
+           if row["failed"] and role != SUMMARY]
+    line += f"; failed by role: {', '.join(bad)}" if bad else ""
+    if SUMMARY in counts:
+        s = summary_failures(counts)
+        line += f"; summaries failed: {s['failed']} of {s['summaries']}"
+    return line
 

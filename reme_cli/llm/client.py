@@ -243,7 +243,7 @@ class LLM(Protocol):
         *,
         tools: list[dict[str, Any]] | None = None,
         response_format: dict[str, Any] | None = None,
-        temperature: float = 0.0,
+        temperature: float | None = 0.0,
         top_p: float | None = 1.0,
         max_tokens: int | None = 1024,
         seed: int | None = None,
@@ -294,7 +294,7 @@ class ChatClient:
         *,
         tools: list[dict[str, Any]] | None = None,
         response_format: dict[str, Any] | None = None,
-        temperature: float = 0.0,
+        temperature: float | None = 0.0,
         top_p: float | None = 1.0,
         max_tokens: int | None = 1024,
         seed: int | None = None,
@@ -303,11 +303,12 @@ class ChatClient:
         top_k: int | None = None,
         min_p: float | None = None,
     ) -> ChatResult:
-        request: dict[str, Any] = {"model": self.model, "messages": messages, "temperature": temperature}
+        request: dict[str, Any] = {"model": self.model, "messages": messages}
         # None: not sent, so the server's default applies (vLLM >= 0.8: the model's
         # generation_config.json; llama.cpp: top_k 40, min_p 0.05). top_k and min_p are
         # outside OpenAI's schema but read from the body by vLLM and llama.cpp alike.
-        for name, value in (("top_p", top_p), ("max_tokens", max_tokens), ("top_k", top_k), ("min_p", min_p)):
+        for name, value in (("temperature", temperature), ("top_p", top_p), ("max_tokens", max_tokens),
+                            ("top_k", top_k), ("min_p", min_p)):
             if value is not None:
                 request[name] = value
         if seed is not None:

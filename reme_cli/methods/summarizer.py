@@ -2,7 +2,8 @@
 (e.g. executor qwen3-8b, summarizer qwen3-32b on a second vLLM server).
 
 Its requests follow the authors' memory service (results/authors_setup_evidence.md section 3):
-temperature 0.6, no max_tokens, no thinking switch unless ``summarizer.thinking`` sets one
+no temperature (``summarizer.temperature``: null, the FAQ's service config sets none), no
+max_tokens, no thinking switch unless ``summarizer.thinking`` sets one
 (the executor's ``model.thinking`` is the agent's, not the summarizer's). The authors' client
 sent no top_p/top_k/min_p, so the endpoint's defaults applied; here the model config's
 ``model.sampling`` top_p/top_k/min_p go with every call, each one not sent where it is null
@@ -28,7 +29,7 @@ from reme_cli.llm.spend import Prices
 class SummarizerSettings:
     llm: LLM
     author: str
-    temperature: float
+    temperature: float | None  # None: not sent
     max_tokens: int | None  # None: no cap
     # A small local model whose free text is rarely JSON: methods ask for their answers'
     # schemas (response_format) so that the server's grammar makes them parse.

@@ -2,12 +2,13 @@
 and of `reme report`.
 
 The authors' setup is reme's default configuration for the run's benchmark with a Qwen3 model
-(what the README's fidelity ledger lists and tests/test_fidelity_ledger.py holds the configs
-to), plus what no key holds: the authors embedded with text-embedding-v4, and ran their tables'
-ReMe rows from the pools they released. A run departs on each ledger key that matters in its
-mode and differs from that reference, unless the key is what its table varies; a baseline's
-settings in the authors' runs were never published, and a trajectory-level pool's prompt
-neither.
+(what the fidelity ledger, docs/fidelity.md, lists and tests/test_fidelity_ledger.py holds the
+configs to), plus what no key holds: the authors embedded with text-embedding-v4, and ran their
+tables' ReMe rows from the pools they released. A run departs on each ledger key that matters
+in its mode and differs from that reference, unless the key is what its table varies; a
+baseline's settings in the authors' runs were never published, and a trajectory-level pool's
+prompt neither. What reme departs in on purpose (the ledger's "Named, not changed") is named
+wherever a run has it, so no run reads "authors' setup" while one remains.
 """
 
 from __future__ import annotations
@@ -20,17 +21,27 @@ AUTHORS = "authors' setup"
 AUTHORS_EMBEDDING = "text-embedding-v4"  # FAQ:14, issue #57: DashScope's, 1024-d
 PAPER_MODELS = {"qwen3-8b", "qwen3-14b", "qwen3-32b"}
 
-# The README ledger's keys, by the runs they matter to.
+# The ledger's keys (docs/fidelity.md), by the runs they matter to.
 EVERY_RUN = ("model.sampling.temperature", "benchmark.max_interactions", "benchmark.release")
 RETRIEVAL = ("memory.top_k", "memory.rerank", "memory.rewrite", "memory.retrieval_key")
 DYNAMIC = ("memory.reflection.max_retries", "memory.reflection.style", "memory.u_credit", "memory.addition",
            "memory.deletion.rule", "memory.deletion.counts", "memory.deletion.every", "memory.deletion.alpha",
-           "memory.deletion.beta", "eval.dynamic_workers", "eval.scope")
+           "memory.deletion.beta", "eval.dynamic_workers", "eval.dynamic_batches", "eval.scope",
+           "memory.dedup_at_commit")
 # What the summarizer is and how it distils: a dynamic run's trials, and any built pool.
 SUMMARIZER = ("memory.prompts", "memory.judge_threshold", "memory.dedup_threshold", "memory.dedup_text",
               "summarizer.name", "summarizer.temperature", "summarizer.max_tokens", "summarizer.thinking")
-BUILD = ("build.samples", "build.temperature")  # a built pool's sampling (README, "Other knobs")
+# A built pool's sampling (docs/fidelity.md, "Other knobs") and whether it was de-duplicated.
+BUILD = ("build.samples", "build.temperature", "memory.build_dedup")
 LEDGER_KEYS = EVERY_RUN + RETRIEVAL + DYNAMIC + SUMMARIZER
+
+# What reme departs in on purpose (docs/fidelity.md, "Named, not changed"), as a run's column says it.
+SEED = "seed: one per unit and trial (authors: seed=0 on every request)"
+EXACT_SEARCH = "retrieval: exact cosine (authors: Elasticsearch kNN, approximate)"
+EXACT_COUNTS = "f/u: exact at commit (authors' service: the retrieval-time copy + 1, updates lost under concurrency)"
+KEY_NEVER_PUBLISHED = "retrieval by {key}: how the authors retrieved by it was never published"
+FULL_ADDITION = "memory.addition=full: no code path in the authors' agents (the paper's words)"
+TRAJECTORY_NEVER_PUBLISHED = "trajectory-level prompt never published (nearest public: v0.1.9 simple_summary)"
 
 
 # What no default holds: the authors' BFCL release (a plain `reme eval` defaults to the
@@ -122,6 +133,7 @@ def departures(params: Mapping[str, Any], *, pool: str | None = None, varied: It
         if pool == "built":
             out.append("pool: built here (authors: their released pool)" if released_kind(pool_params or params)
                        else "pool: built here (the authors released none like it)")
+        out += _named_reme(params, mode, pool, pool_params or {})
     ref = _reference(str(params.get("benchmark.name")))
     for key in keys:
         if key in varied or key not in params or key not in ref:
@@ -135,7 +147,29 @@ def departures(params: Mapping[str, Any], *, pool: str | None = None, varied: It
             if pool_params[key] != ref[key]:
                 out.append(f"pool built with {key}={_show(pool_params[key])} (authors: {_show(ref[key])})")
         if pool_params.get("memory.granularity") == "trajectory" and pool_params.get("memory.prompts") == "authors":
-            out.append("trajectory-level prompt never published (nearest public: v0.1.9 simple_summary)")
+            out.append(TRAJECTORY_NEVER_PUBLISHED)
+    out.append(SEED)  # every executor request, whatever the run
+    return out
+
+
+def _named_reme(params: Mapping[str, Any], mode: str, pool: str | None, pool_params: Mapping[str, Any]) -> list[str]:
+    """What a ReMe run departs in on purpose (docs/fidelity.md, "Named, not changed")."""
+    out = []
+    key = params.get("memory.retrieval_key")
+    if params.get("memory.top_k") != 0:
+        out.append(EXACT_SEARCH)
+        if key not in (None, "usage_scenario"):
+            out.append(KEY_NEVER_PUBLISHED.format(key=key))
+    if mode == "dynamic":
+        out.append(EXACT_COUNTS)
+        if params.get("memory.addition") == "full":
+            out.append(FULL_ADDITION)
+    if pool == "built":  # what the benchmark says a pool built on it departs in (its training tasks' text)
+        from reme_cli.bench.scoring import benchmark_class
+
+        notes = getattr(benchmark_class(str(pool_params.get("benchmark.name", params.get("benchmark.name")))),
+                        "built_pool_notes", None)
+        out += notes(pool_params) if notes is not None else []
     return out
 
 

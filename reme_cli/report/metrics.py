@@ -34,7 +34,7 @@ from reme_cli.run import metrics as scores
 BASE_COLUMNS = ["run_id", "avg_mean", "avg_std", "pass_mean", "pass_std", "n_seeds", "n_tasks",
                 "n_units", "n_errors", "expected_units", "partial", "per_seed"]
 AFTER_COLUMNS = ["n_retried", "first_avg_mean", "first_avg_std", "first_pass_mean",
-                 "first_pass_std", "tokens_per_unit", "max_prompt"]
+                 "first_pass_std", "tokens_per_unit", "max_prompt", "n_summaries", "n_summary_failures"]
 
 
 @cache
@@ -153,6 +153,9 @@ def _one_run(run: pd.Series, units: pd.DataFrame) -> dict:
         "first_avg_mean": first_avg_mean, "first_avg_std": first_avg_std,
         "first_pass_mean": first_pass_mean, "first_pass_std": first_pass_std,
         **token_columns(units),
+        # The memory method's summaries and those that raised (their trials kept their reward).
+        **{f"n_{c}": int(pd.to_numeric(units[c], errors="coerce").fillna(0).sum()) if c in units else 0
+           for c in ("summaries", "summary_failures")},
     }
 
 

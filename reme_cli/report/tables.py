@@ -214,8 +214,8 @@ def _table_notes(joined: pd.DataFrame, spec: TableSpec, cell_notes: list[str], p
     notes = [_partial_note(run) for _, run in joined.iterrows() if run["partial"]]
     if (embedding := embedding_note(joined)) is not None:
         notes.append(embedding)
-    notes.append(f"{FIDELITY}: where a row's runs depart from the authors' setup (README, \"Fidelity\"), "
-                 "or \"authors' setup\"; what the table varies is not a departure.")
+    notes.append(f"{FIDELITY}: where a row's runs depart from the authors' setup (docs/fidelity.md, the ledger "
+                 "and \"Named, not changed\"), or \"authors' setup\"; what the table varies is not a departure.")
     if (joined["model"] == "local").any():
         notes.append(SMOKE_NOTE)
     paper_models = joined["model"].map(paper_model_label).notna()

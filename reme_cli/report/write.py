@@ -68,7 +68,10 @@ def _runs_overview(metrics: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
     frame = _metrics_frame(metrics, runs)
     frame["units"] = [f"{u}/{e}" for u, e in zip(frame["n_units"], frame["expected_units"])]
     frame["partial"] = frame["partial"].map({True: "yes †", False: "no"})
-    keep = [c for c in [*RUN_COLUMNS, "units", "n_errors", "partial"] if c in frame.columns]
+    if "n_summaries" in frame.columns:
+        frame["summaries failed"] = [f"{f}/{n}" if n else "-"
+                                     for f, n in zip(frame["n_summary_failures"], frame["n_summaries"])]
+    keep = [c for c in [*RUN_COLUMNS, "units", "n_errors", "partial", "summaries failed"] if c in frame.columns]
     return frame[keep]
 
 

@@ -147,8 +147,10 @@ class RunLifecycle:
         with contextlib.suppress(OSError):  # a full disk: the unit records are what counts
             run_dir.update_manifest(**fields)
 
-    def finish(self, file: str, record: dict[str, Any], complete: bool, what: str) -> None:
-        """Write the run's result ``file`` (``what`` names it in an error) and the final status."""
+    def finish(self, file: str, record: dict[str, Any], complete: bool, what: str,
+               manifest: dict[str, Any] | None = None) -> None:
+        """Write the run's result ``file`` (``what`` names it in an error) and the final status
+        (with ``manifest``'s fields)."""
         run_dir = self.run_dir
         try:
             write_json_atomic(run_dir.path / file, record)
@@ -157,4 +159,4 @@ class RunLifecycle:
                 run_dir.update_manifest(status="interrupted")
             raise RunAborted(f"cannot write {what}: {os_error_message(exc)}; then rerun the same "
                              "command (finished units are kept)") from None
-        run_dir.update_manifest(status="complete" if complete else "incomplete")
+        run_dir.update_manifest(status="complete" if complete else "incomplete", **(manifest or {}))

@@ -22,7 +22,7 @@ import pandas as pd
 
 from reme_cli.bench.scoring import (TASK_METRICS, Reducer, fields_of, mean_std, over_seeds, seed_scores,
                                     task_scores)
-from reme_cli.llm.answer_health import merge
+from reme_cli.llm.answer_health import merge, summary_failures
 from reme_cli.run.records import UnitRecord
 
 __all__ = ["compute_metrics", "declared_scores", "final_metrics", "headline", "mean_std", "over_seeds",
@@ -110,4 +110,6 @@ def final_metrics(trials: list[UnitRecord], k: int, mode: str,
         metrics_json["first_attempt"] = compute_metrics(trials, k, success_key="first_success", metrics=metrics)
         metrics_json["variants"] = {"final": metrics_json.copy(), "first attempt": metrics_json["first_attempt"]}
     metrics_json["summarizer_answers"] = merge(*(t.summarizer_answers for t in trials))
+    # Summaries that raised: their trials kept their reward and added nothing (methods/reme/summarize.py).
+    metrics_json["summary_failures"] = summary_failures(metrics_json["summarizer_answers"])
     return metrics_json

@@ -55,8 +55,10 @@ def plan_streams(task_ids: list[str], seeds: int, runs: int, seed_base: int,
     tasks as given, or ``shuffle``, a permutation per seed (``task_order``).
 
     ``workers`` (sequential only): each memory stream is walked by that many workers at
-    once, worker i taking units i, i+W, ... of it (the authors' ``task_ids[i::W]``); they
-    share the stream's memory, which then evolves in the order units finish."""
+    once, worker i taking units i, i+W, ... of it (the authors' ``task_ids[i::W]`` on BFCL);
+    they share the stream's memory, which then evolves in the order units finish. With
+    ``eval.dynamic_batches`` (AppWorld) the runner holds the units i, i+W, ... to batches
+    (``run.runner.Batches``): the same shares, W consecutive tasks at a time."""
     units = len(task_ids) * seeds * runs
     if units > MAX_UNITS:
         raise UserError(f"{len(task_ids)} tasks x eval.runs={runs} x eval.seeds={seeds} = {units:,} units, more "

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import re
+from collections import Counter
 import signal
 import time
 import traceback
@@ -21,6 +22,7 @@ from reme_cli.agent.protocols import ToolProtocol
 from reme_cli.bench.base import Benchmark, Task
 from reme_cli.core.errors import Interrupted, RunAborted, os_error_message
 from reme_cli.core.io import now
+from reme_cli.core.trials import TRAJECTORY_FIELDS
 from reme_cli.llm.answer_health import answer_tally
 from reme_cli.llm.client import LLM, REPLAY_SCOPE, episode_affinity
 from reme_cli.methods.base import Attempt, Method, MethodFactory, Solved
@@ -85,10 +87,42 @@ class EpisodeSettings:
     max_interactions: int
     max_steps_per_turn: int | None
     max_stored_chars: int = 20_000  # per stored string of a unit record (eval.max_stored_chars)
+    # Store the trajectories whole, whatever max_stored_chars says: build-pool's summarizer
+    # reads them back from the records and must see what the episode was.
+    whole_trajectories: bool = False
     top_k: int | None = None
     min_p: float | None = None
     history_reasoning: str = "drop"  # benchmark.history_reasoning
     fixed_seed: int | None = None  # model.sampling.seed: one seed on every call (None: per unit and trial)
+
+
+class Batches:
+    """Batches of ``size`` consecutive units of each memory stream (by their position in it),
+    each starting when the one before it has ended, finished, errored or skipped: the
+    authors' AppWorld script, which gathers every task of a batch before it starts the next
+    (65971baf run_appworld.py:58-107). Unit ``p`` of a stream is in batch ``p // size``; the
+    stream's worker ``p % size`` runs it, so the workers' shares are those of ``task_ids[i::W]``."""
+
+    def __init__(self, streams: list[list[Unit]], size: int):
+        self.size = size
+        self._left = Counter((stream_key(s), u.position // size) for s in streams for u in s)
+        self._ended = {batch: asyncio.Event() for batch in self._left}
+
+    async def wait(self, key: tuple[int, int], unit: Unit) -> None:
+        for earlier in range(unit.position // self.size):
+            if (ended := self._ended.get((key, earlier))) is not None:
+                await ended.wait()
+
+    def done(self, key: tuple[int, int], unit: Unit) -> None:
+        batch = (key, unit.position // self.size)
+        self._left[batch] -= 1
+        if self._left[batch] == 0:
+            self._ended[batch].set()
+
+
+def stream_key(stream: list[Unit]) -> tuple[int, int]:
+    """The memory stream a chain of units belongs to (its method's key)."""
+    return stream[0].seed, stream[0].run
 
 
 @dataclass
@@ -104,6 +138,9 @@ class Runner:
     # Polled while the run goes: a message if the server died under it, else None.
     health: Callable[[], str | None] | None = None
     env_concurrency: int | None = None  # environments open at once (None: no limit of its own)
+    # Dynamic mode with eval.dynamic_batches: the batch size (eval.dynamic_workers); None: each
+    # chain of units goes on at its own pace.
+    batch_size: int | None = None
     _done: set[str] = field(default_factory=set)
     _env_slots: asyncio.Semaphore | None = None
 
@@ -121,36 +158,57 @@ class Runner:
             self.progress.start(total=sum(len(s) for s in streams), done=self.run_dir.trials())
 
         stop: BaseException | None = None  # why the run stops early, once set
+        batches = Batches(streams, self.batch_size) if self.batch_size else None
 
         async def run_stream(stream: list[Unit]) -> None:
             async with slots:
-                method = self.method_for((stream[0].seed, stream[0].run))
-                for unit in stream:
-                    # A finished unit is skipped; its memory effects were restored from
-                    # the stream's commit log when the method was built.
-                    if unit.key in self._done:
-                        continue
-                    try:
-                        record = await self.run_unit(unit, method)
-                    except RunAborted as exc:  # stop every stream now, not at its next request
-                        halt(exc)
-                        raise
-                    if stop is not None:  # its error may be the stop itself: not a result
-                        return
-                    try:
-                        if record.ok:
-                            # The method's state and commit log, before the record that says so.
-                            record.method.update(await method.commit(unit.key, unit.worker))
-                        else:
-                            method.discard(unit.key)
-                        await writer.write(record)
-                    except OSError as exc:  # a full disk: stop, rather than run units it cannot keep
-                        halt(RunAborted(f"cannot record finished units: {os_error_message(exc)}; "
-                                        "then rerun the same command to resume"))
-                        return
-                    if self.progress:
-                        self.progress.advance(record)
+                key = stream_key(stream)
+                method = self.method_for(key)
+                reached = 0
+                try:
+                    for unit in stream:
+                        if batches is not None:
+                            await batches.wait(key, unit)
+                        reached += 1
+                        try:
+                            if not await run_one(unit, method):
+                                return
+                        finally:
+                            if batches is not None:
+                                batches.done(key, unit)
+                finally:
+                    if batches is not None:  # a chain that ends early (a stop, an error) holds no batch back
+                        for unit in stream[reached:]:
+                            batches.done(key, unit)
                 await asyncio.to_thread(method.finish)
+
+        async def run_one(unit: Unit, method: Method) -> bool:
+            """Run and record one unit; False when the run stops."""
+            # A finished unit is skipped; its memory effects were restored from the stream's
+            # commit log when the method was built.
+            if unit.key in self._done:
+                return True
+            try:
+                record = await self.run_unit(unit, method)
+            except RunAborted as exc:  # stop every stream now, not at its next request
+                halt(exc)
+                raise
+            if stop is not None:  # its error may be the stop itself: not a result
+                return False
+            try:
+                if record.ok:
+                    # The method's state and commit log, before the record that says so.
+                    record.method.update(await method.commit(unit.key, unit.worker))
+                else:
+                    method.discard(unit.key)
+                await writer.write(record)
+            except OSError as exc:  # a full disk: stop, rather than run units it cannot keep
+                halt(RunAborted(f"cannot record finished units: {os_error_message(exc)}; "
+                                "then rerun the same command to resume"))
+                return False
+            if self.progress:
+                self.progress.advance(record)
+            return True
 
         tasks = [asyncio.ensure_future(run_stream(s)) for s in todo]
 
@@ -243,7 +301,8 @@ class Runner:
             record.interactions = sum(t.interactions for t in trajs)
         record.started_at, record.finished_at = started, now()
         record.wall_s = round(time.perf_counter() - t0, 4)
-        record.cap_stored(self.settings.max_stored_chars)
+        record.cap_stored(self.settings.max_stored_chars,
+                          whole=TRAJECTORY_FIELDS if self.settings.whole_trajectories else ())
         return record
 
     async def _episode(self, unit: Unit, task: Task, guidance: str | None, attempt: int) -> Attempt:

@@ -2,7 +2,7 @@
 its streams. Memory side: mean utility u/f and its spread, confidence by source, additions
 vs deletions along the commits, retrieval hit rate (the page sets the similarity floor) and
 latency, how often rewritten guidance was used. Task side: success, steps and time to solve,
-per run and along a stream."""
+per run and along a stream, and the method's summaries that failed."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import statistics
 from collections import defaultdict
 from typing import Any
 
+from reme_cli.llm.answer_health import merge, summary_failures
 from reme_cli.view.memory import memory_page
 from reme_cli.view.runs import Run
 
@@ -83,6 +84,8 @@ def health(run: Run) -> dict[str, Any]:
         "steps": _spread([float(t.interactions) for t in ok]),
         "time_to_solve_s": _spread([t.wall_s for t in solved]),
         "along_stream": _along(run),
+        # Summaries the method asked for, and those that raised (their trials kept their reward).
+        "summaries": summary_failures(merge(*(t.summarizer_answers for t in run.records))),
     }
     memory = memory_page(run) if run.mode != "none" else None
     streams = []

@@ -61,7 +61,7 @@ def _num(x: Any) -> Any:
 
 def _paper_text_keys() -> dict[str, Any]:
     """The keys ``experiment=paper_text`` sets, flattened: where the paper's text and what the
-    authors ran differ (README, "Fidelity")."""
+    authors ran differ (docs/fidelity.md)."""
     try:
         data = yaml.safe_load((config_dir() / "experiment" / "paper_text.yaml").read_text()) or {}
     except OSError:

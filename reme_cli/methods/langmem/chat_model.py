@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Optional
 
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
 from langchain_core.exceptions import OutputParserException
@@ -61,7 +61,7 @@ class RemeChatModel(BaseChatModel):
 
     llm: Any
     schema_format: Callable[[str, dict[str, Any]], dict[str, Any]]
-    temperature: float = 0.0
+    temperature: Optional[float] = 0.0  # None: not sent
     max_tokens: int | None = 1024  # None: no cap
     seed: int | None = None
 

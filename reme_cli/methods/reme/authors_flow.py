@@ -8,7 +8,8 @@ trajectories posted as ``{messages, score}`` -> success iff ``score >= 1.0``
 analysis per failed one, and one comparative analysis of the highest- vs the lowest-scoring
 trajectory when there are at least two and their scores differ (the "soft" comparison; the
 three ops run in parallel) -> one validation call per extracted memory, kept iff ``is_valid``
-and ``score >= 0.5``. No de-duplication in that flow (reme's pool adds its own, E17 section 4).
+and ``score >= 0.5``. No de-duplication in that flow (the FAQ's later service adds one, which a
+dynamic trial's summary goes through: ``ReMe._summarize``; building only with ``memory.build_dedup``).
 ``memory.granularity=trajectory`` runs the ``summary_task_memory_simple`` flow instead (the
 nearest published counterpart of the paper's trajectory-level experiences): one
 ``simple_summary`` call per trajectory, no validation.
@@ -17,7 +18,8 @@ Every template is filled with ``str.format`` and sent as one user message, no sy
 (success_extraction_op.py:46-57,75): ``{query}`` = "" and ``{context}`` = "Query: N/A\\n",
 since neither agent posts trajectory metadata; ``{step_sequence}`` is ``step_sequence.py``'s.
 The request is flowllm 0.1.9's (openai_compatible_llm.py:72-88, base_llm.py:26): the
-summarizer's temperature (0.6), ``seed=42``, no max_tokens, top_p null, no top_k, no JSON mode;
+summarizer's temperature (``summarizer.temperature``: none sent, as the FAQ's service config),
+``seed=42``, no max_tokens, top_p null, no top_k, no JSON mode;
 the answer's content only is parsed (reasoning is kept apart by the client, and a ``<think>``
 block left in the content is dropped first). A constrained embedded summarizer (the 135M model)
 keeps a grammar instead, one that makes it answer in the very format the prompt shows (a

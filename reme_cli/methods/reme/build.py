@@ -5,8 +5,9 @@ distill: per task, the summarizer's analyses of the sampled trajectories and the
 validation (``summarize.py``: the authors' flow by default, which posts the first-lowest and
 the last-highest of them with the task's tool schemas; ``build/distill.jsonl``, one line per
 finished task);
-assemble: embedding dedup in task order into the pool (rebuilt from distill's file each
-time, so it is cheap and never half-written).
+assemble: the validated candidates in task order into the pool (rebuilt from distill's file
+each time, so it is cheap and never half-written); de-duplicated against the growing pool
+only with ``memory.build_dedup`` (the flow of the released pools' period had no such step).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from reme_cli.methods.reme.distill import DistillStats
 from reme_cli.methods.reme.experience import Experience, assign_stable_ids
 from reme_cli.methods.reme.pool import Pool
 from reme_cli.methods.reme.step_sequence import agent_shape
-from reme_cli.methods.reme.summarize import summarize
+from reme_cli.methods.reme.summarize import summarize, summary_or_nothing
 
 DISTILL_FILE = "distill.jsonl"
 
@@ -40,9 +41,18 @@ async def distill_training(ctx: BuildContext) -> None:
             attempts = ctx.attempts[task_id]
             tools = await task_tools(ctx.bench, task) if cfg.memory.prompts == "authors" and shape.tool_block else None
             rejected: list[Experience] = []
+            stats = DistillStats()
+
+            async def run() -> list[Experience]:
+                found, summarized = await summarize(summarizer, cfg.memory, task, [(t, o, None) for t, o in attempts],
+                                                    shape=shape, building=True, tools=tools, rejected=rejected)
+                stats.merge(summarized)
+                return found
+
             with answer_tally() as answers:  # kept in the task's line: a resumed build counts them all
-                kept, stats = await summarize(summarizer, cfg.memory, task, [(t, o, None) for t, o in attempts],
-                                              shape=shape, building=True, tools=tools, rejected=rejected)
+                # A summary that raised leaves the task out, as the authors' pool builder skipped
+                # a group whose summary_task_memory call failed (init_task_memory_pool.py:122-127,160-174).
+                kept, failed = await summary_or_nothing(run())
             assign_stable_ids(kept, task_id)
             await asyncio.to_thread(append_lines, ctx.work / DISTILL_FILE, [{
                 "task_id": task_id,
@@ -53,6 +63,7 @@ async def distill_training(ctx: BuildContext) -> None:
                 "experiences": [e.to_dict() for e in kept],
                 # What the validation turned down, with its verdicts: to inspect, never pooled.
                 "rejected": [e.to_dict() for e in rejected],
+                **({"summary_error": failed} if failed else {}),
             }])
 
     await asyncio.gather(*(distill_one(t) for t in ctx.task_ids if t not in done and ctx.attempts.get(t)))
@@ -69,7 +80,8 @@ async def task_tools(bench, task) -> list[dict]:
 
 
 def assemble(ctx: BuildContext, staging: Path) -> BuildResult:
-    """Dedup the judged candidates into a fresh pool, in the split's task order."""
+    """The judged candidates into a fresh pool, in the split's task order (de-duplicated
+    when ``memory.build_dedup`` asks)."""
     cfg = ctx.cfg
     by_task = {rec["task_id"]: rec for rec in read_lines(ctx.work / DISTILL_FILE)}
     stats = DistillStats()
@@ -85,9 +97,10 @@ def assemble(ctx: BuildContext, staging: Path) -> BuildResult:
         "kind": "build-pool", "run": str(ctx.work), "config_hash": config_hash(cfg),
         "model": cfg.model.name, "summarizer": cfg.summarizer.name, "prompts": cfg.memory.prompts,
         "granularity": cfg.memory.granularity, "judge_threshold": cfg.memory.judge_threshold,
-        "dedup_threshold": cfg.memory.dedup_threshold, "dedup_text": cfg.memory.dedup_text,
-        "samples": cfg.build.samples})
-    added = pool.add(candidates, dedup_threshold=cfg.memory.dedup_threshold, dedup_text=cfg.memory.dedup_text)
+        "build_dedup": cfg.memory.build_dedup, "dedup_threshold": cfg.memory.dedup_threshold,
+        "dedup_text": cfg.memory.dedup_text, "samples": cfg.build.samples})
+    added = pool.add(candidates, dedup_threshold=cfg.memory.dedup_threshold if cfg.memory.build_dedup else None,
+                     dedup_text=cfg.memory.dedup_text)
     pool.save()
 
     report = {
@@ -96,6 +109,8 @@ def assemble(ctx: BuildContext, staging: Path) -> BuildResult:
         "candidates_by_source": stats.candidates,
         "invalid_llm_outputs": stats.invalid_outputs,
         "rejected_by_judge": stats.rejected_by_judge,
+        # Tasks whose summary raised: their candidates were skipped (the authors' builder too).
+        "summary_failures": sorted(t for t, rec in by_task.items() if rec.get("summary_error")),
         "removed_as_duplicates": len(candidates) - len(added),
         "pool_size": len(added),
         "pool_by_source": {s: sum(e.source == s for e in added) for s in sorted({e.source for e in added})},
@@ -108,6 +123,7 @@ def assemble(ctx: BuildContext, staging: Path) -> BuildResult:
         ("candidates by source", ", ".join(f"{k} {v}" for k, v in sorted(stats.candidates.items())) or "0"),
         ("invalid LLM outputs (skipped)", str(stats.invalid_outputs)),
         ("rejected by judge", str(stats.rejected_by_judge)),
+        ("tasks whose summary failed (skipped)", str(len(report["summary_failures"]))),
         ("removed as duplicates", str(report["removed_as_duplicates"])),
         ("pool size", str(len(added))),
     ]

@@ -3,7 +3,7 @@
 The defaults are what the authors ran for the paper's tables (their reproduction FAQ, then
 their code of the experiments' period; results/authors_setup_evidence.md gives every
 source); ``experiment=paper_text`` sets the values the paper's text gives where they differ
-(README, "Fidelity: what the authors ran vs the paper's text")."""
+(docs/fidelity.md, the ledger)."""
 
 from __future__ import annotations
 
@@ -64,7 +64,16 @@ class ReMeConfig:
     addition: str = "selective"  # selective | full
     granularity: str = "keypoint"  # keypoint | trajectory
     judge_threshold: float = 0.5  # validation score kept (authors 0.5, paper text 0.3)
-    dedup_threshold: float = 0.5  # cosine above which a new experience is a duplicate (authors, #213)
+    # Cosine above which a new experience is a duplicate of one in the pool (authors, #213): a
+    # dynamic trial's summary is de-duplicated against the pool (the FAQ's service ends
+    # summary_task_memory with MemoryDeduplication); building and commits only with the switches below.
+    dedup_threshold: float = 0.5
+    # build-pool de-duplicates the candidates against the growing pool: off, as v0.1.9's
+    # summary_task_memory of the released pools' period had no such step (default.yaml:25-32).
+    build_dedup: bool = False
+    # A dynamic commit de-duplicates a trial's memories again, against the pool as it is then:
+    # off, as the FAQ's add_task_memory (MemoryAddition) inserts what the agent posts.
+    dedup_at_commit: bool = False
     # What near-duplicate detection compares:
     # key_content_vs_key: a new experience's retrieval key + content against the pool's
     #   retrieval vectors and the batch's key + content (the authors' memory_deduplication_op);

@@ -31,7 +31,7 @@ from reme_cli.methods.reme.reuse import format_guidance, rerank, rewrite
 from reme_cli.methods.reme.describe import describe as describe_state
 from reme_cli.methods.state_view import StateView
 from reme_cli.methods.reme.step_sequence import DEFAULT_SHAPE, AgentShape, agent_shape
-from reme_cli.methods.reme.summarize import summarize
+from reme_cli.methods.reme.summarize import summarize, summary_or_nothing
 
 
 def resolve_pool_path(path: str | Path) -> Path:
@@ -197,8 +197,8 @@ class ReMe(Memory):
         return before, before + n
 
     def apply(self, events: list[dict[str, Any]], committed: int, worker: int = 0) -> Applied:
-        """Counts, then additions (de-duplicated against the pool as it is now), then a
-        deletion pass when one is due."""
+        """Counts, then additions (de-duplicated against the pool as it is now only with
+        ``dedup_at_commit``), then a deletion pass when one is due."""
         done: list[dict[str, Any]] = []
         added: list[str] = []
         due = False
@@ -207,7 +207,10 @@ class ReMe(Memory):
                 self.pool.update_counts(event["ids"], retrieved=True, success=event["success"])
                 done.append(event)
             elif event["op"] == "add":
-                for exp in self.pool.add(event["candidates"], self.cfg.dedup_threshold, self.cfg.dedup_text):
+                # The authors' add_task_memory inserts what the agent posts (its summary was
+                # de-duplicated when it was made); ``dedup_at_commit`` checks again here.
+                again = self.cfg.dedup_threshold if self.cfg.dedup_at_commit else None
+                for exp in self.pool.add(event["candidates"], again, self.cfg.dedup_text):
                     done.append({"op": "add", "source": exp.source, "experience": exp.to_dict()})
                     added.append(exp.id)
             elif event["op"] == "trials":
@@ -267,13 +270,14 @@ class ReMe(Memory):
             # A summary is used by the next trial or added; the authors' agent also
             # summarizes a last failed trial, whose memories nothing then uses.
             wanted = self.learning and (outcome.success or not last or self.cfg.addition == "full")
-            summary = await self._summarize(task, attempts[-1], guidance, stats) if wanted else []
+            summary, failed = await self._summarize(task, attempts[-1], guidance, stats) if wanted else ([], None)
             carry.append((current, summary))
             trials.append({"guided_by": "retrieval" if current is not None else "previous_summary",
                            "retrieved_ids": current.ids if current is not None else [],
                            **(current.details if current is not None else {}),
                            **({"guidance": guidance} if i > 0 else {}),
-                           "success": outcome.success, "summarized": len(summary)})
+                           "success": outcome.success, "summarized": len(summary),
+                           **({"summary_error": failed} if failed else {})})
             if outcome.success:
                 break
         record = {"trials": trials} if self.learning else {}
@@ -282,16 +286,19 @@ class ReMe(Memory):
         return Tried(attempts, record, carry=carry)
 
     async def _summarize(self, task: Task, attempt: Attempt, guidance: str | None,
-                         stats: DistillStats) -> list[Experience]:
+                         stats: DistillStats) -> tuple[list[Experience], str | None]:
         """What the authors' summary_task_memory returns for one trajectory (posted as their
         agent recorded it, ``guidance`` included): its success or failure analysis, validated
-        by the judge and de-duplicated against the pool."""
-        candidates, summarized = await summarize(self.summ, self.cfg, task,
-                                                 [(attempt.trajectory, attempt.outcome, guidance)], shape=self.shape)
-        stats.merge(summarized)
-        if not candidates:
-            return []
-        return await asyncio.to_thread(self._novel, candidates)
+        by the judge and de-duplicated against the pool; and the error, if it failed."""
+
+        async def run() -> list[Experience]:
+            candidates, summarized = await summarize(self.summ, self.cfg, task,
+                                                     [(attempt.trajectory, attempt.outcome, guidance)],
+                                                     shape=self.shape)
+            stats.merge(summarized)
+            return await asyncio.to_thread(self._novel, candidates) if candidates else []
+
+        return await summary_or_nothing(run())
 
     def _novel(self, candidates: list[Experience]) -> list[Experience]:
         with self.guard:
@@ -342,8 +349,9 @@ class ReMe(Memory):
             return [(e, s, {"f": e.f, "u": e.u}) for e, s in self.pool.search(query, k)]
 
     async def learn(self, task: Task, tried: Tried, retrieval: Retrieval, unit: str) -> Learned:
+        failed = None
         if self.cfg.reflection.style == "lesson":
-            events, stats = await self._learn_from_lessons(task, tried, retrieval, unit)
+            events, stats, failed = await self._learn_from_lessons(task, tried, retrieval, unit)
         else:
             events = self._learn_from_summaries(task, tried, unit)
             stats = None  # the summaries' counts are in the attempt's record
@@ -352,6 +360,8 @@ class ReMe(Memory):
         record = {"added": [], "deleted": [], "pool_size": None, "mean_utility": None}
         if stats is not None:
             record["distill"] = stats.to_dict()
+        if failed:
+            record["summary_error"] = failed
         return Learned(record, events)
 
     def _learn_from_summaries(self, task: Task, tried: Tried, unit: str) -> list[dict[str, Any]]:
@@ -369,14 +379,14 @@ class ReMe(Memory):
             if attempt.outcome.success or self.cfg.addition == "full":
                 candidates += summary
         if candidates:
-            # A summary was de-duplicated against the pool of its trial's time; the commit
-            # checks again against the pool as it is then.
+            # A summary was de-duplicated against the pool of its trial's time (the commit
+            # checks again only with ``dedup_at_commit``).
             assign_stable_ids(candidates, unit)
             events.append({"op": "add", "candidates": candidates})
         return events
 
     async def _learn_from_lessons(self, task: Task, tried: Tried, retrieval: Retrieval,
-                                  unit: str) -> tuple[list[dict[str, Any]], DistillStats | None]:
+                                  unit: str) -> tuple[list[dict[str, Any]], DistillStats | None, str | None]:
         attempts, lessons = tried.attempts, tried.record.get("lessons", [])
         final = attempts[-1].outcome
         pairs = [(a.trajectory, a.outcome) for a in attempts]
@@ -389,12 +399,19 @@ class ReMe(Memory):
                        {"op": "use", "ids": retrieval.ids, "success": credited}]
 
         candidates: list[Experience] = []
-        stats = None
+        stats, failed = None, None
         if self.cfg.addition == "full" or final.success:
             # Attempt i saw the retrieved guidance plus the lessons before it.
             guided = [(t, o, with_lessons(retrieval.guidance, lessons[:i])) for i, (t, o) in enumerate(pairs)]
             usable = guided if self.cfg.addition == "full" else [g for g in guided if g[1].success]
-            candidates, stats = await summarize(self.summ, self.cfg, task, usable, shape=self.shape)
+            stats = DistillStats()
+
+            async def run() -> list[Experience]:
+                found, summarized = await summarize(self.summ, self.cfg, task, usable, shape=self.shape)
+                stats.merge(summarized)
+                return found
+
+            candidates, failed = await summary_or_nothing(run())
         if final.success and len(attempts) > 1 and lessons:
             # The retry that succeeded was guided by the last lesson: that one is kept, if
             # the judge accepts it like any other experience.
@@ -408,7 +425,7 @@ class ReMe(Memory):
         if candidates:
             assign_stable_ids(candidates, unit)
             events.append({"op": "add", "candidates": candidates})
-        return events, stats
+        return events, stats, failed
 
     def _sampling(self, role: str) -> dict[str, Any]:
         return sampling(self.summ, role)

@@ -33,7 +33,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from reme_cli.agent.loop import Step, Trajectory, guidance_as_sent, with_guidance
+from reme_cli.agent.loop import TURN_GOES_ON, Step, Trajectory, guidance_as_sent, with_guidance
 from reme_cli.bench.base import Task
 
 COMPLETED = "[CONVERSATION_COMPLETED]"
@@ -146,8 +146,9 @@ def authors_messages(task: Task, traj: Trajectory, *, guidance: str | None = Non
 
 def _completed(task: Task, traj: Trajectory) -> bool:
     """The BFCL environment said the conversation was over: the last turn ended with a reply
-    without calls (AppWorld's agent ends on the world's word and appends nothing)."""
-    if traj.stop_reason != "answered" or not traj.turns or len(traj.turns) < len(task.turns):
+    without calls, a truncated one too (AppWorld's agent ends on the world's word and appends
+    nothing)."""
+    if traj.stop_reason not in TURN_GOES_ON or not traj.turns or len(traj.turns) < len(task.turns):
         return False
     last = traj.turns[-1]
     return bool(last) and last[-1].code is None and not last[-1].calls

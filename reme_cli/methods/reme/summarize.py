@@ -9,10 +9,13 @@ go through here alike, as the authors' agents post both to the same flow.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from typing import Any
 
 from reme_cli.agent.loop import Trajectory
 from reme_cli.bench.base import Outcome, Task
+from reme_cli.core.errors import UserError
+from reme_cli.llm import answer_health
 from reme_cli.methods.reme.authors_flow import (Posted, pool_selection, summary_task_memory,
                                                 summary_task_memory_simple)
 from reme_cli.methods.reme.config import ReMeConfig
@@ -59,3 +62,21 @@ def _collect(into: list[Experience] | None, candidates: list[Experience], kept: 
     if into is not None:
         ids = {id(e) for e in kept}
         into += [e for e in candidates if id(e) not in ids]
+
+
+async def summary_or_nothing(summary: Awaitable[list[Experience]]) -> tuple[list[Experience], str | None]:
+    """A summary's experiences, or none and the error where making it raised (the summarizer's
+    context overflowed, its retries ran out, the embedding failed): the authors' agents took a
+    failed summary_task_memory call as an empty list and went on, the trial keeping its reward
+    (65971baf bfcl_agent.py:192-211, appworld_react_agent.py:294-314). Each summary is counted
+    (``answer_health.SUMMARY``), so ``summarizer.max_failed_share`` still raises the alarm. A
+    broken server (``RunAborted``) or bad input stops the run as anywhere else."""
+    try:
+        found = await summary
+    except UserError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the authors' service answered any failure with an error status
+        answer_health.note_summary(exc)
+        return [], f"{type(exc).__name__}: {exc}"
+    answer_health.note_summary(None)
+    return found, None

@@ -519,15 +519,17 @@ async function pageHealth(route) {
       num(m && m.utility ? `${fixed(m.utility.mean)} ± ${fixed(m.utility.std)}` : "–"),
       num(adds ?? "–"), num(dels ?? "–"), num(m ? hitRate(m) : "–"),
       num(m && m.latency_s ? `${fixed(m.latency_s.median, 3)} / ${fixed(m.latency_s.max, 3)}` : "–"),
-      num(m && m.rewritten ? `${m.rewritten.used}/${m.rewritten.retrievals}` : "–"));
+      num(m && m.rewritten ? `${m.rewritten.used}/${m.rewritten.retrievals}` : "–"),
+      num(t.summaries && t.summaries.summaries ? `${t.summaries.failed}/${t.summaries.summaries}` : "–"));
   });
   const out = [h("h1", {}, "Health"),
     h("div", {class: "controls"}, h("label", {}, "similarity floor for a retrieval hit ",
       h("input", {id: "floor", type: "number", step: "0.05", min: 0, max: 1, value: floor, onchange: (e) => setFloor(e.target.value)}))),
     table(["run", "setting", "#success %", "#mean steps", "#time to solve s", "#mean u/f ± std", "#adds", "#deletes",
-      `#hit rate % (best ≥ ${floor})`, "#retrieval s (median / max)", "#rewritten used"], rows, {id: "health"}),
+      `#hit rate % (best ≥ ${floor})`, "#retrieval s (median / max)", "#rewritten used", "#summaries failed"], rows, {id: "health"}),
     h("p", {class: "muted small"}, "u/f over the items retrieved at least once, at the end of each stream (fixed: the start state). " +
-      "Hit rate: share of retrievals whose best hit's similarity reaches the floor. Time to solve: wall seconds of solved units.")];
+      "Hit rate: share of retrievals whose best hit's similarity reaches the floor. Time to solve: wall seconds of solved units. " +
+      "Summaries failed: trial summaries that raised; those trials kept their reward and added nothing.")];
   const r = runById(id);
   const hlt = all[id];
   if (!r || !hlt) return out;
