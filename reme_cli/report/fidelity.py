@@ -8,13 +8,22 @@ ReMe rows from the pools they released. A run departs on each ledger key that ma
 mode and differs from that reference, unless the key is what its table varies; a baseline's
 settings in the authors' runs were never published, and a trajectory-level pool's prompt
 neither.
+
+Beside it, what else a reader must know of a run's numbers: where its pool came from
+(``pool_origin``) and whether a test double scored it (``scored_by_test_double``).
 """
 
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import Any
+
+import yaml
+
+from reme_cli.run.records import CONFIG_FILE, MANIFEST_FILE
 
 AUTHORS = "authors' setup"
 AUTHORS_EMBEDDING = "text-embedding-v4"  # FAQ:14, issue #57: DashScope's, 1024-d
@@ -144,3 +153,40 @@ def _show(value: Any) -> str:
     if isinstance(value, bool):
         return str(value).lower()
     return str(value)
+
+
+def pool_built_by(cfg: dict[str, Any], mode: str) -> dict[str, Any] | None:
+    """The ``built_by`` record of a run's starting pool (a pool directory or a `reme
+    build-pool` folder holding ``pool/``): who made it, from what; None without a pool, or
+    where its manifest cannot be read."""
+    pool = (cfg.get("memory") or {}).get("pool") if mode != "none" else None
+    if not pool:
+        return None
+    for manifest in (Path(pool) / "pool" / MANIFEST_FILE, Path(pool) / MANIFEST_FILE):
+        try:
+            return json.loads(manifest.read_text()).get("built_by") or {}
+        except (OSError, ValueError, AttributeError):
+            continue
+    return None
+
+
+def pool_origin(cfg: dict[str, Any], mode: str) -> dict[str, Any]:
+    """Where a run's starting pool came from, for the fidelity column: ``pool_start``
+    released (imported from the authors' file) or built (here; ``pool_params``: the build's
+    flattened config, when its build directory is still there), None without a pool."""
+    built_by = pool_built_by(cfg, mode)
+    if built_by is None:
+        return {"pool_start": None, "pool_params": None}
+    if built_by.get("kind") == "import_official":
+        return {"pool_start": "released", "pool_params": None}
+    try:
+        params = flatten(yaml.safe_load((Path(built_by.get("run", "")) / CONFIG_FILE).read_text()))
+    except (OSError, ValueError, AttributeError):
+        params = None
+    return {"pool_start": "built", "pool_params": params}
+
+
+def scored_by_test_double(path: Path) -> bool:
+    """Whether the run was scored against reme's scripted server (its numbers are no model's)."""
+    served = (json.loads((path / MANIFEST_FILE).read_text()).get("server") or {}).get("served_models") or []
+    return any(str(m).startswith("scripted-") for m in served)
