@@ -34,7 +34,9 @@ from reme_cli.report.fidelity import flatten, pool_origin, scored_by_test_double
 REPORT_MARK = "REME_REPORT"  # in every report folder: the files reme wrote there, with their sha256
 
 
-def find_runs(dirs: list[Path]) -> list[Path]:
+def find_runs(dirs: list[Path], kinds: tuple[str, ...] = ("eval",)) -> list[Path]:
+    """The run directories under ``dirs`` whose manifest says one of ``kinds`` (`reme eval`
+    runs by default), and eval runs that lost their manifest."""
     found: set[Path] = set()
     for d in dirs:
         if not d.exists():
@@ -45,15 +47,16 @@ def find_runs(dirs: list[Path]) -> list[Path]:
                     kind = json.loads(manifest.read_text()).get("kind")
                 except (json.JSONDecodeError, AttributeError):  # not a reme manifest (not an object)
                     continue
-                if kind == "eval":  # config.yaml is checked below: a damaged run is named, not skipped
+                if kind in kinds:  # config.yaml is checked below: a damaged run is named, not skipped
                     found.add(manifest.parent.resolve())
         # A run whose manifest.json is gone still has its config and records.
         for config in [d / CONFIG_FILE, *d.rglob(CONFIG_FILE)]:
             run = config.parent
-            if config.is_file() and (run / TRIALS_FILE).is_file() and not (run / MANIFEST_FILE).exists():
+            if "eval" in kinds and config.is_file() and (run / TRIALS_FILE).is_file() and not (run / MANIFEST_FILE).exists():
                 found.add(run.resolve())
     if not found:
-        raise UserError(f"no `reme eval` run directories under {', '.join(map(str, dirs))}")
+        what = " or ".join(f"`reme {k}`" for k in kinds)
+        raise UserError(f"no {what} run directories under {', '.join(map(str, dirs))}")
     return sorted(found)
 
 
