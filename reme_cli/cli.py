@@ -217,12 +217,18 @@ def eval_cmd(
     Example: reme eval --mode none experiment=quickstart
 
     Example: reme eval --mode none model=qwen3-8b llm.base_url=http://127.0.0.1:8000/v1
+
+    Example: reme eval -m --mode fixed memory.pool=pools/bfcl_8b hydra/sweeper=optuna 'memory.top_k=range(1,11)' hydra.sweeper.n_trials=6
     """
+    from reme_cli.commands import optuna_sweep
     from reme_cli.commands.evaluate import evaluate
 
     def body() -> None:
-        _finish([evaluate(compose(job), console, wait=wait)
-                  for job in _expand(_mode_overrides(mode, overrides or []), multirun)], sweep_table=True)
+        jobs = _mode_overrides(mode, overrides or [])
+        if multirun and optuna_sweep.requested(jobs):  # a search, not a grid (docs/tracking.md)
+            _finish(optuna_sweep.optimize(jobs, console, wait=wait))
+            return
+        _finish([evaluate(compose(job), console, wait=wait) for job in _expand(jobs, multirun)], sweep_table=True)
 
     _run(body)
 
