@@ -54,10 +54,10 @@ class RunContent:
 
     @classmethod
     def read(cls, path: Path) -> RunContent:
-        manifest = _json(path / MANIFEST_FILE) or {}
+        manifest = read_json(path / MANIFEST_FILE) or {}
         kind = str(manifest.get("kind") or "eval")
         config = yaml.safe_load((path / CONFIG_FILE).read_text()) or {}
-        return cls(path, kind, config, manifest, _json(path / RESULT_FILES.get(kind, METRICS_FILE)),
+        return cls(path, kind, config, manifest, read_json(path / RESULT_FILES.get(kind, METRICS_FILE)),
                    read_trials(path))
 
     @property
@@ -136,7 +136,7 @@ def headlines(runs: list[Path]) -> dict[str, float]:
     by side in its own tracker run."""
     out: dict[str, float] = {}
     for path in runs:
-        m = _json(path / METRICS_FILE) or {}
+        m = read_json(path / METRICS_FILE) or {}
         for key in (f"avg@{m.get('k')}", f"pass@{m.get('k')}"):
             if isinstance(m.get(key), dict) and _is_number(m[key].get("mean")):
                 out[f"{path.name}/{key}"] = float(m[key]["mean"])
@@ -184,7 +184,7 @@ def _span(records: list[UnitRecord]) -> float | None:
     return round((end - start).total_seconds(), 3)
 
 
-def _json(path: Path) -> dict[str, Any] | None:
+def read_json(path: Path) -> dict[str, Any] | None:
     try:
         data = json.loads(path.read_text())
     except (OSError, ValueError):

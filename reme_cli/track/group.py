@@ -4,7 +4,6 @@ same `reme ablate` or sweep run again continues it, and its runs are its childre
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +12,7 @@ from rich.console import Console
 from reme_cli.core.config import TrackerCfg
 from reme_cli.core.io import write_json_atomic
 from reme_cli.track.base import Link
+from reme_cli.track.content import read_json
 
 GROUP_FILE = "tracker.json"
 
@@ -33,7 +33,7 @@ class GroupTracking:
         if link is None:
             return self
         where = link.where()
-        kept = _read(self.folder / GROUP_FILE)
+        kept = read_json(self.folder / GROUP_FILE) or {}
         run_id = link.start(self.folder.name, (kept.get(str(where)) or {}).get("run_id"), None, self.kind)
         if run_id is None:
             return self
@@ -71,10 +71,3 @@ class GroupTracking:
         if self.link is not None and self.link.live:
             self.link.end("killed")
 
-
-def _read(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
