@@ -8,6 +8,7 @@ import shlex
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 from enum import Enum
 from pathlib import Path
@@ -76,6 +77,8 @@ app = _typer(
 )
 pool_app = _typer(help="Inspect and import experience pools.")
 app.add_typer(pool_app, name="pool")
+track_app = _typer(help="Experiment trackers (MLflow, W&B): log runs made without one.")
+app.add_typer(track_app, name="track")
 
 
 def _version(value: bool) -> None:
@@ -166,6 +169,15 @@ def _error(message: str, code: int) -> None:
     raise typer.Exit(code) from None
 
 
+def _view_page(dirs: list[Path], out: Path) -> Path:
+    """The `reme view --export` page of ``dirs``, written to ``out``."""
+    from reme_cli.view.export import export
+    from reme_cli.view.runs import Catalog
+
+    export(Catalog(dirs), out)
+    return out
+
+
 def _finish(results: list, sweep_table: bool = False) -> None:
     """Print each run's path (stdout: for scripts) and exit non-zero if any unit errored or
     too many summarizer answers failed."""
@@ -207,12 +219,18 @@ def eval_cmd(
     Example: reme eval --mode none experiment=quickstart
 
     Example: reme eval --mode none model=qwen3-8b llm.base_url=http://127.0.0.1:8000/v1
+
+    Example: reme eval -m --mode fixed memory.pool=pools/bfcl_8b hydra/sweeper=optuna 'memory.top_k=range(1,11)' hydra.sweeper.n_trials=6
     """
+    from reme_cli.commands import optuna_sweep
     from reme_cli.commands.evaluate import evaluate
 
     def body() -> None:
-        _finish([evaluate(compose(job), console, wait=wait)
-                  for job in _expand(_mode_overrides(mode, overrides or []), multirun)], sweep_table=True)
+        jobs = _mode_overrides(mode, overrides or [])
+        if multirun and optuna_sweep.requested(jobs):  # a search, not a grid (docs/tracking.md)
+            _finish(optuna_sweep.optimize(jobs, console, wait=wait))
+            return
+        _finish([evaluate(compose(job), console, wait=wait) for job in _expand(jobs, multirun)], sweep_table=True)
 
     _run(body)
 
@@ -304,9 +322,10 @@ def ablate_cmd(
 
     Example: reme ablate table3 model=qwen3-8b llm.base_url=http://127.0.0.1:8000/v1 --dry-run
     """
-    from reme_cli.commands.ablate import cost_table, fidelity_table, plan, plan_table, run_suite
+    from reme_cli.commands.ablate import cost_table, fidelity_table, plan, plan_table, run_suite, suite_record
     from reme_cli.commands.report import report, suite_order
     from reme_cli.run.cost import split_overrides
+    from reme_cli.track.group import GroupTracking
 
     def body() -> None:
         if jobs < 1:
@@ -322,9 +341,18 @@ def ablate_cmd(
         params = dict(kv.split("=", 1) for kv in executor or [] if "=" in kv)
         if len(params) != len(executor or []):
             raise UserError("--executor takes KEY=VALUE")
-        results = run_suite(p, console, wait=wait, launcher=launcher, jobs=jobs, executor=params)
-        target, _ = report([p.path / "runs"], out=p.path / "report", suite=p.table, order=suite_order(suite))
-        console.print(f"report: {target / 'report.md'}")
+        with GroupTracking(p.tracker, console, p.path, "suite") as group:  # tracker=: the suite's parent run
+            p.join(group.parent)
+            results = run_suite(p, console, wait=wait, launcher=launcher, jobs=jobs, executor=params)
+            target, _ = report([p.path / "runs"], out=p.path / "report", suite=p.table, order=suite_order(suite))
+            console.print(f"report: {target / 'report.md'}")
+            if group.live:
+                status, record, metrics = suite_record(p, results)
+                with tempfile.TemporaryDirectory(prefix="reme-suite-") as tmp:
+                    page = _view_page([p.path / "runs"], Path(tmp) / "view.html")
+                    files = [(f, str(Path("report") / f.relative_to(target).parent)) for f in sorted(target.rglob("*"))
+                             if f.is_file()]
+                    group.finish(status, record, metrics, [*files, (page, "")])
         _finish(results)
 
     _run(body)
@@ -469,6 +497,33 @@ def pool_show_cmd(
         from reme_cli.commands.pool import show_pool
 
         show_pool(pool, query, limit, overrides or [], console)
+
+    _run(body)
+
+
+@track_app.command("sync", cls=_Command, context_settings=_OVERRIDES)
+def track_sync_cmd(
+    args: list[str] = typer.Argument(..., metavar="DIR... OVERRIDES",
+                                     help="Run directories, suite or sweep directories, or folders holding them; "
+                                          "then the tracker, e.g. tracker=mlflow (tracker.uri=..., runs_root=...)."),
+) -> None:
+    """Log finished runs to an experiment tracker after the fact (runs made without one, or whose tracker failed).
+
+    A run whose manifest keeps a tracker run for the same place continues it; a suite or sweep directory is one parent run with its runs as children. Prints each run logged.
+
+    Example: reme track sync runs/default tracker=mlflow
+
+    Example: reme track sync runs/ablate/table1-bfcl_v3-qwen3-8b-released tracker=wandb
+    """
+
+    def body() -> None:
+        from reme_cli.commands.track import sync
+
+        dirs = [Path(a) for a in args if "=" not in a]
+        if not dirs:
+            raise UserError("give the run directories to log: reme track sync DIR... tracker=mlflow")
+        for path in sync(dirs, [a for a in args if "=" in a], console):
+            print(path)
 
     _run(body)
 

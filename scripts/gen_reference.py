@@ -35,7 +35,7 @@ if str(REPO) not in sys.path:  # the checkout's reme_cli, also when mkdocs runs 
 
 LEDGER_PAGE = REPO / "docs" / "fidelity.md"
 LEDGER_HEADING = "## The ledger"
-GROUPS = ("model", "benchmark", "memory", "embedding", "summarizer", "experiment")
+GROUPS = ("model", "benchmark", "memory", "embedding", "summarizer", "tracker", "experiment")
 TICKED = re.compile(r"`([^`]*)`")
 
 

@@ -3,7 +3,8 @@
 #   bash scripts/install.sh          # reme + the embedded CPU model + bfcl-eval, then a smoke check
 #   REME_LLAMA_ENGINE=source bash scripts/install.sh   # ... its llama.cpp built from source
 #   bash scripts/install.sh --baselines   # ... and the LangMem baseline (memory=langmem)
-#   bash scripts/install.sh --dev    # ... the baselines, and the test tools (what CI runs)
+#   bash scripts/install.sh --tracking   # ... and MLflow, W&B and Optuna (tracker=mlflow|wandb, sweeps)
+#   bash scripts/install.sh --dev    # ... the baselines, the trackers and Optuna, and the test tools (what CI runs)
 #   bash scripts/install.sh --gpu [--baselines|--dev]   # ... and the pinned vLLM (its CUDA torch)
 #
 # Every package comes from a tested set: constraints.txt (regenerate it with
@@ -16,10 +17,11 @@ extras="local"
 gpu=""
 for arg in "$@"; do
   case "$arg" in
-    --dev) extras="local,baselines,dev" ;;
-    --baselines) [[ "$extras" == *dev* ]] || extras="local,baselines" ;;
+    --dev) extras="local,baselines,mlflow,wandb,sweep,dev" ;;
+    --baselines) [[ "$extras" == *dev* ]] || extras="${extras},baselines" ;;
+    --tracking) [[ "$extras" == *dev* ]] || extras="${extras},mlflow,wandb,sweep" ;;
     --gpu) gpu=1 ;;
-    *) echo "error: unknown option ${arg}; use --baselines, --dev and/or --gpu (or nothing)" >&2; exit 2 ;;
+    *) echo "error: unknown option ${arg}; use --baselines, --tracking, --dev and/or --gpu (or nothing)" >&2; exit 2 ;;
   esac
 done
 case "${REME_LLAMA_ENGINE:-auto}" in

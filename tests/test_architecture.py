@@ -12,7 +12,7 @@ from collections import defaultdict
 from tests.conftest import REPO
 
 # Lowest first. A package may import its own modules and any package before it.
-LAYERS = ["core", "llm", "bench", "agent", "methods", "run", "report", "commands", "view", "testing", "cli"]
+LAYERS = ["core", "llm", "bench", "agent", "methods", "run", "report", "track", "commands", "view", "testing", "cli"]
 
 
 def package_of(module: str) -> str | None:
@@ -215,7 +215,7 @@ def test_the_plugin_rule_sees_a_shared_room_importing_a_method_or_a_benchmark(tm
 # iterate what it declares. An identifier, an import or a string (docstrings and comments may
 # cite a source) that names one is knowledge in the wrong room.
 BENCHMARK_WORDS = re.compile(r"appworld|bfcl", re.IGNORECASE)
-SHARED_ROOMS = ("core", "llm", "agent", "methods", "run", "report", "commands", "view", "testing")
+SHARED_ROOMS = ("core", "llm", "agent", "methods", "run", "report", "track", "commands", "view", "testing")
 NAMES_A_BENCHMARK_BY_NEED = {
     # The registry is where built-ins are named, by where they live, so nothing else need be.
     "reme_cli/core/registry.py": "registers the built-in benchmarks",

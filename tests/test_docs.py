@@ -95,7 +95,7 @@ def test_every_config_key_is_on_the_built_config_page(site):
 
 def test_every_group_option_is_on_the_config_page(site):
     text = page(site, "reference/config")
-    for group in ("model", "benchmark", "memory", "embedding", "summarizer", "experiment"):
+    for group in ("model", "benchmark", "memory", "embedding", "summarizer", "tracker", "experiment"):
         for path in (REPO / "configs" / group).glob("*.yaml"):
             assert f"<code>{group}={path.stem}</code>" in text
 

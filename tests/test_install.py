@@ -89,6 +89,9 @@ def test_downgrades_name_every_package_lower_or_missing_with_reme():
         "xgrammar 0.2.8 (with vLLM alone) is missing from the combined set",
     ]
     assert check.downgrades(alone, alone) == []
+    # A package allowed lower, with its reason, is not a problem; missing still is.
+    assert check.downgrades(alone, combined, allowed={"torch": "why"}) == [
+        "xgrammar 0.2.8 (with vLLM alone) is missing from the combined set"]
 
 
 def test_inconsistencies_follow_markers_and_extras_like_pip_check():

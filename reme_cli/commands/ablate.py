@@ -40,7 +40,7 @@ from rich.table import Table
 
 from reme_cli.bench.registry import make_benchmark
 from reme_cli.commands.jobs import expand, job_label, swept_keys
-from reme_cli.core.config import Config, compose, config_dir
+from reme_cli.core.config import Config, TrackerCfg, compose, config_dir
 from reme_cli.core.errors import EXIT_UNIT_ERRORS, UserError
 
 MODES = {"none", "fixed", "dynamic"}
@@ -102,6 +102,20 @@ class SuitePlan:
     @property
     def max_calls(self) -> int:
         return sum(j.max_calls for j in self.pools) + sum(j.max_calls for j in self.runs)
+
+    @property
+    def tracker(self) -> TrackerCfg:
+        """Where the suite's runs are also logged (the same for every job: the user's overrides)."""
+        jobs = [*self.runs, *self.pools]
+        return jobs[0].cfg.tracker if jobs else TrackerCfg()
+
+    def join(self, parent: str | None) -> None:
+        """Make every job a run of the suite's tracker run ``parent`` (``tracker.parent``)."""
+        if parent is None:
+            return
+        for job in [*self.pools, *self.runs]:
+            job.cfg.tracker.parent = parent
+            job.overrides = [*job.overrides, f"tracker.parent={parent}"]
 
 
 def suite_file(name: str) -> Path:
@@ -429,6 +443,18 @@ def cost_table(p: SuitePlan, assumptions: Any) -> Table:
         + ("; cost (USD) unknown (?) for a hosted model without prices: set model.price.input, .output and "
            ".thinking_output (USD per 1M tokens) from the provider's price list" if unpriced else ""))
     return table
+
+
+def suite_record(p: SuitePlan, results: list) -> tuple[str, dict[str, str], dict[str, float]]:
+    """The suite's own tracker record: its status (failed if a run errored), what it is, and
+    each run's Avg@k and Pass@k (``LABEL/avg@k``), side by side in one place."""
+    from reme_cli.track.content import headlines
+
+    params = {"suite.name": p.name, "suite.description": p.description, "suite.table": str(p.table),
+              "suite.start": str(p.start), "suite.path": str(p.path.resolve()),
+              "suite.runs": ", ".join(j.label for j in p.runs)}
+    status = "failed" if any(r.errors or r.summarizer_failure for r in results) else "finished"
+    return status, params, headlines([Path(j.cfg.out_dir) for j in p.runs])
 
 
 def run_suite(p: SuitePlan, console: Console, wait: bool = False, launcher: str = "inline",

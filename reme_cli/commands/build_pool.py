@@ -40,12 +40,11 @@ from reme_cli.llm.embed import make_embedder_for
 from reme_cli.llm.answer_health import SUMMARY, answer_tally, failure_message, merge, summary_failures, total
 from reme_cli.run.lifecycle import RunLifecycle, RunResult, Session
 from reme_cli.run.plan import plan_passes, plan_streams
-from reme_cli.run.records import CONFIG_FILE, RunDir
+from reme_cli.run.records import CONFIG_FILE, REPORT_FILE, RunDir
 from reme_cli.run.runner import Runner
 from reme_cli.run.wiring import method_context
 from reme_cli.run.summary import errors_summary, sandbox_notes
-
-REPORT_FILE = "report.json"
+from reme_cli.track.run import RunTracking
 
 
 def pool_dir_for(cfg: Config) -> Path:
@@ -80,12 +79,13 @@ def build_pool(cfg: Config, console: Console, wait: bool = False) -> RunResult:
     check_out_dir(out)  # again under the lock; first here, before the embedding model loads
     embedder = make_embedder_for(cfg)  # fail on a bad embedding config before any LLM time
 
-    with RunLifecycle(cfg, bench, console, out / "build", kind="build-pool", lock=out, wait=wait) as life:  # one writer for build/ and pool/
+    with RunLifecycle(cfg, bench, console, out / "build", kind="build-pool", lock=out, wait=wait) as life, \
+            RunTracking(cfg.tracker, console, out.name) as track:  # one writer for build/ and pool/
         check_out_dir(out)
         clean_stale(out / "pool", "building")  # left by a killed earlier build of this pool
         ctx, sampling_llm, session_answers = life.run(
             label, lambda session: _sample_and_learn(cfg, session, bench, streams, task_ids, method, embedder, adapts),
-            manifest={"task_ids": task_ids}, temperature=cfg.build.temperature)
+            manifest={"task_ids": task_ids}, temperature=cfg.build.temperature, on_open=track.opened)
         run_dir = life.run_dir
         built: BuildResult = replace_dir(out / "pool", lambda staging: method.assemble_pool(ctx, staging))
         report = {**sampling_report(run_dir, task_ids), "sampling_llm": sampling_llm, "method": cfg.memory.name,
@@ -95,6 +95,7 @@ def build_pool(cfg: Config, console: Console, wait: bool = False) -> RunResult:
         report.setdefault("summarizer_answers", session_answers)
         life.finish(REPORT_FILE, report, complete=not report["unit_errors"], what="the build report",
                     manifest={"summary_failures": summary_failures(report["summarizer_answers"])})
+        track.finished()
     console.print(report_table(report, built.rows, out, sandbox_notes(bench)))
     if report["unit_errors"]:
         console.print(errors_summary(run_dir.trials()), soft_wrap=True, highlight=False, markup=False)

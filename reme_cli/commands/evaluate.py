@@ -27,6 +27,7 @@ from reme_cli.run.records import METRICS_FILE
 from reme_cli.run.summary import errors_summary, identical_runs, identical_runs_note, metrics_table, sandbox_notes
 from reme_cli.run.runner import Runner
 from reme_cli.run.wiring import method_context
+from reme_cli.track.run import RunTracking
 
 SMOKE_NOTE = ("Embedded 135M CPU model: smoke-level scores, not model results. "
               "Real numbers need Qwen3 on vLLM (see README).")
@@ -59,12 +60,13 @@ def evaluate(cfg: Config, console: Console, wait: bool = False) -> RunResult:
         preflight(cfg)  # e.g. ReMe's missing pool: bad input, refused before anything is written
     units_total = sum(len(s) for s in streams)
 
-    with RunLifecycle(cfg, bench, console, run_dir_for(cfg), kind="eval", wait=wait) as life:
+    with RunLifecycle(cfg, bench, console, run_dir_for(cfg), kind="eval", wait=wait) as life, \
+            RunTracking(cfg.tracker, console, run_dir_for(cfg).name) as track:
         life.run(f"{cfg.benchmark.name} {cfg.model.name} {cfg.eval.mode}",
                  lambda session: _run(cfg, bench, session, streams),
                  manifest={"task_ids": task_ids,
                            "streams": [[u.key for u in s] for s in streams] if cfg.eval.mode == "dynamic" else None,
-                           "units_total": units_total})
+                           "units_total": units_total}, on_open=track.opened)
         run_dir = life.run_dir
         metrics = final_metrics(run_dir.trials(), cfg.eval.runs, cfg.eval.mode, declared_metrics(bench))
         metrics["llm_usage"] = life.usage
@@ -73,6 +75,7 @@ def evaluate(cfg: Config, console: Console, wait: bool = False) -> RunResult:
         life.finish(METRICS_FILE, metrics, what="the metrics",
                     complete=metrics["units"] == units_total and metrics["errors"] == 0,
                     manifest={"summary_failures": metrics["summary_failures"]})
+        track.finished()
     console.print(metrics_table(metrics, f"{cfg.experiment}: {cfg.benchmark.name} / {cfg.model.name} / "
                                          f"mode={cfg.eval.mode}", metrics.get("variants"),
                                 notes=[*sandbox_notes(bench), *filter(None, [summary_line(metrics["summarizer_answers"])]),

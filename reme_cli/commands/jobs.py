@@ -11,6 +11,9 @@ from reme_cli.core.errors import UserError
 def expand(overrides: list[str], sweep: bool = True) -> list[list[str]]:
     """One override list per point of the sweep (comma-separated values, ``range(...)``,
     ``choice(...)``), in Hydra's order; without ``sweep`` the list itself."""
+    if any(o.partition("=")[0].startswith(("hydra/sweeper", "hydra.sweeper.")) for o in overrides):
+        raise UserError("hydra/sweeper=optuna searches the runs of `reme eval -m` (its objective is a run's metric)"
+                        if sweep else "hydra/sweeper=optuna is a sweep: add -m (reme eval -m hydra/sweeper=optuna ...)")
     if not sweep:
         return [list(overrides)]
     from hydra._internal.core_plugins.basic_sweeper import BasicSweeper

@@ -30,12 +30,14 @@ from reme_cli.run.lock import DirLock
 from reme_cli.core.trials import TRIALS_FILE, UnitRecord, read_trials
 from reme_cli.llm.answer_health import summary_failures
 from reme_cli.run.records import CONFIG_FILE, MANIFEST_FILE, RunDir
-from reme_cli.report.fidelity import flatten
+from reme_cli.report.fidelity import flatten, pool_origin, scored_by_test_double  # noqa: F401 - theirs, read here
 
 REPORT_MARK = "REME_REPORT"  # in every report folder: the files reme wrote there, with their sha256
 
 
-def find_runs(dirs: list[Path]) -> list[Path]:
+def find_runs(dirs: list[Path], kinds: tuple[str, ...] = ("eval",)) -> list[Path]:
+    """The run directories under ``dirs`` whose manifest says one of ``kinds`` (`reme eval`
+    runs by default), and eval runs that lost their manifest."""
     found: set[Path] = set()
     for d in dirs:
         if not d.exists():
@@ -46,38 +48,17 @@ def find_runs(dirs: list[Path]) -> list[Path]:
                     kind = json.loads(manifest.read_text()).get("kind")
                 except (json.JSONDecodeError, AttributeError):  # not a reme manifest (not an object)
                     continue
-                if kind == "eval":  # config.yaml is checked below: a damaged run is named, not skipped
+                if kind in kinds:  # config.yaml is checked below: a damaged run is named, not skipped
                     found.add(manifest.parent.resolve())
         # A run whose manifest.json is gone still has its config and records.
         for config in [d / CONFIG_FILE, *d.rglob(CONFIG_FILE)]:
             run = config.parent
-            if config.is_file() and (run / TRIALS_FILE).is_file() and not (run / MANIFEST_FILE).exists():
+            if "eval" in kinds and config.is_file() and (run / TRIALS_FILE).is_file() and not (run / MANIFEST_FILE).exists():
                 found.add(run.resolve())
     if not found:
-        raise UserError(f"no `reme eval` run directories under {', '.join(map(str, dirs))}")
+        what = " or ".join(f"`reme {k}`" for k in kinds)
+        raise UserError(f"no {what} run directories under {', '.join(map(str, dirs))}")
     return sorted(found)
-
-
-def pool_origin(cfg: dict[str, Any], mode: str) -> dict[str, Any]:
-    """Where a run's starting pool came from, for the fidelity column: ``pool_start``
-    released (imported from the authors' file) or built (here; ``pool_params``: the build's
-    flattened config, when its build directory is still there), None without a pool."""
-    pool = (cfg.get("memory") or {}).get("pool") if mode != "none" else None
-    if not pool:
-        return {"pool_start": None, "pool_params": None}
-    for manifest in (Path(pool) / "pool" / MANIFEST_FILE, Path(pool) / MANIFEST_FILE):
-        try:
-            built_by = json.loads(manifest.read_text()).get("built_by") or {}
-        except (OSError, ValueError):
-            continue
-        if built_by.get("kind") == "import_official":
-            return {"pool_start": "released", "pool_params": None}
-        try:
-            params = flatten(yaml.safe_load((Path(built_by.get("run", "")) / CONFIG_FILE).read_text()))
-        except (OSError, ValueError, AttributeError):
-            params = None
-        return {"pool_start": "built", "pool_params": params}
-    return {"pool_start": None, "pool_params": None}
 
 
 def _run_id(path: Path, paths: list[Path]) -> str:
@@ -259,9 +240,3 @@ def _check_target(target: Path, shown: Path | None = None) -> None:
         if problem:
             raise UserError(f"--out {shown} holds files reme did not write ({problem}); choose another --out, "
                             "or move them away")
-
-
-def scored_by_test_double(path: Path) -> bool:
-    """Whether the run was scored against reme's scripted server (its numbers are no model's)."""
-    served = (json.loads((path / MANIFEST_FILE).read_text()).get("server") or {}).get("served_models") or []
-    return any(str(m).startswith("scripted-") for m in served)

@@ -22,7 +22,7 @@ from omegaconf import MISSING, DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from reme_cli.core.errors import UserError
-from reme_cli.core.registry import BENCHMARKS, EMBEDDERS, METHODS, PROTOCOLS, Registry
+from reme_cli.core.registry import BENCHMARKS, EMBEDDERS, METHODS, PROTOCOLS, TRACKERS, Registry
 
 
 @dataclass
@@ -237,6 +237,25 @@ class EvalCfg:
 
 
 @dataclass
+class TrackerCfg:
+    """Where each run is also logged (tracker=mlflow|wandb; reme_cli/track/). Out of the run
+    hash: a tracker records a run, it changes nothing the run computes. A tracker that fails
+    costs one warning; the run directory stays the record."""
+
+    name: str = "none"  # none | mlflow | wandb, or a plug-in registered under reme.trackers
+    project: str = "reme"  # the MLflow experiment / W&B project the runs go to
+    # MLflow: the tracking URI (tracker=mlflow sets sqlite:///<runs_root>/mlflow.db, a local database).
+    uri: Optional[str] = None
+    # W&B: offline (written under tracker.dir, uploaded later with `wandb sync`) | online.
+    mode: str = "offline"
+    dir: Optional[str] = None  # W&B: the folder its run files go to (tracker=wandb sets runs_root)
+    # Set by `reme ablate` and sweeps: the suite's or study's tracker run each run belongs to
+    # (MLflow: the parent run's id; W&B: the group).
+    parent: Optional[str] = None
+    timeout: float = 10.0  # seconds a tracker's server may take to answer (then: one warning, no tracker)
+
+
+@dataclass
 class Config:
     experiment: str = "default"  # the preset's name (experiment=NAME sets it); a folder of runs_root
     out_dir: Optional[str] = None  # the run directory; null: runs_root/<experiment>/<benchmark>-<model>-<mode>-<hash>/
@@ -253,6 +272,7 @@ class Config:
     build: BuildCfg = field(default_factory=BuildCfg)
     env: EnvCfg = field(default_factory=EnvCfg)
     eval: EvalCfg = field(default_factory=EvalCfg)
+    tracker: TrackerCfg = field(default_factory=TrackerCfg)
 
 
 PLUGIN_SECTIONS = ("benchmark", "memory")
@@ -269,6 +289,7 @@ _CHOICES = {
     "eval.mode": {"none", "fixed", "dynamic"},
     "eval.scope": {"stream", "experiment"},
     "eval.task_order": {"file", "shuffle"},
+    "tracker.mode": {"offline", "online"},
 }
 
 _AT_LEAST = {
@@ -301,6 +322,7 @@ _AT_LEAST = {
     "summarizer.max_tokens": 1,
     "summarizer.temperature": 0.0,
     "summarizer.max_failed_share": 0.0,
+    "tracker.timeout": 0.1,
 }
 _AT_MOST = {"summarizer.max_failed_share": 1.0, "summarizer.temperature": 2.0, "model.sampling.top_p": 1.0,
             "model.sampling.min_p": 1.0,
@@ -320,7 +342,9 @@ _EXECUTION_KEYS = ("out_dir", "runs_root", "llm.concurrency", "llm.timeout", "ll
                    # How requests travel and are paid for, not what they ask.
                    "llm.api_key_env", "llm.stream", "llm.rpm", "llm.tpm", "llm.budget_usd", "model.price",
                    # Where a managed server runs, not what it computes.
-                   "model.params_b", "model.tensor_parallel", "llm.replicas")
+                   "model.params_b", "model.tensor_parallel", "llm.replicas",
+                   # Where the run is also logged (an experiment tracker).
+                   "tracker")
 
 
 def config_dir() -> Path:
@@ -423,6 +447,8 @@ def validate(raw: DictConfig | dict) -> Config:
                           ("benchmark.tool_protocol", PROTOCOLS)):
         if _get(cfg, key) is not None and not registry.has(_get(cfg, key)):
             raise UserError(f"{key}={_get(cfg, key)!r} is not allowed; choose one of {registry.names()}")
+    if cfg.tracker.name != "none" and not TRACKERS.has(cfg.tracker.name):
+        raise UserError(f"tracker.name={cfg.tracker.name!r} is not allowed; choose none or one of {TRACKERS.names()}")
     if not 0.0 <= cfg.model.sampling.temperature <= 2.0:
         raise UserError("model.sampling.temperature must be between 0 and 2")
     if not re.fullmatch(r"auto|cpu|cuda(:\d+)?", str(cfg.embedding.device)):

@@ -1,6 +1,7 @@
 """Name -> implementation registries: benchmarks, memory methods, tool protocols, embedders.
 
-Seams: BENCHMARKS, METHODS, PROTOCOLS, EMBEDDERS (the run's parts), SCRIPTED (a method's
+Seams: BENCHMARKS, METHODS, PROTOCOLS, EMBEDDERS (the run's parts), TRACKERS (where runs
+are also logged), SCRIPTED (a method's
 answers on the test server), REPLAY_POLICIES (a benchmark's ground truth on it) and
 COMMANDS (a plug-in's own ``reme`` commands).
 
@@ -144,6 +145,10 @@ SCRIPTED.add("reme", "reme_cli.methods.reme.scripted")
 # A benchmark's ground-truth replay on the test server (a TEST DOUBLE, never results): a policy
 # class named by policy name (``--policy NAME`` and ``NAME+summarizer``); see
 # reme_cli/bench/replay.py for what it declares.
+TRACKERS: Registry[Any] = Registry("tracker", "reme.trackers")  # where runs are also logged (reme_cli/track/)
+TRACKERS.add("mlflow", "reme_cli.track.mlflow_tracker:MLflowTracker")
+TRACKERS.add("wandb", "reme_cli.track.wandb_tracker:WandbTracker")
+
 REPLAY_POLICIES: Registry[Any] = Registry("replay policy", "reme.replay_policies")
 REPLAY_POLICIES.add("bfcl-replay", "reme_cli.bench.bfcl_scripted:BFCLReplayPolicy")
 REPLAY_POLICIES.add("appworld-gold", "reme_cli.bench.appworld_scripted:AppWorldGoldPolicy")

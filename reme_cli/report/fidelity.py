@@ -9,13 +9,22 @@ in its mode and differs from that reference, unless the key is what its table va
 baseline's settings in the authors' runs were never published, and a trajectory-level pool's
 prompt neither. What reme departs in on purpose (the ledger's "Named, not changed") is named
 wherever a run has it, so no run reads "authors' setup" while one remains.
+
+Beside it, what else a reader must know of a run's numbers: where its pool came from
+(``pool_origin``) and whether a test double scored it (``scored_by_test_double``).
 """
 
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import Any
+
+import yaml
+
+from reme_cli.run.records import CONFIG_FILE, MANIFEST_FILE
 
 AUTHORS = "authors' setup"
 AUTHORS_EMBEDDING = "text-embedding-v4"  # FAQ:14, issue #57: DashScope's, 1024-d
@@ -36,7 +45,8 @@ BUILD = ("build.samples", "build.temperature", "memory.build_dedup")
 LEDGER_KEYS = EVERY_RUN + RETRIEVAL + DYNAMIC + SUMMARIZER
 
 # What reme departs in on purpose (docs/fidelity.md, "Named, not changed"), as a run's column says it.
-SEED = "seed: one per unit and trial (authors: seed=0 on every request)"
+AUTHORS_SEED = 0  # bfcl_agent.py:255, appworld_react_agent.py:86 (the hosted configs send it too)
+SEED = f"seed: one per unit and trial (authors: seed={AUTHORS_SEED} on every request)"
 EXACT_SEARCH = "retrieval: exact cosine (authors: Elasticsearch kNN, approximate)"
 EXACT_COUNTS = "f/u: exact at commit (authors' service: the retrieval-time copy + 1, updates lost under concurrency)"
 KEY_NEVER_PUBLISHED = "retrieval by {key}: how the authors retrieved by it was never published"
@@ -148,7 +158,11 @@ def departures(params: Mapping[str, Any], *, pool: str | None = None, varied: It
                 out.append(f"pool built with {key}={_show(pool_params[key])} (authors: {_show(ref[key])})")
         if pool_params.get("memory.granularity") == "trajectory" and pool_params.get("memory.prompts") == "authors":
             out.append(TRAJECTORY_NEVER_PUBLISHED)
-    out.append(SEED)  # every executor request, whatever the run
+    seed = params.get("model.sampling.seed")
+    if seed is None:  # vLLM's default: one seed per unit and trial
+        out.append(SEED)
+    elif seed != AUTHORS_SEED:
+        out.append(f"model.sampling.seed={seed} on every request (authors: {AUTHORS_SEED})")
     return out
 
 
@@ -183,3 +197,40 @@ def _show(value: Any) -> str:
     if isinstance(value, bool):
         return str(value).lower()
     return str(value)
+
+
+def pool_built_by(cfg: dict[str, Any], mode: str) -> dict[str, Any] | None:
+    """The ``built_by`` record of a run's starting pool (a pool directory or a `reme
+    build-pool` folder holding ``pool/``): who made it, from what; None without a pool, or
+    where its manifest cannot be read."""
+    pool = (cfg.get("memory") or {}).get("pool") if mode != "none" else None
+    if not pool:
+        return None
+    for manifest in (Path(pool) / "pool" / MANIFEST_FILE, Path(pool) / MANIFEST_FILE):
+        try:
+            return json.loads(manifest.read_text()).get("built_by") or {}
+        except (OSError, ValueError, AttributeError):
+            continue
+    return None
+
+
+def pool_origin(cfg: dict[str, Any], mode: str) -> dict[str, Any]:
+    """Where a run's starting pool came from, for the fidelity column: ``pool_start``
+    released (imported from the authors' file) or built (here; ``pool_params``: the build's
+    flattened config, when its build directory is still there), None without a pool."""
+    built_by = pool_built_by(cfg, mode)
+    if built_by is None:
+        return {"pool_start": None, "pool_params": None}
+    if built_by.get("kind") == "import_official":
+        return {"pool_start": "released", "pool_params": None}
+    try:
+        params = flatten(yaml.safe_load((Path(built_by.get("run", "")) / CONFIG_FILE).read_text()))
+    except (OSError, ValueError, AttributeError):
+        params = None
+    return {"pool_start": "built", "pool_params": params}
+
+
+def scored_by_test_double(path: Path) -> bool:
+    """Whether the run was scored against reme's scripted server (its numbers are no model's)."""
+    served = (json.loads((path / MANIFEST_FILE).read_text()).get("server") or {}).get("served_models") or []
+    return any(str(m).startswith("scripted-") for m in served)

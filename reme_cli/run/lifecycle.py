@@ -92,9 +92,10 @@ class RunLifecycle:
         return self._run_dir
 
     def run(self, title: str, work: Callable[[Session], Awaitable[T]], manifest: dict[str, Any],
-            temperature: float | None = None) -> T:
+            temperature: float | None = None, on_open: Callable[[RunDir], None] | None = None) -> T:
         """``work`` with the endpoint up; ``manifest`` adds to the "running" manifest and
-        ``temperature`` overrides the model's sampling temperature."""
+        ``temperature`` overrides the model's sampling temperature; ``on_open`` is told the
+        run directory once it says "running", before the work (an experiment tracker)."""
         cfg = self.cfg
         with endpoint(cfg) as ep:
             run_dir = self._run_dir = RunDir.open(self.run_path, to_dict(cfg), config_hash(cfg), kind=self.kind)
@@ -105,6 +106,8 @@ class RunLifecycle:
                 run_dir.update_manifest(status="running", server=ep.identity, **summarizer,
                                         embedding=embedding_identity(cfg), requests=request_record(cfg, temperature),
                                         **manifest, **sandbox_fields(self.bench))
+                if on_open is not None:
+                    on_open(run_dir)
                 settings = episode_settings(cfg, self.bench, temperature=temperature)
                 progress = RunProgress(self.console, title)
                 try:

@@ -25,12 +25,13 @@ from reme_cli.core.errors import UserError
 from reme_cli.core.io import append_lines, now, write_json_atomic
 from reme_cli.core.trials import SCHEMA_VERSION, TRIALS_FILE, UnitRecord, read_trials
 
-__all__ = ["CONFIG_FILE", "MANIFEST_FILE", "METRICS_FILE", "SCHEMA_VERSION", "TRIALS_FILE", "JsonlWriter", "RunDir",
-           "UnitRecord", "read_trials"]
+__all__ = ["CONFIG_FILE", "MANIFEST_FILE", "METRICS_FILE", "REPORT_FILE", "SCHEMA_VERSION", "TRIALS_FILE",
+           "JsonlWriter", "RunDir", "UnitRecord", "read_trials"]
 
 CONFIG_FILE = "config.yaml"
 MANIFEST_FILE = "manifest.json"
 METRICS_FILE = "metrics.json"
+REPORT_FILE = "report.json"  # a `reme build-pool` run's result (its build/ directory)
 
 _PACKAGES = ("reme-harness", "bfcl-eval", "openai", "xllamacpp", "llama_cpp_python", "sentence-transformers",
              "faiss-cpu", "hydra-core", "torch", "vllm", "appworld")
