@@ -45,7 +45,7 @@ def _stub_tree_sitter() -> None:
 
 
 def main(authors_dir: str, task_ids: list[str]) -> int:
-    from reme_cli.bench.bfcl_release import RELEASES, loaded_version, release_dir
+    from reme_cli.bench.bfcl.release import RELEASES, loaded_version, release_dir
 
     if loaded_version() != RELEASES["paper"]:  # bfcl_eval must be the paper release's: start over with it
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(release_dir("paper")), os.environ.get("PYTHONPATH", "")])}
@@ -59,7 +59,7 @@ def main(authors_dir: str, task_ids: list[str]) -> int:
     from bfcl_eval.model_handler.model_style import ModelStyle
     from bfcl_eval.model_handler.utils import convert_to_tool, func_doc_language_specific_pre_processing
 
-    from reme_cli.bench.bfcl import BFCLBenchmark
+    from reme_cli.bench.bfcl.benchmark import BFCLBenchmark
 
     data = Path(sys.modules["bfcl_eval"].__file__).parent / "data"
 

@@ -42,7 +42,7 @@ def cases() -> list[dict]:
     import bfcl_eval
 
     from reme_cli.agent.protocols import JSONProtocol
-    from reme_cli.bench.bfcl import TOOL_DIALECT
+    from reme_cli.bench.bfcl.benchmark import TOOL_DIALECT
     from reme_cli.methods.dc.curator import GRAMMAR as DC_GRAMMAR
     from reme_cli.methods.reasoningbank.induce import EXTRACT_GRAMMAR, JUDGE_GRAMMAR
     from reme_cli.methods.reme.formats import CONSTRAINED_FORMATS

@@ -70,7 +70,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_POOLS = REPO / "reme_cli" / "methods" / "reme" / "official_pools"  # the authors' released pools, bundled
-DEFAULT_SPLIT = REPO / "reme_cli" / "bench" / "data" / "bfcl_v3_split.json"  # the official 50/150 split
+DEFAULT_SPLIT = REPO / "reme_cli" / "bench" / "bfcl" / "split.json"  # the official 50/150 split
 POOL_MODELS = ("8b", "14b", "32b")
 # Backend modules / function docs used by multi_turn_base.
 BACKENDS = (

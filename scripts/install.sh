@@ -57,8 +57,8 @@ pip_install -e ".[${extras}]"
 pip_install --no-deps -r requirements-bfcl.txt -r requirements-model.txt
 # The paper's BFCL release (bfcl-eval 2025.7.17 = the authors' gorilla ea13468), unpacked beside
 # the venv now so benchmark.release=paper, every BFCL command's default, works offline
-# (reme_cli/bench/bfcl_release.py); a few MB from PyPI. Other versions are downloaded on first use.
-python -m reme_cli.bench.bfcl_release install paper >/dev/null
+# (reme_cli/bench/bfcl/release.py); a few MB from PyPI. Other versions are downloaded on first use.
+python -m reme_cli.bench.bfcl.release install paper >/dev/null
 python -c "import reme_cli, bfcl_eval, faiss, sentence_transformers"
 
 # The tests run AppWorld episodes: its own virtualenv, from the pinned version (~2 min).

@@ -38,7 +38,7 @@ _INT = struct.Struct("!i")  # on the socket to a test: the child's pid, then its
 # What the server imports before forking: what reme's commands import, except what reads
 # the environment or the home folder when imported (matplotlib's cache, LangMem's
 # langchain/langsmith) or starts threads (a forked child gets none of them).
-_WARM_SKIP = ("reme_cli.methods.langmem", "reme_cli.report.plots", "reme_cli.bench.appworld_venv",
+_WARM_SKIP = ("reme_cli.methods.langmem", "reme_cli.report.plots", "reme_cli.bench.appworld.venv_programs",
               "reme_cli.view")
 
 

@@ -11,7 +11,7 @@ import pytest
 from reme_cli.commands.ablate import load_suite, plan
 from reme_cli.core.config import compose, config_dir
 from reme_cli.core.errors import UserError
-from reme_cli.bench.bfcl_scripted import BFCLReplayPolicy
+from reme_cli.bench.bfcl.scripted import BFCLReplayPolicy
 from reme_cli.testing.scripted_server import AgentAndSummarizerPolicy, ScriptedServer, ScriptedSummarizerPolicy
 
 SUITES = sorted(p.stem for p in (config_dir() / "ablation").glob("*.yaml"))

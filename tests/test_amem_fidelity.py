@@ -83,7 +83,7 @@ FAILS, FAILS_TRAINING = "multi_turn_base_2", "multi_turn_base_5"  # replayed wro
 def test_through_the_cli_only_successes_become_notes_and_at_most_k_are_injected(tmp_path):
     import json
 
-    from reme_cli.bench.bfcl_scripted import BFCLReplayPolicy
+    from reme_cli.bench.bfcl.scripted import BFCLReplayPolicy
     from reme_cli.testing.scripted_server import (
         AgentAndSummarizerPolicy,
         ScriptedServer,

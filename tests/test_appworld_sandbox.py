@@ -27,8 +27,8 @@ from typing import Any, Mapping
 
 import pytest
 
-from reme_cli.bench.appworld import AppWorldBenchmark, AppWorldConfig
-from reme_cli.bench.appworld_workers import PRIVATE_PREFIX
+from reme_cli.bench.appworld.benchmark import AppWorldBenchmark, AppWorldConfig
+from reme_cli.bench.appworld.processes import PRIVATE_PREFIX
 from reme_cli.core.staging import clean_stale_tempdirs, private_tempdir
 from reme_cli.testing.scripted_server import Reply, ScriptedServer
 from tests.conftest import descendants, reme_popen, run_reme, run_watched, scripted_server_process, still_running

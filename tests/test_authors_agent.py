@@ -16,17 +16,17 @@ import pytest
 import yaml
 
 from reme_cli.agent.loop import Sampling, Trajectory, run_episode
-from reme_cli.bench import bfcl
-from reme_cli.bench.bfcl import BFCLBenchmark
-from reme_cli.bench.bfcl_notes import pre_processing
-from reme_cli.bench.bfcl_release import RELEASES, release_dir
+from reme_cli.bench.bfcl import benchmark as bfcl
+from reme_cli.bench.bfcl.benchmark import BFCLBenchmark
+from reme_cli.bench.bfcl.tool_notes import pre_processing
+from reme_cli.bench.bfcl.release import RELEASES, release_dir
 from reme_cli.bench.registry import make_benchmark
 from reme_cli.commands.evaluate import batch_size, chains_at_once
 from reme_cli.core.config import compose
 from reme_cli.llm.client import ChatClient
 from reme_cli.run.plan import plan_streams
 from reme_cli.run.settings import episode_settings
-from reme_cli.bench.bfcl_scripted import BFCLReplayPolicy
+from reme_cli.bench.bfcl.scripted import BFCLReplayPolicy
 from reme_cli.bench.replay import TASK_HEADER, conversation_position
 from reme_cli.testing.scripted_server import (
     AgentAndSummarizerPolicy,

@@ -22,7 +22,7 @@ from reme_cli.methods.reme.step_sequence import (AGENT_SHAPES, COMPLETED, PYTHON
                                                  step_sequence, tool_prompt)
 from reme_cli.methods.reme.summarize import summarize
 from reme_cli.methods.summarizer import SummarizerSettings
-from reme_cli.bench.bfcl_scripted import BFCLReplayPolicy
+from reme_cli.bench.bfcl.scripted import BFCLReplayPolicy
 from reme_cli.testing.scripted_server import AgentAndSummarizerPolicy, ScriptedServer, ScriptedSummarizerPolicy
 from tests.conftest import REPO, run_reme, script_module
 

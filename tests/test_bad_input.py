@@ -21,7 +21,7 @@ from typing import Callable
 
 import pytest
 
-from reme_cli.bench.bfcl_scripted import BFCLReplayPolicy
+from reme_cli.bench.bfcl.scripted import BFCLReplayPolicy
 from reme_cli.testing.scripted_server import ScriptedServer
 from tests.conftest import run_reme, run_reme_together
 

@@ -2,9 +2,9 @@
 prompt (AppWorld) and how its tool schemas are written (BFCL); the protocols know neither."""
 
 from reme_cli.agent.protocols import make_protocol
-from reme_cli.bench.appworld import AppWorldBenchmark
+from reme_cli.bench.appworld.benchmark import AppWorldBenchmark
 from reme_cli.bench.base import PLAIN_TOOLS
-from reme_cli.bench.bfcl import TOOL_DIALECT, BFCLBenchmark
+from reme_cli.bench.bfcl.benchmark import TOOL_DIALECT, BFCLBenchmark
 from reme_cli.run.settings import episode_settings
 from reme_cli.core.config import compose
 

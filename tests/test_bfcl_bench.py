@@ -16,11 +16,11 @@ from bfcl_eval.constants.enums import ModelStyle
 from bfcl_eval.constants.type_mappings import GORILLA_TO_OPENAPI
 from bfcl_eval.eval_checker.multi_turn_eval import multi_turn_utils
 
-from reme_cli.bench import bfcl
-from reme_cli.bench.bfcl import NOT_RUN, BFCLBenchmark, BFCLEnv
+from reme_cli.bench.bfcl import benchmark as bfcl
+from reme_cli.bench.bfcl.benchmark import NOT_RUN, BFCLBenchmark, BFCLEnv
 from reme_cli.core.errors import UserError
 
-SPLIT_FILE = Path(bfcl.__file__).parent / "data" / "bfcl_v3_split.json"
+SPLIT_FILE = Path(bfcl.__file__).parent / "split.json"
 ALL = BFCLBenchmark(split="all")
 
 

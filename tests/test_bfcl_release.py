@@ -13,7 +13,7 @@ import zipfile
 import pytest
 import yaml
 
-from reme_cli.bench.bfcl_release import RELEASES, ROOT_ENV, ensure, release_dir
+from reme_cli.bench.bfcl.release import RELEASES, ROOT_ENV, ensure, release_dir
 from reme_cli.core.errors import Reexec, UserError
 from tests.conftest import scripted_server_process
 
@@ -110,7 +110,7 @@ def test_a_release_that_cannot_be_had_is_one_line(reme, local_index, release, re
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
     assert len(lines) == 1 and lines[0].startswith(f"error: {message}"), proc.stderr[-3000:]
     if not reachable:
-        assert lines[0].endswith(f"with network access run: python -m reme_cli.bench.bfcl_release install {release}")
+        assert lines[0].endswith(f"with network access run: python -m reme_cli.bench.bfcl.release install {release}")
 
 
 def test_the_imported_version_runs_in_place_and_another_switches(tmp_path, monkeypatch):
@@ -148,5 +148,5 @@ def test_a_plain_eval_without_the_paper_release_unpacked_offline_is_one_line(rem
     lines = [line for line in proc.stderr.splitlines() if line.strip() and not line.startswith("note: ")]
     assert proc.returncode == 2 and len(lines) == 1, proc.stderr[-3000:]
     assert lines[0].startswith(f"error: could not download bfcl-eval {RELEASES['paper']} (pip: ")
-    assert lines[0].endswith("with network access run: python -m reme_cli.bench.bfcl_release install paper")
+    assert lines[0].endswith("with network access run: python -m reme_cli.bench.bfcl.release install paper")
     assert not (reme.cwd / "runs").exists()  # nothing written

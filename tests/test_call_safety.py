@@ -11,8 +11,8 @@ import pytest
 from bfcl_eval.eval_checker.multi_turn_eval import multi_turn_utils
 from bfcl_eval.eval_checker.multi_turn_eval.multi_turn_checker import multi_turn_checker
 
-from reme_cli.bench.bfcl import NOT_RUN, BFCLBenchmark, authors_arguments, checker_safe
-from reme_cli.bench.calls import (
+from reme_cli.bench.bfcl.benchmark import NOT_RUN, BFCLBenchmark, authors_arguments, checker_safe
+from reme_cli.bench.bfcl.calls import (
     MAX_ARGUMENT_CHARS,
     canonical_call,
     decode_arguments,

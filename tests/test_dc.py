@@ -192,7 +192,7 @@ def test_dynamic_mode_rewrites_after_each_task_resumes_after_kill_and_replays_fr
 
 def _query(task_id: str) -> str:
     """A BFCL task's query: its first user message, as the curator sees it."""
-    from reme_cli.bench.bfcl import BFCLBenchmark
+    from reme_cli.bench.bfcl.benchmark import BFCLBenchmark
 
     return BFCLBenchmark(split="all").load(task_id).query
 

@@ -15,7 +15,7 @@ import yaml
 from reme_cli.core.config import compose, config_hash, to_dict
 from reme_cli.core.errors import UserError
 from reme_cli.llm.embed import CachedEmbedder, make_embedder, make_embedder_for
-from reme_cli.bench.bfcl_scripted import BFCLReplayPolicy
+from reme_cli.bench.bfcl.scripted import BFCLReplayPolicy
 from reme_cli.testing.scripted_server import (
     AgentAndSummarizerPolicy,
     FixedPolicy,

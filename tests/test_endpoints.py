@@ -15,7 +15,7 @@ from pathlib import Path
 
 
 from reme_cli.llm.client import Replica, pick_replica
-from reme_cli.bench.bfcl_scripted import BFCLReplayPolicy
+from reme_cli.bench.bfcl.scripted import BFCLReplayPolicy
 from reme_cli.testing.scripted_server import ScriptedServer
 from tests.conftest import REPO, reme_popen, reme_process, scripted_popen
 
@@ -24,7 +24,7 @@ STAND_IN = f"""#!{sys.executable}
 # per start (its arguments and environment) in $STAND_IN_STARTS, if set.
 import json, os, sys
 sys.path.insert(0, {str(REPO)!r})
-from reme_cli.bench.bfcl_scripted import BFCLReplayPolicy
+from reme_cli.bench.bfcl.scripted import BFCLReplayPolicy
 from reme_cli.testing.scripted_server import AgentAndSummarizerPolicy, ScriptedServer, ScriptedSummarizerPolicy
 args = sys.argv[1:]
 assert args[0] == "serve", args

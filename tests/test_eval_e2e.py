@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from reme_cli.bench.bfcl_scripted import BFCLReplayPolicy
+from reme_cli.bench.bfcl.scripted import BFCLReplayPolicy
 from reme_cli.testing.scripted_server import ScriptedServer
 from tests.conftest import reme_env, reme_popen, reme_process, scripted_server_process
 

@@ -24,11 +24,11 @@ from reme_cli.methods.reme.method import ReMe
 from reme_cli.methods.streams import StateStream, open_stream
 from reme_cli.methods.reme.pool import Pool
 from reme_cli.methods.summarizer import SummarizerSettings
-from reme_cli.bench.appworld import AppWorldBenchmark
+from reme_cli.bench.appworld.benchmark import AppWorldBenchmark
 from reme_cli.run.metrics import compute_metrics
 from reme_cli.run.plan import Unit, plan_streams
 from reme_cli.run.records import UnitRecord
-from reme_cli.bench.bfcl_scripted import BFCLReplayPolicy
+from reme_cli.bench.bfcl.scripted import BFCLReplayPolicy
 from reme_cli.testing.scripted_server import AgentAndSummarizerPolicy, ScriptedServer, ScriptedSummarizerPolicy
 
 QUERIES = {"move": "Move the report into the archive folder.", "buy": "Buy ten shares of the tech company.",

@@ -211,7 +211,7 @@ def check_summary_failure(planned) -> None:
 
 
 def check_unknown_calls(planned) -> None:
-    from reme_cli.bench.bfcl import BFCLBenchmark
+    from reme_cli.bench.bfcl.benchmark import BFCLBenchmark
 
     bench = BFCLBenchmark(split="all")
     env = bench.episode(bench.load("multi_turn_base_0"), "ledger")
@@ -287,8 +287,8 @@ def check_seed(planned) -> None:
 
 
 def check_training_wording(planned) -> None:
-    from reme_cli.bench.bfcl import WORDING
-    from reme_cli.bench.bfcl_release import RELEASES
+    from reme_cli.bench.bfcl.benchmark import WORDING
+    from reme_cli.bench.bfcl.release import RELEASES
     from reme_cli.core.config import compose, to_dict
     from reme_cli.report.fidelity import departures, flatten
 

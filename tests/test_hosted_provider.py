@@ -22,7 +22,7 @@ from pathlib import Path
 import openai
 import pytest
 
-from reme_cli.bench.bfcl_scripted import BFCLReplayPolicy
+from reme_cli.bench.bfcl.scripted import BFCLReplayPolicy
 from reme_cli.bench.replay import Reply
 from reme_cli.core.config import compose
 from reme_cli.core.errors import RunAborted

@@ -15,7 +15,7 @@ from pydantic import BaseModel, Field
 
 from reme_cli.methods.langmem import episodes
 from reme_cli.methods.langmem.config import LangMemConfig
-from reme_cli.bench.bfcl_scripted import BFCLReplayPolicy
+from reme_cli.bench.bfcl.scripted import BFCLReplayPolicy
 from reme_cli.testing.scripted_server import AgentAndSummarizerPolicy, ScriptedServer, ScriptedSummarizerPolicy
 from tests.conftest import REPO, reme_env, reme_popen, run_reme, scripted_popen
 from tests.test_memory_flow import _kill_when

@@ -25,7 +25,7 @@ from reme_cli.llm.client import ChatResult, ContextOverflow
 from reme_cli.methods.langmem.prompt.config import LangMemPromptConfig
 from reme_cli.methods.langmem.prompt.method import format_guidance
 from reme_cli.methods.langmem.prompt.optimizer import INSTALL_HINT, optimize, prompt_version
-from reme_cli.bench.bfcl_scripted import BFCLReplayPolicy
+from reme_cli.bench.bfcl.scripted import BFCLReplayPolicy
 from reme_cli.testing.scripted_server import AgentAndSummarizerPolicy, ScriptedServer, ScriptedSummarizerPolicy
 from tests.conftest import REPO, reme_env, reme_popen, reme_process, run_reme, scripted_popen
 

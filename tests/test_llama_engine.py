@@ -224,7 +224,7 @@ def _reme_schemas() -> dict[str, dict]:
     """The response_format schemas of reme's requests: the JSON tool protocol's step for each
     BFCL class's tools, ReMe's summarizer roles, and ACE's reflector and curator."""
     from reme_cli.agent.protocols import JSONProtocol
-    from reme_cli.bench.bfcl import MULTI_TURN_FUNC_DOC_FILE_MAPPING, TOOL_DIALECT, _tools_json
+    from reme_cli.bench.bfcl.benchmark import MULTI_TURN_FUNC_DOC_FILE_MAPPING, TOOL_DIALECT, _tools_json
     from reme_cli.methods.reme.formats import CONSTRAINED_FORMATS
     from tests.test_constrained_formats import _requests
 

@@ -20,7 +20,7 @@ from reme_cli.methods.reme.experience import Experience
 from reme_cli.methods.reme.pool import Pool
 from reme_cli.methods.reme.method import deletable
 from reme_cli.methods.reme import scripted as reme_script  # ReMe's scripted answers (TEST DOUBLE)
-from reme_cli.bench.bfcl_scripted import BFCLReplayPolicy
+from reme_cli.bench.bfcl.scripted import BFCLReplayPolicy
 from reme_cli.testing.scripted_server import AgentAndSummarizerPolicy, ScriptedServer, ScriptedSummarizerPolicy
 from tests.conftest import REPO, reme_env, reme_popen, reme_process, run_reme, scripted_popen
 

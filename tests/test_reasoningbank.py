@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from reme_cli.bench.bfcl import BFCLBenchmark
+from reme_cli.bench.bfcl.benchmark import BFCLBenchmark
 from reme_cli.llm.embed import make_embedder
 from reme_cli.core.errors import UserError
 from reme_cli.methods.reasoningbank.items import ItemStore, Record

@@ -10,7 +10,7 @@ import os
 from collections import defaultdict
 
 from reme_cli.llm.client import ChatClient, episode_affinity
-from reme_cli.bench.bfcl_scripted import BFCLReplayPolicy
+from reme_cli.bench.bfcl.scripted import BFCLReplayPolicy
 from reme_cli.testing.scripted_server import FixedPolicy, ScriptedServer
 from tests.conftest import REPO, reme_process
 

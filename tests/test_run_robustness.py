@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from reme_cli.bench.bfcl_scripted import BFCLReplayPolicy
+from reme_cli.bench.bfcl.scripted import BFCLReplayPolicy
 from reme_cli.testing.scripted_server import FaultPolicy, ScriptedServer, ScriptedSummarizerPolicy
 from tests.conftest import reme_process, scripted_server_process
 

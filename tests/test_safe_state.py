@@ -27,7 +27,7 @@ from reme_cli.core.errors import UserError
 from reme_cli.core.staging import MARK, clean_stale, new_staging
 from reme_cli.methods.reme.experience import Experience
 from reme_cli.methods.reme.pool import Pool
-from reme_cli.bench.bfcl_scripted import BFCLReplayPolicy
+from reme_cli.bench.bfcl.scripted import BFCLReplayPolicy
 from reme_cli.testing.scripted_server import AgentAndSummarizerPolicy, ScriptedServer, ScriptedSummarizerPolicy
 from tests.conftest import reme_popen, run_reme, run_reme_together
 
@@ -102,7 +102,7 @@ def user_project(path: Path) -> dict[str, bytes]:
 
 
 def test_appworld_setup_refuses_a_folder_it_cannot_prove_is_its_own_before_any_venv_work(tmp_path, monkeypatch):
-    from reme_cli.bench import appworld_setup as setup
+    from reme_cli.bench.appworld import venv as setup
 
     calls = []
 

@@ -18,7 +18,7 @@ from reme_cli.core.errors import UserError
 from reme_cli.llm.client import ChatClient
 from reme_cli.llm.embed import resolve_device
 from reme_cli.methods.summarizer import summarizer_settings
-from reme_cli.bench.bfcl_scripted import BFCLReplayPolicy
+from reme_cli.bench.bfcl.scripted import BFCLReplayPolicy
 from reme_cli.testing.scripted_server import FixedPolicy, Reply, ScriptedServer
 from tests.conftest import REPO, reme_process
 

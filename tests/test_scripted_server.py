@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 from openai import BadRequestError, OpenAI
 
-from reme_cli.bench.bfcl import BFCLBenchmark
-from reme_cli.bench.bfcl_scripted import BFCLReplayPolicy
+from reme_cli.bench.bfcl.benchmark import BFCLBenchmark
+from reme_cli.bench.bfcl.scripted import BFCLReplayPolicy
 from reme_cli.testing.scripted_server import TASK_HEADER, FixedPolicy, ScriptedServer, conversation_position
 
 BENCH = BFCLBenchmark(split="all")

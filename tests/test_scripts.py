@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from reme_cli.bench.bfcl_release import RELEASES, release_dir
+from reme_cli.bench.bfcl.release import RELEASES, release_dir
 from reme_cli.run.cost import read_calibration
 from tests import test_install
 from tests.conftest import REPO, script_module, scripted_server_process

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from reme_cli.bench.bfcl_scripted import BFCLReplayPolicy
+from reme_cli.bench.bfcl.scripted import BFCLReplayPolicy
 from reme_cli.bench.replay import TASK_HEADER
 from reme_cli.testing.scripted_server import (DONE_TEXT, AgentAndSummarizerPolicy, Reply, ScriptedServer,
                                               ScriptedSummarizerPolicy, conversation_position)

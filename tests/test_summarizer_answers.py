@@ -25,7 +25,7 @@ from reme_cli.llm.json_reply import parse_json, strip_reasoning, unterminated_th
 from reme_cli.methods.reme.formats import sampling
 from reme_cli.methods.summarizer import summarizer_settings, thinking_switch
 from reme_cli.run.records import UnitRecord
-from reme_cli.bench.bfcl_scripted import BFCLReplayPolicy
+from reme_cli.bench.bfcl.scripted import BFCLReplayPolicy
 from reme_cli.testing.scripted_server import (
     CONTEXT_OVERFLOW_MESSAGE,
     AgentAndSummarizerPolicy,

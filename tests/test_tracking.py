@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from reme_cli.bench.bfcl_scripted import BFCLReplayPolicy
+from reme_cli.bench.bfcl.scripted import BFCLReplayPolicy
 from reme_cli.core.config import compose, config_hash
 from reme_cli.testing.scripted_server import AgentAndSummarizerPolicy, ScriptedServer, ScriptedSummarizerPolicy
 from tests.conftest import reme_env, reme_popen, reme_process, run_reme, scripted_server_process

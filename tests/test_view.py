@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from reme_cli.testing.browser import chromium, missing
-from reme_cli.bench.bfcl_scripted import BFCLReplayPolicy
+from reme_cli.bench.bfcl.scripted import BFCLReplayPolicy
 from reme_cli.testing.scripted_server import AgentAndSummarizerPolicy, ScriptedServer, ScriptedSummarizerPolicy
 from reme_cli.view.api import answer
 from reme_cli.view.runs import Catalog

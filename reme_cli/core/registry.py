@@ -112,8 +112,8 @@ class CommandGroup:
 
 # The seams. Built-ins are named by where they live, so core imports none of them.
 BENCHMARKS: Registry[Any] = Registry("benchmark", "reme.benchmarks")
-BENCHMARKS.add("bfcl_v3", "reme_cli.bench.bfcl:BFCLBenchmark")
-BENCHMARKS.add("appworld", "reme_cli.bench.appworld:AppWorldBenchmark")
+BENCHMARKS.add("bfcl_v3", "reme_cli.bench.bfcl.benchmark:BFCLBenchmark")
+BENCHMARKS.add("appworld", "reme_cli.bench.appworld.benchmark:AppWorldBenchmark")
 
 METHODS: Registry[Any] = Registry("memory method", "reme.methods")
 METHODS.add("none", "reme_cli.methods.base:NoMemory")
@@ -150,8 +150,8 @@ TRACKERS.add("mlflow", "reme_cli.track.mlflow_tracker:MLflowTracker")
 TRACKERS.add("wandb", "reme_cli.track.wandb_tracker:WandbTracker")
 
 REPLAY_POLICIES: Registry[Any] = Registry("replay policy", "reme.replay_policies")
-REPLAY_POLICIES.add("bfcl-replay", "reme_cli.bench.bfcl_scripted:BFCLReplayPolicy")
-REPLAY_POLICIES.add("appworld-gold", "reme_cli.bench.appworld_scripted:AppWorldGoldPolicy")
+REPLAY_POLICIES.add("bfcl-replay", "reme_cli.bench.bfcl.scripted:BFCLReplayPolicy")
+REPLAY_POLICIES.add("appworld-gold", "reme_cli.bench.appworld.scripted:AppWorldGoldPolicy")
 
 EMBEDDERS: Registry[Any] = Registry("embedder", "reme.embedders")
 EMBEDDERS.add("sentence_transformers", "reme_cli.llm.embed:SentenceTransformerEmbedder")
@@ -159,5 +159,5 @@ EMBEDDERS.add("openai", "reme_cli.llm.embed:OpenAIEmbedder")
 
 # A plug-in's own commands (a ``CommandGroup`` or a function; entry-point group ``reme.commands``).
 COMMANDS: Registry[Any] = Registry("command", "reme.commands")
-COMMANDS.add("appworld", "reme_cli.bench.appworld_setup:COMMANDS")
-COMMANDS.add("bfcl-diff", "reme_cli.bench.bfcl_release:diff_command")
+COMMANDS.add("appworld", "reme_cli.bench.appworld.venv:COMMANDS")
+COMMANDS.add("bfcl-diff", "reme_cli.bench.bfcl.release:diff_command")

@@ -3,7 +3,7 @@ completion (SGC) and the success rate per difficulty level, and AppWorld's words
 
 Both read a run's units as ``reme_cli.bench.scoring`` hands them over (an errored unit
 failed), with the checker fields scenario and difficulty that AppWorld's checker records
-(``bench/appworld.py``); `reme eval`'s metrics.json and `reme report` call these same
+(``bench/appworld/benchmark.py``); `reme eval`'s metrics.json and `reme report` call these same
 reducers, so the two agree.
 """
 

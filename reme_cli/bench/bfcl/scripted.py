@@ -63,7 +63,7 @@ class BFCLReplayPolicy:
 
     def __init__(self, corrupt: Iterable[str] = (), benchmark: Any = None, heal_on_retry: bool = False):
         if benchmark is None:
-            from reme_cli.bench.bfcl import BFCLBenchmark  # lazy: bfcl-eval is slow to import
+            from reme_cli.bench.bfcl.benchmark import BFCLBenchmark  # lazy: bfcl-eval is slow to import
 
             benchmark = BFCLBenchmark(split="all")
         self.benchmark = benchmark

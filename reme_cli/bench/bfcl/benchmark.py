@@ -50,16 +50,16 @@ set_default("BFCL_PROJECT_ROOT", os.path.join(tempfile.gettempdir(), "reme-bfcl"
 
 from reme_cli.bench.base import BenchmarkConfig, InProcessEnv, Outcome, Task, ToolDialect, ToolResult  # noqa: E402
 from reme_cli.bench.scoring import TASK_METRICS, Labels  # noqa: E402
-from reme_cli.bench.calls import (  # noqa: E402
+from reme_cli.bench.bfcl.calls import (  # noqa: E402
     MAX_ARGUMENT_CHARS,
     canonical_call,
     decode_arguments,
     is_identifier,
     parse_call_string,
 )
-from reme_cli.bench.bfcl_notes import TOOL_NOTES, annotated, notes_at  # noqa: E402
-from reme_cli.bench.bfcl_release import RELEASES, check_release  # noqa: E402
-from reme_cli.bench.bfcl_release import ensure as ensure_release  # noqa: E402
+from reme_cli.bench.bfcl.tool_notes import TOOL_NOTES, annotated, notes_at  # noqa: E402
+from reme_cli.bench.bfcl.release import RELEASES, check_release  # noqa: E402
+from reme_cli.bench.bfcl.release import ensure as ensure_release  # noqa: E402
 from reme_cli.core.config import check_choices  # noqa: E402
 from reme_cli.core.errors import UserError  # noqa: E402
 
@@ -90,7 +90,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without bfcl-eva
 
 CATEGORY = "multi_turn_base"
 SPLITS = ("train", "test", "all")
-_SPLIT_FILE = Path(__file__).parent / "data" / "bfcl_v3_split.json"
+_SPLIT_FILE = Path(__file__).parent / "split.json"
 
 # Backend code is not thread-safe in one place that matters: MathAPI.logarithm sets
 # mpmath's process-global precision before computing. Backend calls and checker runs are
@@ -210,7 +210,7 @@ TOOL_DIALECT = ToolDialect(types={"dict": "object", "float": "number", "tuple": 
 def _tools_json(classes: tuple[str, ...], notes: int = 0, response: bool = True) -> str:
     # Kept as text so every episode gets its own copy cheaply, byte-identical across
     # episodes (prefix caching) and in bfcl's order: classes as listed, docs as filed.
-    # ``notes``: passes of bfcl's language pre-processing over the docs (bench/bfcl_notes.py);
+    # ``notes``: passes of bfcl's language pre-processing over the docs (bench/bfcl/tool_notes.py);
     # ``response``: keep each doc's response schema, which bfcl's OpenAI handler sends and
     # the authors' extract_tool_schema (bfcl_utils.py:395-399) removes.
     docs = annotated([doc for cls in classes for doc in _func_docs(cls)], CATEGORY, notes)
@@ -252,7 +252,7 @@ class BFCLConfig(BenchmarkConfig):
     # authors' agent); 20 is bfcl-eval's own runner's limit.
     max_steps_per_turn: Optional[int] = None
     # Whose data, backends and checker: the authors' (paper: bfcl-eval 2025.7.17), the
-    # pinned bfcl-eval (current) or any bfcl-eval version (reme_cli/bench/bfcl_release.py).
+    # pinned bfcl-eval (current) or any bfcl-eval version (reme_cli/bench/bfcl/release.py).
     release: str = "paper"
     # bfcl's "Note that the provided function is in Python 3 syntax." on each description:
     # per_turn (turn k carries it k times, as the authors' compile_tools did), once (bfcl-eval's

@@ -1,6 +1,6 @@
 """AppWorld's processes for one benchmark: episode supervisors and one evaluator.
 
-Both are programs of ``reme_cli/bench/appworld_venv/`` run under AppWorld's interpreter and
+Both are programs of ``reme_cli/bench/appworld/venv_programs/`` run under AppWorld's interpreter and
 spoken to over pipes (``reme_cli.bench.worker``). In the sandbox (``benchmark.sandbox``):
 
 - an episode supervisor sees AppWorld's venv, its interpreter, the task data's
@@ -33,7 +33,7 @@ from reme_cli.bench import sandbox
 from reme_cli.bench.worker import Worker, WorkerCrashed
 from reme_cli.core.staging import clean_stale_tempdirs, private_tempdir
 
-SCRIPTS = Path(__file__).parent / "appworld_venv"
+SCRIPTS = Path(__file__).parent / "venv_programs"
 # Inside the sandbox every host path has a fixed place, whatever it is on the host.
 INSIDE_SCRIPTS = "/reme/scripts"
 INSIDE_VENV = "/reme/appworld-venv"

@@ -2,7 +2,7 @@
 
 ``benchmark.agent=authors`` is the agent of agentscope-ai/ReMe at 65971baf
 (``benchmark/appworld/appworld_react_agent.py``, ``prompt.py``): the system message is
-``NEW_PROMPT_TEMPLATE`` (shipped verbatim in ``data/appworld_authors/``, see its NOTICE)
+``NEW_PROMPT_TEMPLATE`` (shipped verbatim in ``authors_prompts/``, see its NOTICE)
 rendered with jinja2 after ``.lstrip()``, with the task's supervisor and the app
 descriptions of its world (``json.dumps(..., indent=1)``); the first user message is the
 task's instruction alone, or with experiences ``"Task:\\n" + instruction + "\\n\\nSome
@@ -46,7 +46,7 @@ import jinja2
 from reme_cli.core.errors import UserError
 
 AGENTS = ("authors", "compact")
-AUTHORS_PROMPT = Path(__file__).parent / "data" / "appworld_authors" / "prompt.py"
+AUTHORS_PROMPT = Path(__file__).parent / "authors_prompts" / "prompt.py"
 # How the authors' AppWorld agent labels each experience (appworld_react_agent.py 110, 126).
 EXPERIENCE_LABEL = "Experience {n}:"
 

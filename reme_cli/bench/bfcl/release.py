@@ -12,8 +12,8 @@ ea13468, whose ``bfcl_eval`` package is file for file the ``bfcl-eval==2025.7.17
 (``results/bfcl_release_evidence.md``). scripts/install.sh installs it, so it works offline;
 other versions are downloaded on first use.
 
-    python -m reme_cli.bench.bfcl_release install [RELEASE]   # default paper; what scripts/install.sh runs
-    python -m reme_cli.bench.bfcl_release diff                # per-task differences, current vs paper
+    python -m reme_cli.bench.bfcl.release install [RELEASE]   # default paper; what scripts/install.sh runs
+    python -m reme_cli.bench.bfcl.release diff                # per-task differences, current vs paper
 """
 
 from __future__ import annotations
@@ -126,7 +126,7 @@ def _download_error(release: str, version: str, pip_stderr: str) -> str:
                 f"its releases run from {versions[0]} to {versions[-1]}")
     last = next((line.strip() for line in reversed(pip_stderr.splitlines()) if line.strip()), "no output")
     return (f"could not download bfcl-eval {version} (pip: {last}); with network access run: "
-            f"python -m reme_cli.bench.bfcl_release install {release}")
+            f"python -m reme_cli.bench.bfcl.release install {release}")
 
 
 def diff(current_dir: Path, paper_dir: Path) -> list[dict]:
@@ -149,7 +149,7 @@ def diff(current_dir: Path, paper_dir: Path) -> list[dict]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m reme_cli.bench.bfcl_release")
+    parser = argparse.ArgumentParser(prog="python -m reme_cli.bench.bfcl.release")
     sub = parser.add_subparsers(dest="cmd", required=True)
     inst = sub.add_parser("install", help="unpack a bfcl-eval release beside the pinned one (default: paper)")
     inst.add_argument("release", nargs="?", default="paper", help="paper, current or a version such as 2025.6.15")
@@ -161,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
     import importlib.util
 
     current = Path(importlib.util.find_spec("bfcl_eval").origin).parent.parent
-    split = json.loads((Path(__file__).parent / "data" / "bfcl_v3_split.json").read_text())
+    split = json.loads((Path(__file__).parent / "split.json").read_text())
     where = {t: s for s in ("train", "test") for t in split[s]}
     rows = diff(current, installed("paper"))
     print(f"| task | split | differs in |  (bfcl-eval {RELEASES['current']} vs {RELEASES['paper']})")

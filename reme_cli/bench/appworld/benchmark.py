@@ -3,7 +3,7 @@
 AppWorld pins old dependencies (pydantic<2), keeps one live world per process and freezes
 every clock in it, so it never runs in reme's process. ``reme appworld setup`` gives it a
 virtualenv of its own (``<prefix>/share/reme/appworld-venv``), and its code runs in processes
-of that venv (``reme_cli.bench.appworld_workers``): each episode in a process forked for it
+of that venv (``reme_cli.bench.appworld.processes``): each episode in a process forked for it
 from a warmed-up supervisor, which sees the task's files but never its ground truth; the
 episode's saved world is scored by AppWorld's evaluator in a process where model code never
 ran. By default both run in an OS sandbox (``benchmark.sandbox``, ``reme_cli.bench.sandbox``).
@@ -33,10 +33,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
-from reme_cli.bench import appworld_agent, sandbox
-from reme_cli.bench import appworld_metrics
-from reme_cli.bench.appworld_setup import APPWORLD_VERSION, default_venv  # noqa: F401 - the venv's home
-from reme_cli.bench.appworld_workers import Limits, Processes
+from reme_cli.bench import sandbox
+from reme_cli.bench.appworld.agent import (AGENTS, COMPACT_SYSTEM_PROMPT, EXPERIENCE_LABEL, app_descriptions,
+                                          authors_system_prompt, compact_user_message)
+from reme_cli.bench.appworld.metrics import LABELS, METRICS
+from reme_cli.bench.appworld.venv import APPWORLD_VERSION, default_venv  # noqa: F401 - the venv's home
+from reme_cli.bench.appworld.processes import Limits, Processes
 from reme_cli.bench.base import DEFAULT_PROMPT_FAMILY, BenchmarkConfig, Outcome, Task, ToolResult
 from reme_cli.bench.worker import Worker, WorkerCrashed
 from reme_cli.core.config import check_choices
@@ -80,7 +82,7 @@ class AppWorldConfig(BenchmarkConfig):
 
     def check(self) -> None:
         check_choices("benchmark", self, {"split": set(SPLITS), "sandbox": set(sandbox.CHOICES),
-                                          "agent": set(appworld_agent.AGENTS),
+                                          "agent": set(AGENTS),
                                           "prompt_family": {DEFAULT_PROMPT_FAMILY, "appworld"}},
                       {"limit": 1, "max_interactions": 1, "timeout": 1, "workers": 1, "episode_timeout": 1,
                        "memory_mb": 64, "disk_mb": 8, "max_threads": 8, "output_chars": 1000})
@@ -105,15 +107,15 @@ class AppWorldBenchmark:
     dynamic_workers = 8
     dynamic_batches = True
     max_steps_per_turn = None
-    metrics = appworld_metrics.METRICS  # Avg@k / Pass@k over TGC, SGC, success per difficulty
-    labels = appworld_metrics.LABELS
+    metrics = METRICS  # Avg@k / Pass@k over TGC, SGC, success per difficulty
+    labels = LABELS
     system_prompt: str | None = None  # the authors' agent: each task's own (Task.meta)
 
     def __init__(self, cfg: AppWorldConfig):
         self.cfg = cfg
         self.prompt_family = cfg.prompt_family
         # The authors' system message is the task's own (its supervisor): Task.meta carries it.
-        self.system_prompt = appworld_agent.COMPACT_SYSTEM_PROMPT if cfg.agent == "compact" else None
+        self.system_prompt = COMPACT_SYSTEM_PROMPT if cfg.agent == "compact" else None
         self._apps: dict[str, str] | None = None
         self.root = Path(cfg.data_dir) if cfg.data_dir else default_data_dir()
         self.venv = Path(cfg.venv) if cfg.venv else default_venv()
@@ -196,13 +198,13 @@ class AppWorldBenchmark:
         sup, instruction = specs["supervisor"], specs["instruction"]
         meta: dict[str, Any] = {"scenario": task_id.split("_")[0], "supervisor": sup}
         if self.cfg.agent == "compact":
-            text = appworld_agent.compact_user_message(sup, instruction)
+            text = compact_user_message(sup, instruction)
         else:
             if self._apps is None:
                 self._apps = self._app_descriptions()
             text = instruction
-            meta["system_prompt"] = appworld_agent.authors_system_prompt(sup, self._apps)
-            meta["experience_label"] = appworld_agent.EXPERIENCE_LABEL
+            meta["system_prompt"] = authors_system_prompt(sup, self._apps)
+            meta["experience_label"] = EXPERIENCE_LABEL
         return Task(id=task_id, turns=[[{"role": "user", "content": text}]], query=instruction,
                     meta=meta, prompt_family=self.prompt_family)
 
@@ -213,7 +215,7 @@ class AppWorldBenchmark:
             await processes.aclose()
 
     def _app_descriptions(self) -> dict[str, str]:
-        return appworld_agent.app_descriptions(self.venv)
+        return app_descriptions(self.venv)
 
     async def open(self, task: Task, episode_key: str) -> AppWorldEnv:
         self.prepare()
