@@ -40,8 +40,9 @@ from pathlib import Path
 from rich.console import Console
 
 from bench_harness import emit, machine_note, script_main  # scripts/ is on the path when this runs as a script
-from reme_cli.bench.appworld.benchmark import AppWorldEnv, default_venv
+from reme_cli.bench.appworld.benchmark import AppWorldEnv
 from reme_cli.bench.appworld.processes import INSIDE_VENV, Processes
+from reme_cli.bench.appworld.venv import default_venv
 from reme_cli.bench.registry import make_benchmark, prepare_benchmark
 from reme_cli.commands.evaluate import eval_runner, eval_streams, run_dir_for
 from reme_cli.core.config import compose

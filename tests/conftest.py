@@ -244,7 +244,7 @@ def toy_world(pytestconfig, tmp_path_factory) -> Path:
     uniquely; the sandbox mounts the world read-only)."""
     from filelock import FileLock
 
-    from reme_cli.bench.appworld.benchmark import default_venv
+    from reme_cli.bench.appworld.venv import default_venv
 
     python = default_venv() / "bin" / "python"
     assert python.exists(), "AppWorld is not set up: run `reme appworld setup` (.ci/run does)"

@@ -77,7 +77,7 @@ def test_the_appworld_venv_holds_bytecode_for_every_app():
     # `appworld install` unpacks the apps' sources with no bytecode, and the sandbox mounts the
     # venv read-only: without what `reme appworld setup` compiles, every supervisor and
     # evaluator would compile 1.1 MB of apps again when it starts.
-    from reme_cli.bench.appworld.benchmark import default_venv
+    from reme_cli.bench.appworld.venv import default_venv
 
     sources = list(default_venv().glob("lib/python3*/site-packages/appworld/apps/**/*.py"))
     assert len(sources) > 50

@@ -20,7 +20,7 @@ import yaml
 from reme_cli.agent.loop import Sampling, run_episode
 from reme_cli.agent.protocols import CodeProtocol
 from reme_cli.bench.appworld import agent as appworld_agent
-from reme_cli.bench.appworld.benchmark import default_venv
+from reme_cli.bench.appworld.venv import default_venv
 from reme_cli.bench.base import Outcome, Task, ToolResult
 from reme_cli.llm.client import ChatClient
 from reme_cli.bench.appworld.scripted import AppWorldGoldPolicy
@@ -224,7 +224,7 @@ def test_guidance_is_labelled_as_the_authors_appworld_agent_labels_it_and_bfcl_k
 
 
 def test_the_compact_agent_and_the_summarizer_words_are_switches(tmp_path):
-    from reme_cli.bench.appworld.benchmark import AppWorldConfig
+    from reme_cli.bench.appworld.config import AppWorldConfig
     from reme_cli.core.errors import UserError
 
     assert AppWorldConfig().agent == "authors" and AppWorldConfig().prompt_family == "function_calls"

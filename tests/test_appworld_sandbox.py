@@ -27,7 +27,8 @@ from typing import Any, Mapping
 
 import pytest
 
-from reme_cli.bench.appworld.benchmark import AppWorldBenchmark, AppWorldConfig
+from reme_cli.bench.appworld.benchmark import AppWorldBenchmark
+from reme_cli.bench.appworld.config import AppWorldConfig
 from reme_cli.bench.appworld.processes import PRIVATE_PREFIX
 from reme_cli.core.staging import clean_stale_tempdirs, private_tempdir
 from reme_cli.testing.scripted_server import Reply, ScriptedServer

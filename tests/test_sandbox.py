@@ -94,7 +94,9 @@ def test_a_plan_of_an_appworld_suite_needs_neither_its_data_nor_a_sandbox(reme, 
 
 def test_app_descriptions_are_read_from_the_installed_file_and_no_appworld_code_runs(toy_world, monkeypatch):
     from reme_cli.bench.appworld import agent as appworld_agent
-    from reme_cli.bench.appworld.benchmark import AppWorldBenchmark, AppWorldConfig, default_venv
+    from reme_cli.bench.appworld.benchmark import AppWorldBenchmark
+    from reme_cli.bench.appworld.config import AppWorldConfig
+    from reme_cli.bench.appworld.venv import default_venv
 
     def no_process(*args, **kwargs):
         raise AssertionError(f"a process was started: {args[:1]}")

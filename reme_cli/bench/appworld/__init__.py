@@ -3,6 +3,7 @@ lives in this package, and reme reaches it only through ``reme_cli.core.registry
 
 - ``benchmark.py``: the ``Benchmark`` (tasks, data, before-run checks) and its environment,
   whose episodes run in AppWorld's own processes;
+- ``config.py``: ``AppWorldConfig``, the ``benchmark.*`` keys and each episode's bounds;
 - ``agent.py``: the agent's words (the authors' prompt or reme's compact one);
 - ``metrics.py``: its own scores (SGC, success per difficulty) and its words for tables;
 - ``processes.py``: the episode supervisors and the evaluator, in the sandbox;

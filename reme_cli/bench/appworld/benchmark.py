@@ -26,77 +26,24 @@ from __future__ import annotations
 
 import json
 import os
-import re
-import sys
 import uuid
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 from reme_cli.bench import sandbox
-from reme_cli.bench.appworld.agent import (AGENTS, COMPACT_SYSTEM_PROMPT, EXPERIENCE_LABEL, app_descriptions,
+from reme_cli.bench.appworld.agent import (COMPACT_SYSTEM_PROMPT, EXPERIENCE_LABEL, app_descriptions,
                                           authors_system_prompt, compact_user_message)
+from reme_cli.bench.appworld.config import AppWorldConfig, default_data_dir
 from reme_cli.bench.appworld.metrics import LABELS, METRICS
-from reme_cli.bench.appworld.venv import APPWORLD_VERSION, default_venv  # noqa: F401 - the venv's home
-from reme_cli.bench.appworld.processes import Limits, Processes
-from reme_cli.bench.base import DEFAULT_PROMPT_FAMILY, BenchmarkConfig, Outcome, Task, ToolResult
+from reme_cli.bench.appworld.processes import Processes
+from reme_cli.bench.appworld.venv import default_venv
+from reme_cli.bench.base import Outcome, Task, ToolResult
 from reme_cli.bench.worker import Worker, WorkerCrashed
-from reme_cli.core.config import check_choices
 from reme_cli.core.errors import UserError
 
-SPLITS = ("train", "dev", "test_normal", "test_challenge")
 # AppWorld's official splits (its data/datasets/*.txt), for plans made without the data.
 SPLIT_SIZES = {"train": 90, "dev": 57, "test_normal": 168, "test_challenge": 417}
-TASK_ID = re.compile(r"[A-Za-z0-9]+_[0-9]+")
 _GRACE_S = 30.0  # reme's wait on a supervisor beyond the step's own limit
-
-
-def default_data_dir() -> Path:
-    return Path(os.environ.get("APPWORLD_ROOT") or Path(sys.prefix) / "share" / "reme" / "appworld")
-
-
-@dataclass
-class AppWorldConfig(BenchmarkConfig):
-    name: str = "appworld"
-    split: str = "test_normal"  # train | dev | test_normal | test_challenge
-    tool_protocol: Optional[str] = "code"  # Python code actions against `apis` (over model.tool_protocol)
-    thinking: Optional[bool] = False  # Qwen3 thinking off, as in the official AppWorld runs (over model.thinking)
-    data_dir: Optional[str] = None  # holds data/ (default $APPWORLD_ROOT, else <prefix>/share/reme/appworld)
-    venv: Optional[str] = None  # AppWorld's own virtualenv (default: where `reme appworld setup` puts it)
-    timeout: float = 100.0  # seconds per step (AppWorld's own execute default)
-    # What one episode may use; a bound that is hit ends the episode with its stop reason.
-    episode_timeout: float = 300.0  # seconds of the model's code per episode, all steps together
-    # memory the model's code may hold: what it adds to the opened world's address space and
-    # what it writes to its scratch space (a tmpfs of disk_mb) together
-    memory_mb: int = 2048
-    disk_mb: int = 128  # what an episode may write (the world's outputs included)
-    max_threads: int = 64  # processes and threads in the sandbox (new processes end the episode)
-    output_chars: int = 100_000  # of a step's output, kept and shown to the model
-    workers: Optional[int] = None  # episode processes at most (~270 MB each; default: one per open episode)
-    sandbox: str = "auto"  # auto | bwrap | none: the OS sandbox around the model's code (none: on the host)
-    # authors: the ReMe authors' agent (65971baf benchmark/appworld/); compact: reme's own prompt words
-    agent: str = "authors"
-    # The summarizer's words: function_calls, the prompts BFCL uses (the authors use one set for
-    # both benchmarks); appworld, reme's wording for code and API calls (prompts/families.toml).
-    prompt_family: str = DEFAULT_PROMPT_FAMILY
-
-    def check(self) -> None:
-        check_choices("benchmark", self, {"split": set(SPLITS), "sandbox": set(sandbox.CHOICES),
-                                          "agent": set(AGENTS),
-                                          "prompt_family": {DEFAULT_PROMPT_FAMILY, "appworld"}},
-                      {"limit": 1, "max_interactions": 1, "timeout": 1, "workers": 1, "episode_timeout": 1,
-                       "memory_mb": 64, "disk_mb": 8, "max_threads": 8, "output_chars": 1000})
-        if self.memory_mb - self.disk_mb < 64:
-            raise UserError(f"benchmark.memory_mb ({self.memory_mb}) must exceed benchmark.disk_mb ({self.disk_mb}) "
-                            "by at least 64: an episode's scratch space is memory (a tmpfs) and counts against it")
-        bad = [t for t in self.task_ids or [] if not TASK_ID.fullmatch(str(t))]
-        if bad:
-            raise UserError(f"benchmark.task_ids: {bad[0]!r} is not an AppWorld task id (they look like 82e2fac_1)")
-
-    def limits(self) -> Limits:
-        return Limits(step_seconds=self.timeout, episode_seconds=self.episode_timeout,
-                      memory_bytes=self.memory_mb << 20, disk_bytes=self.disk_mb << 20,
-                      max_threads=self.max_threads, output_chars=self.output_chars)
 
 
 class AppWorldBenchmark:

@@ -1,8 +1,9 @@
 """BFCL-v3 multi-turn base (``benchmark=bfcl_v3``), a benchmark plug-in: everything particular
 to BFCL lives in this package, and reme reaches it only through ``reme_cli.core.registry``.
 
-- ``benchmark.py``: the ``Benchmark`` and its config (tasks, the authors' 50/150 split, isolated episodes over
+- ``benchmark.py``: the ``Benchmark`` (tasks, the authors' 50/150 split, isolated episodes over
   bfcl-eval's backends, the official checker) and its environment;
+- ``config.py``: ``BFCLConfig``, the ``benchmark.*`` keys;
 - ``calls.py``: safe parsing and serialising of tool calls (no model output reaches ``eval``);
 - ``tool_notes.py``: the language note bfcl appends to tool descriptions, from the active release;
 - ``release.py``: bfcl-eval releases side by side (``benchmark.release``, ``reme bfcl-diff``);

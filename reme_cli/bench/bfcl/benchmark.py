@@ -1,7 +1,8 @@
 """BFCL-v3 multi-turn base: tasks, isolated episodes, and the official checker.
 
 Task data, the stateful backends and ``multi_turn_checker`` all come from the pinned
-``bfcl-eval`` package. Two things in it need care (see DESIGN.md):
+``bfcl-eval`` package. Two things in it need care (tests/test_call_safety.py and
+tests/test_bfcl_bench.py hold both to it; docs/trust.md says the first to users):
 
 * bfcl executes model output with ``eval()``. We never do: the environment dispatches
   only to bound methods of its own backend instances, and the checker only ever sees
@@ -37,10 +38,9 @@ import threading
 import traceback
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
 from functools import cache, lru_cache
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 from reme_cli.core.environ import set_default
 
@@ -48,7 +48,8 @@ from reme_cli.core.environ import set_default
 # only ones that do not, but keep any accidental ones out of the user's working directory.
 set_default("BFCL_PROJECT_ROOT", os.path.join(tempfile.gettempdir(), "reme-bfcl"))
 
-from reme_cli.bench.base import BenchmarkConfig, InProcessEnv, Outcome, Task, ToolDialect, ToolResult  # noqa: E402
+from reme_cli.bench.base import InProcessEnv, Outcome, Task, ToolDialect, ToolResult  # noqa: E402
+from reme_cli.bench.bfcl.config import BFCLConfig  # noqa: E402
 from reme_cli.bench.scoring import TASK_METRICS, Labels  # noqa: E402
 from reme_cli.bench.bfcl.calls import (  # noqa: E402
     MAX_ARGUMENT_CHARS,
@@ -57,10 +58,9 @@ from reme_cli.bench.bfcl.calls import (  # noqa: E402
     is_identifier,
     parse_call_string,
 )
-from reme_cli.bench.bfcl.tool_notes import TOOL_NOTES, annotated, notes_at  # noqa: E402
-from reme_cli.bench.bfcl.release import RELEASES, check_release  # noqa: E402
+from reme_cli.bench.bfcl.tool_notes import annotated, notes_at  # noqa: E402
+from reme_cli.bench.bfcl.release import RELEASES  # noqa: E402
 from reme_cli.bench.bfcl.release import ensure as ensure_release  # noqa: E402
-from reme_cli.core.config import check_choices  # noqa: E402
 from reme_cli.core.errors import UserError  # noqa: E402
 
 try:  # only dependency-free modules of bfcl-eval (installed with --no-deps)
@@ -240,36 +240,6 @@ def _param_names(classes: tuple[str, ...]) -> dict[str, tuple[str, ...]]:
 
 
 # -------------------------------------------------------------------- benchmark
-
-
-@dataclass
-class BFCLConfig(BenchmarkConfig):
-    """The defaults are BFCL as the ReMe authors' agent ran it (agentscope-ai/ReMe 65971baf,
-    benchmark/bfcl/); the fidelity ledger (docs/fidelity.md) names each source."""
-
-    name: str = "bfcl_v3"
-    # Model calls per user turn. None: no cap, only max_interactions over the task (the
-    # authors' agent); 20 is bfcl-eval's own runner's limit.
-    max_steps_per_turn: Optional[int] = None
-    # Whose data, backends and checker: the authors' (paper: bfcl-eval 2025.7.17), the
-    # pinned bfcl-eval (current) or any bfcl-eval version (reme_cli/bench/bfcl/release.py).
-    release: str = "paper"
-    # bfcl's "Note that the provided function is in Python 3 syntax." on each description:
-    # per_turn (turn k carries it k times, as the authors' compile_tools did), once (bfcl-eval's
-    # own handlers), none.
-    tool_note: str = "per_turn"
-    # Each tool's response schema: drop (the authors' extract_tool_schema), keep (bfcl-eval's
-    # OpenAI handler sends it).
-    tool_response: str = "drop"
-    # A user turn in which the model called nothing: drop (the authors' extract_multi_turn_
-    # responses leaves it out and later turns move up), keep (bfcl-eval's runner: an empty turn).
-    empty_turns: str = "drop"
-
-    def check(self) -> None:
-        check_choices("benchmark", self, {"split": {"train", "test"}, "tool_note": set(TOOL_NOTES),
-                                          "tool_response": {"drop", "keep"}, "empty_turns": {"drop", "keep"}},
-                      {"limit": 1, "max_interactions": 1, "max_steps_per_turn": 1})
-        check_release(self.release)
 
 
 # The released pools quote the training tasks of bfcl-eval <= 2025.6.15 (data group A;
