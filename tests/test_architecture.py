@@ -72,7 +72,15 @@ def test_the_check_sees_a_planted_cycle(tmp_path, monkeypatch):
 
 # ---------------------------------------------------------------- plug-ins and files
 
-PLUGINS_DIR = ("reme_cli", "methods")  # each sub-package is one method plug-in
+# Each sub-package of these floors is one plug-in: a memory method (methods/<name>/) or a
+# benchmark (bench/<name>/). The floor's own modules are the seam every plug-in shares.
+PLUGIN_FLOORS = ("methods", "bench")
+
+
+def plugin_packages(root) -> set[str]:
+    """Every plug-in of the tree, as ``floor.name`` (``methods.amem``, ``bench.bfcl``)."""
+    return {f"{floor}.{p.name}" for floor in PLUGIN_FLOORS for p in (root / "reme_cli" / floor).iterdir()
+            if (p / "__init__.py").is_file()}
 
 
 def module_imports(root) -> dict[str, set[str]]:
@@ -94,18 +102,22 @@ def module_imports(root) -> dict[str, set[str]]:
     return graph
 
 
-def plugin_of(module: str) -> str | None:
+def plugin_of(module: str, plugins: set[str]) -> str | None:
+    """The plug-in a module belongs to (``methods.amem``, ``bench.bfcl``: the package itself
+    or anything under it); None for the shared rooms, the seams included."""
     parts = module.split(".")
-    return parts[2] if parts[:2] == list(PLUGINS_DIR) and len(parts) > 3 else None
+    key = ".".join(parts[1:3])
+    return key if parts[0] == "reme_cli" and len(parts) >= 3 and key in plugins else None
 
 
-def plugin_crossings(graph: dict[str, set[str]]) -> list[str]:
-    """Imports from one method plug-in into another, or from the seam into any plug-in."""
+def plugin_crossings(graph: dict[str, set[str]], plugins: set[str]) -> list[str]:
+    """Imports from one plug-in into another, or from a seam (a plug-in floor's own modules)
+    into any plug-in."""
     bad = []
     for src, targets in graph.items():
         for dst in targets:
-            a, b = plugin_of(src), plugin_of(dst)
-            seam = src.split(".")[:2] == list(PLUGINS_DIR) and a is None
+            a, b = plugin_of(src, plugins), plugin_of(dst, plugins)
+            seam = src.split(".")[1:2] in ([floor] for floor in PLUGIN_FLOORS) and a is None
             if b is not None and (a != b if a is not None else seam):
                 bad.append(f"{src} -> {dst}")
     return sorted(bad)
@@ -127,7 +139,7 @@ def file_cycles(graph: dict[str, set[str]]) -> list[str]:
 
 
 def test_no_plugin_imports_another_and_the_seam_imports_none():
-    assert plugin_crossings(module_imports(REPO)) == []
+    assert plugin_crossings(module_imports(REPO), plugin_packages(REPO)) == []
 
 
 def test_no_circle_of_files():
@@ -139,14 +151,19 @@ def test_the_checks_see_a_planted_crossing_and_a_planted_circle(tmp_path):
 
     copy = tmp_path / "repo"
     shutil.copytree(REPO / "reme_cli", copy / "reme_cli", ignore=shutil.ignore_patterns("__pycache__"))
-    methods = copy / "reme_cli" / "methods"
+    methods, bench = copy / "reme_cli" / "methods", copy / "reme_cli" / "bench"
     (methods / "amem" / "oops.py").write_text("from reme_cli.methods.reme.pool import Pool\n")
     (methods / "oops_seam.py").write_text("import reme_cli.methods.langmem.config\n")
+    (bench / "appworld" / "oops.py").write_text("from reme_cli.bench.bfcl.calls import canonical_call\n")
+    (bench / "oops_seam.py").write_text("import reme_cli.bench.appworld\n")
     (copy / "reme_cli" / "core" / "ring_a.py").write_text("from reme_cli.core import ring_b\n")
     (copy / "reme_cli" / "core" / "ring_b.py").write_text("def f():\n    from reme_cli.core.ring_a import x\n")
     graph = module_imports(copy)
-    assert plugin_crossings(graph) == ["reme_cli.methods.amem.oops -> reme_cli.methods.reme.pool",
-                                       "reme_cli.methods.oops_seam -> reme_cli.methods.langmem.config"]
+    assert plugin_crossings(graph, plugin_packages(copy)) == [
+        "reme_cli.bench.appworld.oops -> reme_cli.bench.bfcl.calls",
+        "reme_cli.bench.oops_seam -> reme_cli.bench.appworld",
+        "reme_cli.methods.amem.oops -> reme_cli.methods.reme.pool",
+        "reme_cli.methods.oops_seam -> reme_cli.methods.langmem.config"]
     circles = file_cycles(graph)
     assert len(circles) == 1 and set(circles[0].split(" -> ")) == {"reme_cli.core.ring_a", "reme_cli.core.ring_b"}
 
@@ -158,36 +175,36 @@ def test_the_checks_see_a_planted_crossing_and_a_planted_circle(tmp_path):
 OUTSIDE_IMPORTS_ALLOWED: set[str] = set()
 
 
-def benchmark_plugins() -> set[str]:
-    """The built-in benchmarks' module stems under reme_cli/bench (``bfcl``, ``appworld``):
-    a benchmark plug-in is ``bench/<stem>.py`` and every ``bench/<stem>_*`` module or package."""
-    from reme_cli.core.registry import BENCHMARKS
-
-    modules = [target.partition(":")[0].split(".") for target in BENCHMARKS.builtins().values()]
-    return {parts[2] for parts in modules if parts[:2] == ["reme_cli", "bench"] and len(parts) == 3}
-
-
-def owner_plugin(module: str, benches: set[str]) -> str | None:
-    """``methods.<name>`` or ``bench.<stem>`` for a module inside a plug-in; None for shared rooms."""
-    parts = module.split(".")
-    if parts[:2] == list(PLUGINS_DIR) and len(parts) > 3:
-        return f"methods.{parts[2]}"
-    if parts[:2] == ["reme_cli", "bench"] and len(parts) > 2:
-        stem = next((b for b in benches if parts[2] == b or parts[2].startswith(b + "_")), None)
-        return f"bench.{stem}" if stem else None
-    return None
-
-
-def outside_imports(graph: dict[str, set[str]], benches: set[str]) -> list[str]:
+def outside_imports(graph: dict[str, set[str]], plugins: set[str]) -> list[str]:
     """Imports of a plug-in's module from outside that plug-in (shared rooms and other
     plug-ins alike): a plug-in is reached only through core/registry, by name."""
     return sorted(f"{src} -> {dst}" for src, targets in graph.items() for dst in targets
-                  if owner_plugin(dst, benches) not in (None, owner_plugin(src, benches)))
+                  if plugin_of(dst, plugins) not in (None, plugin_of(src, plugins)))
+
+
+def registered_targets() -> dict[str, str]:
+    """Every built-in of every registry in core/registry, ``"KIND name" -> "module:attribute"``."""
+    import reme_cli.core.registry as registry
+
+    return {f"{kind} {name}": target for kind, reg in vars(registry).items() if isinstance(reg, registry.Registry)
+            for name, target in reg.builtins().items()}
+
+
+def test_every_benchmark_is_a_package_and_everything_it_registers_lives_in_it():
+    """A benchmark is a package bench/<name>/ (its benchmark, replay policy, commands: one
+    package), as a method is methods/<name>/; bench/'s own modules are what every benchmark
+    shares, so nothing a registry names lives there."""
+    plugins = plugin_packages(REPO)
+    assert {p for p in plugins if p.startswith("bench.")} == {"bench.bfcl", "bench.appworld"}
+    owners = {key: plugin_of(target.partition(":")[0], plugins) for key, target in registered_targets().items()
+              if target.startswith("reme_cli.bench.")}
+    assert {k: v for k, v in owners.items() if k.startswith("BENCHMARKS ")} == {
+        "BENCHMARKS bfcl_v3": "bench.bfcl", "BENCHMARKS appworld": "bench.appworld"}
+    assert [key for key, owner in owners.items() if owner is None] == []
 
 
 def test_outside_a_plugin_only_the_registry_reaches_it():
-    assert benchmark_plugins() == {"bfcl", "appworld"}
-    assert [e for e in outside_imports(module_imports(REPO), benchmark_plugins())
+    assert [e for e in outside_imports(module_imports(REPO), plugin_packages(REPO))
             if e not in OUTSIDE_IMPORTS_ALLOWED] == []
 
 
@@ -198,21 +215,24 @@ def test_the_plugin_rule_sees_a_shared_room_importing_a_method_or_a_benchmark(tm
     shutil.copytree(REPO / "reme_cli", copy / "reme_cli", ignore=shutil.ignore_patterns("__pycache__"))
     (copy / "reme_cli" / "commands" / "oops.py").write_text(
         "def f():\n    from reme_cli.methods.amem.notes import Note\n")
-    (copy / "reme_cli" / "testing" / "oops.py").write_text("import reme_cli.bench.appworld_setup\n")
+    (copy / "reme_cli" / "testing" / "oops.py").write_text("import reme_cli.bench.appworld.venv\n")
     (copy / "reme_cli" / "bench" / "oops.py").write_text("from reme_cli.bench import bfcl\n")
-    (copy / "reme_cli" / "bench" / "bfcl_oops.py").write_text("from reme_cli.bench.bfcl import BFCLBenchmark\n")
-    found = outside_imports(module_imports(copy), benchmark_plugins())
+    # A flat module named like a benchmark is a shared room too: ownership is the package.
+    (copy / "reme_cli" / "bench" / "bfcl_oops.py").write_text("from reme_cli.bench.bfcl.benchmark import BFCLBenchmark\n")
+    (copy / "reme_cli" / "bench" / "bfcl" / "oops.py").write_text("from reme_cli.bench.bfcl.release import RELEASES\n")
+    found = outside_imports(module_imports(copy), plugin_packages(copy))
     assert "reme_cli.commands.oops -> reme_cli.methods.amem.notes" in found
-    assert "reme_cli.testing.oops -> reme_cli.bench.appworld_setup" in found
+    assert "reme_cli.testing.oops -> reme_cli.bench.appworld.venv" in found
     assert "reme_cli.bench.oops -> reme_cli.bench.bfcl" in found  # a shared bench module is not the plug-in
-    assert not any(e.startswith("reme_cli.bench.bfcl_oops") for e in found)  # inside its own plug-in
+    assert "reme_cli.bench.bfcl_oops -> reme_cli.bench.bfcl.benchmark" in found
+    assert not any(e.startswith("reme_cli.bench.bfcl.oops") for e in found)  # inside its own plug-in
 
 
 # ---------------------------------------------------------------- no shared room names a benchmark
 
 # A benchmark is a plug-in like any other: what is particular to it (its metrics and labels,
-# its scripted answers, its commands) lives in bench/ and its configs, and the shared rooms
-# iterate what it declares. An identifier, an import or a string (docstrings and comments may
+# its scripted answers, its commands) lives in its package bench/<name>/ and its configs, and
+# the shared rooms (bench/'s own modules among them) iterate what it declares. An identifier, an import or a string (docstrings and comments may
 # cite a source) that names one is knowledge in the wrong room.
 BENCHMARK_WORDS = re.compile(r"appworld|bfcl", re.IGNORECASE)
 SHARED_ROOMS = ("core", "llm", "agent", "methods", "run", "report", "track", "commands", "view", "testing")
@@ -258,11 +278,11 @@ def _names(node: ast.AST, docstrings: set[int]) -> list[str]:
 
 
 def shared_files(root) -> list:
-    """The shared rooms' modules: whole packages, the method seam's own files (not the
-    method plug-ins below it), and the CLI."""
+    """The shared rooms' modules: whole packages, the seams' own files (methods/*.py and
+    bench/*.py, not the plug-ins below them), and the CLI."""
     base = root / "reme_cli"
     files = [p for room in SHARED_ROOMS if room != "methods" for p in (base / room).rglob("*.py")]
-    return sorted([*files, *(base / "methods").glob("*.py"), base / "cli.py"])
+    return sorted([*files, *(base / "methods").glob("*.py"), *(base / "bench").glob("*.py"), base / "cli.py"])
 
 
 def benchmark_names_in_shared_rooms(root) -> list[str]:
@@ -291,9 +311,13 @@ def test_the_check_sees_a_planted_benchmark_name(tmp_path):
     shutil.copytree(REPO / "reme_cli", copy / "reme_cli", ignore=shutil.ignore_patterns("__pycache__"))
     (copy / "reme_cli" / "report" / "oops.py").write_text(
         '"""Cites AppWorld\'s paper: allowed."""\n'
-        "from reme_cli.bench.appworld_metrics import SGC\n"
+        "from reme_cli.bench.appworld.metrics import SGC\n"
         "def bfcl_only(run):\n"
         "    return run['benchmark'] == 'bfcl_v3'\n")
+    # bench/'s own modules are shared rooms too; a benchmark's package is not.
+    (copy / "reme_cli" / "bench" / "oops.py").write_text("VENV = 'appworld-venv'\n")
+    (copy / "reme_cli" / "bench" / "bfcl" / "oops.py").write_text("NAME = 'bfcl_v3'\n")
     hits = benchmark_names_in_shared_rooms(copy)
-    assert hits == ["reme_cli/report/oops.py:2: 'reme_cli.bench.appworld_metrics'",
+    assert hits == ["reme_cli/bench/oops.py:1: 'appworld-venv'",
+                    "reme_cli/report/oops.py:2: 'reme_cli.bench.appworld.metrics'",
                     "reme_cli/report/oops.py:3: 'bfcl_only'", "reme_cli/report/oops.py:4: 'bfcl_v3'"]
