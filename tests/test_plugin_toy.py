@@ -12,11 +12,11 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
-from reme_cli.testing.scripted_server import ScriptedServer
-from tests.conftest import REPO, reme_process
+from tests.conftest import REPO, reme_process, scripted_popen
 
 PLUGIN = REPO / "tests" / "plugins" / "reme_toy"
 
@@ -34,13 +34,15 @@ def site(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def toy_server(site):
-    sys.path.insert(0, str(site))
+    """The scripted server answering with the toy benchmark's policy, which it finds by name
+    (``--policy toy``) through the plug-in's ``reme.replay_policies`` entry point."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), str(REPO)])}
+    server = scripted_popen(["--policy", "toy"], stdout=subprocess.PIPE, text=True, env=env)
     try:
-        from reme_toy.policy import ToyPolicy
+        yield SimpleNamespace(base_url=server.stdout.readline().strip())
     finally:
-        sys.path.remove(str(site))
-    with ScriptedServer(ToyPolicy()) as srv:
-        yield srv
+        server.terminate()
+        server.wait(timeout=30)
 
 
 def reme(site: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess:

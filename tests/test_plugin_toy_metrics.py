@@ -1,5 +1,5 @@
 """A benchmark owns its metrics, proven from outside: the toy plug-in's benchmark declares
-its own (``reme_toy/metrics.py``: progress per seed, success per target) and nothing in
+its own (``reme_toy/bench/metrics.py``: progress per seed, success per target) and nothing in
 reme names them, yet `reme eval` writes them to metrics.json and `reme report` shows them,
 in its tables and in a table of their own. The model is the scripted server, a TEST DOUBLE
 answering like a perfect agent; the interaction limit stops the longest task short, so the

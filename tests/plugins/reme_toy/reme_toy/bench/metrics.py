@@ -5,7 +5,7 @@ shows them, though nothing in reme names them.
 - ``progress``: per seed, how far the counter got toward its target, averaged over units
   (a task stopped short of its target still counts its share);
 - ``by_target``: the success rate of the units of each target.
-Both read the checker's ``counter`` and ``target`` (``bench.CounterEnv.evaluate``).
+Both read the checker's ``counter`` and ``target`` (``benchmark.CounterEnv.evaluate``).
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
 """The toy benchmark: one counter per episode; a task succeeds when the counter ends at
-its target. One module plus one config file, as the README's "Extending reme" says."""
+its target. This module, its package's metrics and scripted answers, and one config file
+(docs/extending.md, "Adding a benchmark")."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import Any
 
 from reme_cli.bench.base import BenchmarkConfig, InProcessEnv, Outcome, Task, ToolResult
 from reme_cli.core.config import check_choices
-from reme_toy.metrics import LABELS, METRICS
+from reme_toy.bench.metrics import LABELS, METRICS
 
 TOOLS = [{"type": "function", "function": {"name": name, "description": desc,
                                             "parameters": {"type": "object", "properties": {}}}}

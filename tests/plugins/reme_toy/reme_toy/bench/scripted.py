@@ -1,5 +1,7 @@
 """TEST DOUBLE for the toy benchmark: answers like a perfect agent (one increment per step
-up to the target, then DONE), counting the increments it already sent in the history."""
+up to the target, then DONE), counting the increments it already sent in the history. The
+scripted server finds it by name (``--policy toy``) through the ``reme.replay_policies``
+entry point, as it finds reme's own (``reme_cli/bench/replay.py`` is the seam)."""
 
 from __future__ import annotations
 
@@ -7,7 +9,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from reme_cli.testing.scripted_server import Reply
+from reme_cli.bench.replay import Reply
 
 
 class ToyPolicy:
