@@ -37,7 +37,7 @@ from reme_cli.bench import appworld_agent, sandbox
 from reme_cli.bench import appworld_metrics
 from reme_cli.bench.appworld_setup import APPWORLD_VERSION, default_venv  # noqa: F401 - the venv's home
 from reme_cli.bench.appworld_workers import Limits, Processes
-from reme_cli.bench.base import DEFAULT_PROMPT_FAMILY, BenchmarkConfig, Outcome, Task, ToolResult
+from reme_cli.bench.base import DEFAULT_PROMPT_FAMILY, Benchmark, BenchmarkConfig, Outcome, Task, ToolResult
 from reme_cli.bench.worker import Worker, WorkerCrashed
 from reme_cli.core.config import check_choices
 from reme_cli.core.errors import UserError
@@ -97,7 +97,7 @@ class AppWorldConfig(BenchmarkConfig):
                       max_threads=self.max_threads, output_chars=self.output_chars)
 
 
-class AppWorldBenchmark:
+class AppWorldBenchmark(Benchmark):
     name = "appworld"
     config_class = AppWorldConfig
     # The authors' run_appworld.py:58-107: batches of 8 consecutive tasks against one shared
@@ -108,6 +108,10 @@ class AppWorldBenchmark:
     metrics = appworld_metrics.METRICS  # Avg@k / Pass@k over TGC, SGC, success per difficulty
     labels = appworld_metrics.LABELS
     system_prompt: str | None = None  # the authors' agent: each task's own (Task.meta)
+    # The bounds on the model's code (issue 33): at their defaults no honest episode meets
+    # them, so runs made before they existed resume (out of the run hash at these values).
+    hash_neutral = {"episode_timeout": 300.0, "memory_mb": 2048, "disk_mb": 128, "max_threads": 64,
+                    "output_chars": 100_000}
 
     def __init__(self, cfg: AppWorldConfig):
         self.cfg = cfg
