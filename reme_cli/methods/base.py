@@ -291,13 +291,18 @@ class Memory(Plugin):
     def preflight(cls, cfg: Any) -> None:
         """Refuse bad input (a missing or damaged pool) before the run writes anything: with
         ``saved``, ``memory.pool`` is required (unless ``--mode dynamic`` may start empty) and
-        ``check_pool`` reads it."""
+        ``check_pool`` reads it; first, what it needs installed (``check_installed``)."""
+        cls.check_installed()
         if cls.saved is None:
             return
         if cfg.memory.pool:
             cls.check_pool(cfg)
         elif cfg.eval.mode != "dynamic" or cls.saved.starts_empty is None:
             cls.require_pool(cfg)
+
+    @classmethod
+    def check_installed(cls) -> None:
+        """Refuse in one line when a package the method runs on is missing (an extra)."""
 
     @classmethod
     def check_pool(cls, cfg: Any) -> None:

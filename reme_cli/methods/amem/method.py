@@ -70,16 +70,16 @@ def _training_notes(cfg: AMemConfig, attempts: list[tuple[Trajectory, Outcome]])
     return good if cfg.build_notes == "all" else good[:1]
 
 
+@dataclass(eq=False)  # the state and what it is run with (identity, not value, compares)
 class AMem(Memory):
     config_class = AMemConfig
     report_columns = {"setting": "A-Mem"}
     needs_summarizer = True  # A-Mem's own LLM calls go to the summarizer (the executor by default)
     saved = SavedState(METHOD, describe.read, describe.change, ("store",))
 
-    def __init__(self, store: NoteStore, cfg: AMemConfig, summ: Any):
-        self.store = store
-        self.cfg = cfg
-        self.summ = summ
+    store: NoteStore
+    cfg: AMemConfig
+    summ: Any
 
     # ------------------------------------------------------------------ build-pool
     @classmethod

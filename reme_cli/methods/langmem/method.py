@@ -147,6 +147,7 @@ def _direct(fn: Any, *args: Any) -> Any:
     return fn(*args)
 
 
+@dataclass(eq=False)  # the state and what it is run with (identity, not value, compares)
 class LangMem(Memory):
     config_class = LangMemConfig
     report_columns = {"setting": "LangMem"}
@@ -154,10 +155,9 @@ class LangMem(Memory):
     saved = SavedState(METHOD, describe.read, describe.change, ("store",))
     cost_guesses = {CALLS_PER_TRAJECTORY: Guess(2.0, "LangMem manager calls per extraction")}
 
-    def __init__(self, store: EpisodeStore, cfg: LangMemConfig, summ: Any):
-        self.store = store
-        self.cfg = cfg
-        self.summ = summ
+    store: EpisodeStore
+    cfg: LangMemConfig
+    summ: Any
 
     # ------------------------------------------------------------------ build-pool
     @classmethod
@@ -212,9 +212,8 @@ class LangMem(Memory):
 
     # ------------------------------------------------------------------ eval
     @classmethod
-    def preflight(cls, cfg: Any) -> None:
+    def check_installed(cls) -> None:
         require("langmem", "create_memory_store_manager")
-        super().preflight(cfg)
 
     @classmethod
     def check_pool(cls, cfg: Any) -> None:

@@ -48,6 +48,7 @@ def resolve_store(path: str | Path) -> Path:
     return find_pool(path, METHOD, "a ReasoningBank pool")
 
 
+@dataclass(eq=False)  # the state and what it is run with (identity, not value, compares)
 class ReasoningBank(Memory):
     config_class = ReasoningBankConfig
     report_columns = {"setting": "ReasoningBank ({mode})", "params": ["memory.top_k", "memory.judge"],
@@ -55,10 +56,9 @@ class ReasoningBank(Memory):
     needs_summarizer = True  # judge and extraction go to the summarizer (the executor by default)
     saved = SavedState(METHOD, describe.read, describe.change, ("store",), starts_empty="an empty bank")
 
-    def __init__(self, store: ItemStore, cfg: ReasoningBankConfig, summ: Any):
-        self.store = store
-        self.cfg = cfg
-        self.summ = summ
+    store: ItemStore
+    cfg: ReasoningBankConfig
+    summ: Any
 
     # ------------------------------------------------------------------ build-pool
     @classmethod

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -135,6 +136,7 @@ def _read(folder: Path) -> tuple[list[StateItem], dict[str, Any], str]:
     return [_version_item(prompt)], {**summary, "prompt chars": len(prompt)}, prompt
 
 
+@dataclass(eq=False)  # the state and what it is run with (identity, not value, compares)
 class LangMemPrompt(Memory):
     """The learned instructions as every task's guidance; refined per stream in dynamic mode."""
 
@@ -143,10 +145,9 @@ class LangMemPrompt(Memory):
     needs_summarizer = True
     saved = SavedState(METHOD, _read, _change, locate=_locate)
 
-    def __init__(self, prompt: str, cfg: LangMemPromptConfig, summarizer: Any):
-        self.prompt = prompt
-        self.cfg = cfg
-        self.summ = summarizer
+    prompt: str  # the learned instructions
+    cfg: LangMemPromptConfig
+    summ: Any
 
     # ------------------------------------------------------------------ build-pool
     @classmethod
@@ -211,9 +212,8 @@ class LangMemPrompt(Memory):
 
     # ------------------------------------------------------------------ eval
     @classmethod
-    def preflight(cls, cfg: Config) -> None:
-        require_langmem()  # a missing extra or pool is bad input: refused before anything is written
-        super().preflight(cfg)
+    def check_installed(cls) -> None:
+        require_langmem()  # a missing extra is bad input: refused before anything is written
 
     @classmethod
     def check_pool(cls, cfg: Config) -> None:
