@@ -19,8 +19,10 @@ from typer.core import TyperCommand, TyperGroup
 from rich.console import Console
 from rich.markup import escape
 
+from reme_cli import PROGRAM
 from reme_cli.core.config import compose
 from reme_cli.core.errors import EXIT_UNIT_ERRORS, Interrupted, Reexec, UserError, os_error_message
+from reme_cli.core.registry import DEFAULT_METHOD
 
 console = Console(stderr=True)  # progress and tables; stdout carries only paths, for scripts
 
@@ -68,7 +70,7 @@ def _typer(**kw) -> typer.Typer:
 
 
 app = _typer(
-    name="reme",
+    name=PROGRAM,
     help="Reproduce and extend ReMe (dynamic procedural memory for LLM agents, arXiv 2512.10696) on "
          "BFCL-v3 multi-turn and AppWorld: build experience pools, evaluate memory methods (ReMe fixed "
          "and dynamic, A-Mem, LangMem, ACE, Dynamic Cheatsheet, ReasoningBank, or your own plug-in) with "
@@ -193,13 +195,13 @@ def _finish(results: list, sweep_table: bool = False) -> None:
 
 def _mode_overrides(mode: Mode | None, overrides: list[str]) -> list[str]:
     """``--mode`` as overrides. Without it: ``none`` unless a memory is named (then
-    ``fixed``); a memory mode without a named memory uses ReMe."""
+    ``fixed``); a memory mode without a named memory uses the default method (the paper's)."""
     named = [o.split("=", 1)[1] for o in overrides if o.lstrip("+~").startswith("memory=")]
     if mode is None:
         mode = Mode.fixed if named and named[-1] != "none" else Mode.none
     extra = [f"eval.mode={mode.value}"]
     if mode is not Mode.none and not named:
-        extra.append("memory=reme")
+        extra.append(f"memory={DEFAULT_METHOD}")
     return extra + overrides
 
 
@@ -290,7 +292,7 @@ def build_pool_cmd(
         from reme_cli.commands.build_pool import build_pool
 
         # Defaults first, so the user's own overrides win.
-        _finish([build_pool(compose(["benchmark.split=train", "memory=reme"] + job), console, wait=wait)
+        _finish([build_pool(compose(["benchmark.split=train", f"memory={DEFAULT_METHOD}"] + job), console, wait=wait)
                  for job in _expand(overrides or [], multirun)])
 
     _run(body)

@@ -143,6 +143,7 @@ def test_the_embedded_model_runs_an_episode_to_the_end(reme, toy_world):
 
 
 def test_appworld_asks_for_code_actions_and_no_thinking_over_the_models_settings():
+    from reme_cli.bench.base import Benchmark
     from reme_cli.run.settings import episode_settings
     from reme_cli.core.config import compose
     from reme_cli.llm.endpoint import request_extra_body
@@ -151,7 +152,7 @@ def test_appworld_asks_for_code_actions_and_no_thinking_over_the_models_settings
     assert request_extra_body(aw) == {"chat_template_kwargs": {"enable_thinking": False}}
     assert request_extra_body(bfcl) == {"chat_template_kwargs": {"enable_thinking": True}}
 
-    class Bench:
+    class Bench(Benchmark):
         max_steps_per_turn = None
     assert episode_settings(aw, Bench()).protocol.name == "code"
     assert episode_settings(bfcl, Bench()).protocol.name == "openai"

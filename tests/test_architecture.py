@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 import re
 from collections import defaultdict
+from pathlib import Path
 
 from tests.conftest import REPO
 
@@ -321,3 +322,114 @@ def test_the_check_sees_a_planted_benchmark_name(tmp_path):
     assert hits == ["reme_cli/bench/oops.py:1: 'appworld-venv'",
                     "reme_cli/report/oops.py:2: 'reme_cli.bench.appworld.metrics'",
                     "reme_cli/report/oops.py:3: 'bfcl_only'", "reme_cli/report/oops.py:4: 'bfcl_v3'"]
+
+
+# ---------------------------------------------------------------- no shared room names a method
+
+# A memory method is a plug-in like any other: its cost formula, its fidelity ledger keys, its
+# pool formats, its keys left out of the run hash live in methods/<name>/, and the shared rooms
+# ask its hooks (``reme_cli.methods.base.Memory``). A shared room is every module outside a
+# method package and outside a benchmark plug-in: the seam's own files, every other package,
+# bench/'s shared modules and the CLI. There an identifier (whole, or one of its words), an
+# import, or a string (docstrings and comments may cite a method) that names a registered
+# method is knowledge in the wrong room: a string equal to a name, or holding ``memory=NAME``
+# or a method's module path.
+NAMES_A_METHOD_BY_NEED = {
+    # Built-ins are registered by where they live, and the default method is named once, beside them.
+    "reme_cli/core/registry.py": "registers the built-in methods and names the default one",
+    # The program's name (PROGRAM), which the paper's method shares.
+    "reme_cli/__init__.py": "the program's name",
+}
+
+
+def method_names() -> set[str]:
+    from reme_cli.core.registry import METHODS
+
+    return set(METHODS.builtins()) - {"none"}
+
+
+def _words(identifier: str) -> set[str]:
+    """An identifier whole and its words, lower case: ``_named_reme`` -> reme, ``AMemStats``
+    -> amemstats (whole), ``ReMe`` -> reme. The package's own name ``reme_cli`` is none."""
+    if identifier == "reme_cli" or identifier.startswith("reme_cli."):
+        return set()
+    parts = re.split(r"_+|(?<=[a-z0-9])(?=[A-Z])", identifier)
+    return {identifier.lower(), *(p.lower() for p in parts if p)}
+
+
+def _in_text(names: set[str]) -> re.Pattern[str]:
+    """``memory=NAME`` (or ``memory.name=NAME``) and a module path ``methods.NAME`` / ``methods/NAME``."""
+    alternatives = "|".join(sorted(map(re.escape, names), key=len, reverse=True))
+    return re.compile(rf"memory(\.name)?=({alternatives})\b|methods[./]({alternatives})\b")
+
+
+def _names_a_method(node: ast.AST, docstrings: set[int], names: set[str], in_text: re.Pattern[str]) -> list[str]:
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        return [m for m in _names(node, docstrings) if m and in_text.search(m)]
+    if isinstance(node, ast.Constant):
+        text = node.value if isinstance(node.value, str) and id(node) not in docstrings else None
+        return [text] if text is not None and (text in names or in_text.search(text)) else []
+    return [n for n in _names(node, docstrings) if n and _words(n) & names]
+
+
+def method_rooms(root) -> list:
+    """The modules where no method may be named: the shared rooms, bench/'s shared modules
+    (not a benchmark plug-in's), and the package's root."""
+    bench, plugins = root / "reme_cli" / "bench", plugin_packages(root)
+    shared_bench = [p for p in bench.rglob("*.py")
+                    if plugin_of(".".join(p.relative_to(root).with_suffix("").parts), plugins) is None]
+    return sorted({*shared_files(root), *shared_bench, root / "reme_cli" / "__init__.py"})
+
+
+def method_names_in_shared_rooms(root) -> list[str]:
+    names, hits = method_names(), []
+    in_text = _in_text(names)
+    for path in method_rooms(root):
+        rel = path.relative_to(root).as_posix()
+        if rel in NAMES_A_METHOD_BY_NEED:
+            continue
+        tree = ast.parse(path.read_text(), str(path))
+        docstrings = _docstrings(tree)
+        hits += [f"{rel}:{node.lineno}: {name[:60]!r}" for node in ast.walk(tree)
+                 for name in _names_a_method(node, docstrings, names, in_text)]
+    return sorted(set(hits))
+
+
+def test_no_shared_room_names_a_method():
+    assert method_names() == {"reme", "amem", "langmem", "langmem_prompt", "ace", "dc", "reasoningbank"}
+    assert method_names_in_shared_rooms(REPO) == []
+
+
+def test_the_check_sees_a_planted_method_name(tmp_path):
+    """The rule can fail: a string, an identifier, ``memory=NAME``, an import and a module path
+    naming a method in a copy of the tree are found, in a shared room and in bench/'s shared
+    modules; the same names in a docstring, the package's name and a benchmark plug-in's own
+    module are not."""
+    import shutil
+
+    from reme_cli.core.registry import BENCHMARKS
+
+    copy = tmp_path / "repo"
+    shutil.copytree(REPO / "reme_cli", copy / "reme_cli", ignore=shutil.ignore_patterns("__pycache__"))
+    (copy / "reme_cli" / "run" / "oops.py").write_text(
+        '"""Counts what A-Mem and ReMe call: a docstring may cite them."""\n'
+        "import reme_cli.core.io\n"
+        "from reme_cli.methods.dc.pool import check\n"
+        "def calls(cfg):\n"
+        "    if cfg.memory.name == 'amem':\n"
+        "        return _named_reme(cfg)\n"
+        "    return ['memory=langmem_prompt', 'reme_cli.methods.reasoningbank.method:ReasoningBank']\n"
+        "class AceStats:\n"
+        "    pass\n")
+    (copy / "reme_cli" / "bench" / "oops.py").write_text("NAME = 'ace'\n")
+    plugin = copy / Path(BENCHMARKS.builtins()["bfcl_v3"].partition(":")[0].replace(".", "/")).parent
+    (plugin / "oops.py").write_text("SHARE = 'reme'\n")  # inside the benchmark plug-in's package
+    assert method_names_in_shared_rooms(copy) == [
+        "reme_cli/bench/oops.py:1: 'ace'",
+        "reme_cli/run/oops.py:3: 'reme_cli.methods.dc.pool'",
+        "reme_cli/run/oops.py:5: 'amem'",
+        "reme_cli/run/oops.py:6: '_named_reme'",
+        "reme_cli/run/oops.py:7: 'memory=langmem_prompt'",
+        "reme_cli/run/oops.py:7: 'reme_cli.methods.reasoningbank.method:ReasoningBank'",
+        "reme_cli/run/oops.py:8: 'AceStats'",
+    ]

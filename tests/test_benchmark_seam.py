@@ -3,7 +3,7 @@ prompt (AppWorld) and how its tool schemas are written (BFCL); the protocols kno
 
 from reme_cli.agent.protocols import make_protocol
 from reme_cli.bench.appworld.benchmark import AppWorldBenchmark
-from reme_cli.bench.base import PLAIN_TOOLS
+from reme_cli.bench.base import PLAIN_TOOLS, Benchmark
 from reme_cli.bench.bfcl.benchmark import TOOL_DIALECT, BFCLBenchmark
 from reme_cli.run.settings import episode_settings
 from reme_cli.core.config import compose
@@ -19,8 +19,8 @@ TOOL = {"type": "function", "function": {
     }}}}
 
 
-class Plain:
-    """A benchmark that declares neither a prompt nor a dialect (an older plug-in)."""
+class Plain(Benchmark):
+    """A benchmark that declares neither a prompt nor a dialect: the seam's defaults."""
 
     max_steps_per_turn = None
 

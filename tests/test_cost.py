@@ -148,3 +148,17 @@ def test_methods_on_the_seam_declare_their_summarizer_calls():
     rb = [*GPU, "memory=reasoningbank", "eval.mode=dynamic"]
     assert cost.run_calls(compose(rb), 6, a).summarizer == 12  # judge + extraction per unit
     assert cost.run_calls(compose([*rb, "memory.judge=checker"]), 6, a).summarizer == 6  # extraction only
+
+
+def test_a_run_without_memory_counts_no_summarizer_calls_and_a_method_declares_its_own_guesses():
+    """--mode none is the No Memory row whatever memory says (ReMe's rerank and rewrite make no
+    calls there); cost.NAME=VALUE sets a guess a method declares (LangMem's manager calls)."""
+    a, _ = cost.split_overrides(ASSUMED)
+    none = compose([*GPU, "memory=reme", "eval.mode=none", "memory.rerank=true", "memory.rewrite=true"])
+    assert cost.run_calls(none, 10, a).summarizer == 0
+    dynamic = [*GPU, "memory=langmem", "eval.mode=dynamic"]
+    assert cost.run_calls(compose(dynamic), 10, a).summarizer == pytest.approx(10 * 0.5 * 2)  # its default: 2
+    three, _ = cost.split_overrides([*ASSUMED, "cost.langmem_calls_per_trajectory=3"])
+    assert cost.run_calls(compose(dynamic), 10, three).summarizer == pytest.approx(10 * 0.5 * 3)
+    with pytest.raises(UserError, match="bad cost"):
+        cost.split_overrides(["cost.langmem_calls_per_trajectory=many"])

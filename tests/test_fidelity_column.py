@@ -15,8 +15,8 @@ import yaml
 from reme_cli.commands.ablate import plan, run_fidelity
 from reme_cli.commands.report import pool_origin
 from reme_cli.core.config import compose, to_dict
-from reme_cli.report.fidelity import (EXACT_COUNTS, EXACT_SEARCH, FULL_ADDITION, SEED, departures, fidelity_text,
-                                      flatten)
+from reme_cli.methods.reme.fidelity import EXACT_COUNTS, EXACT_SEARCH, FULL_ADDITION
+from reme_cli.report.fidelity import SEED, departures, fidelity_text, flatten
 from reme_cli.report.metrics import run_metrics
 from reme_cli.report.tables import FIDELITY, build_table
 
@@ -183,3 +183,14 @@ def test_dedup_switches_and_appworlds_schedule_are_departures_where_they_differ(
     fixed = flatten(to_dict(compose(["model=qwen3-8b", "memory=reme", "eval.mode=fixed", "benchmark.release=paper"])))
     assert "pool built with memory.build_dedup=true (authors: false)" in departures(fixed, pool="built",
                                                                                      pool_params=built)
+
+
+def test_a_baselines_built_pool_is_not_held_to_remes_keys():
+    """A method's keys are compared with its own defaults, not ReMe's: ACE's built playbook at
+    its own dedup threshold (0.90) departs in nothing of ReMe's (whose threshold is 0.5); its
+    summarizer and sampling still count, as for every built pool."""
+    built = flatten(to_dict(compose(["model=qwen3-8b", "memory=ace", "benchmark.split=train", "build.samples=2"])))
+    run = flatten(to_dict(compose(["model=qwen3-8b", "memory=ace", "eval.mode=fixed", "benchmark.release=paper"])))
+    assert departures(run, pool="built", pool_params=built) == [
+        "ace: its settings in the authors' runs were never published",
+        "pool built with build.samples=2 (authors: 8)", SEED]

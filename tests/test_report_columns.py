@@ -10,6 +10,7 @@ import reme_cli.report.plots as plots
 from reme_cli.commands.report import load_frames, report, suite_order
 from reme_cli.core.errors import UserError
 from reme_cli.core.registry import METHODS
+from reme_cli.methods.base import Memory
 from reme_cli.report.columns import method_columns, series_labels
 from reme_cli.report.metrics import run_metrics
 from reme_cli.report.order import SUITE_RANK
@@ -38,7 +39,7 @@ def figures(monkeypatch):
 def plugin(monkeypatch):
     """Register a plug-in method (as an entry point would) that declares its report columns."""
     def register(name: str, columns: object) -> None:
-        monkeypatch.setitem(METHODS._loaded, name, type(name, (), {"report_columns": columns}))
+        monkeypatch.setitem(METHODS._loaded, name, type(name, (Memory,), {"report_columns": columns}))
     method_columns.cache_clear()
     yield register
     method_columns.cache_clear()

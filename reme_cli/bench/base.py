@@ -1,23 +1,26 @@
 """The seam between the agent and a benchmark: tasks, environments, outcomes.
 
 Everything the agent knows about a benchmark goes through these types, so a new
-benchmark plugs in without touching the agent or the runner: one module with a
-``Benchmark`` class (registered by name, see ``reme_cli.core.registry``) and one config
-file under ``configs/benchmark/``. Environments are async: an environment that lives in
+benchmark plugs in without touching the agent or the runner: a ``Benchmark`` subclass
+(registered by name, see ``reme_cli.core.registry``) and one config file under
+``configs/benchmark/``. Environments are async: an environment that lives in
 another process (``reme_cli.bench.worker``) must never stall the other episodes.
 """
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Optional, Protocol
 
 from omegaconf import MISSING
 
+from reme_cli.core.plugin import Plugin, Section
+
 
 @dataclass
-class BenchmarkConfig:
+class BenchmarkConfig(Section):
     """What every benchmark accepts under ``benchmark.``; a benchmark extends it."""
 
     name: str = MISSING  # the benchmark plug-in (configs/benchmark/NAME.yaml, or a "module:Class" path)
@@ -113,43 +116,79 @@ class Env(Protocol):
         """Release every resource of the episode (idempotent)."""
 
 
-class Benchmark(Protocol):
-    """Optional attributes, read with a default where the benchmark is used:
-    ``system_prompt`` (str, default None): the benchmark's own system prompt, used when
-    ``benchmark.system_prompt`` is unset; ``tool_dialect`` (``ToolDialect``, default
-    ``PLAIN_TOOLS``): how its tool schemas are written; ``sandbox`` (str): where
-    model-written code runs, for the manifest; ``dynamic_workers`` (int, default 1): the
-    workers that share one dynamic stream's memory when ``eval.dynamic_workers`` is unset,
-    i.e. how many tasks at once the paper's scripts ran against one pool on this benchmark;
-    ``dynamic_batches`` (bool, default False): whether those scripts ran them in batches
-    with a barrier between batches rather than as independent workers
-    (``eval.dynamic_batches``); ``built_pool_notes(build_params)`` -> list of str: where a pool
-    built on it (its build config, flattened) departs from the pools the authors released in
-    what no key says, for the fidelity column (BFCL: the training tasks' wording);
-    ``prepare()``: checks what running episodes needs (AppWorld: its venv, data, sandbox),
-    called by commands that run episodes before they write anything, never by plans;
-    ``plan_size()`` -> (tasks, note or None): the task count for a plan made where the data
-    is not (AppWorld: its official split sizes); ``async aclose()``: stops the benchmark's
-    processes at the end of a run, in the run's event loop; ``metrics`` (default Avg@k and
-    Pass@k) and ``labels``: what it scores beside them and what tables call it
-    (``reme_cli.bench.scoring``)."""
+class Benchmark(Plugin):
+    """A benchmark plug-in: subclass it and register the class (``reme_cli.core.registry``).
 
-    name: str
-    config_class: ClassVar[type[BenchmarkConfig]]
+    Required (``required_hooks``; a plug-in without one is refused when it is loaded):
+    ``name``, ``config_class`` (a ``BenchmarkConfig``), ``from_config``, ``task_ids``,
+    ``load`` and ``open``. Everything else has its default here, once; override what the
+    benchmark has."""
+
+    required_hooks: ClassVar[tuple[str, ...]] = ("name", "config_class", "from_config", "task_ids", "load", "open")
+
+    name: ClassVar[str]
+    config_class: ClassVar[type[BenchmarkConfig] | None] = None  # type: ignore[assignment]
+    config_base = BenchmarkConfig
     # Model calls per user turn before the episode is cut (None: no per-turn limit).
-    max_steps_per_turn: Optional[int]
+    max_steps_per_turn: Optional[int] = None
+    # Its own system prompt, used when ``benchmark.system_prompt`` is unset (None: the task's
+    # own, else the protocol's).
+    system_prompt: Optional[str] = None
+    tool_dialect: ToolDialect = PLAIN_TOOLS  # how its tool schemas are written
+    # Where model-written code runs, for the manifest (None: it runs none), and its details.
+    sandbox: Optional[str] = None
+    sandbox_detail: Optional[dict[str, Any]] = None
+    # The workers that share one dynamic stream's memory when ``eval.dynamic_workers`` is unset,
+    # i.e. how many tasks at once the paper's scripts ran against one pool on this benchmark,
+    # and whether they ran them in batches with a barrier between (``eval.dynamic_batches``).
+    dynamic_workers: ClassVar[int] = 1
+    dynamic_batches: ClassVar[bool] = False
+    # What it scores beside Avg@k and Pass@k, and what tables call it (``reme_cli.bench.scoring``:
+    # reducers and ``Labels``); None: Avg@k and Pass@k, under its name.
+    metrics: ClassVar[Optional[tuple[Any, ...]]] = None
+    labels: ClassVar[Any] = None
 
     @classmethod
+    def settle(cls, cfg: Any) -> None:
+        if cfg.eval.dynamic_workers is None:
+            cfg.eval.dynamic_workers = cls.dynamic_workers
+        if cfg.eval.dynamic_batches is None:
+            cfg.eval.dynamic_batches = bool(cls.dynamic_batches)
+
+    @classmethod
+    def built_pool_notes(cls, build_params: Mapping[str, Any]) -> list[str]:
+        """Where a pool built on it (its build config, flattened) departs from the pools the
+        authors released in what no key says, for the fidelity column (BFCL: the training
+        tasks' wording)."""
+        return []
+
+    @classmethod
+    @abstractmethod
     def from_config(cls, cfg: Any) -> Benchmark:
         """Build from the validated ``benchmark`` section (an instance of ``config_class``)."""
 
+    @abstractmethod
     def task_ids(self) -> list[str]:
         """The ids selected by the benchmark config (split, limit, explicit ids)."""
 
+    @abstractmethod
     def load(self, task_id: str) -> Task: ...
 
+    @abstractmethod
     async def open(self, task: Task, episode_key: str) -> Env:
         """A fresh environment; ``episode_key`` is unique per episode."""
+
+    def prepare(self) -> None:
+        """Check what running episodes needs (AppWorld: its venv, data, sandbox); called by the
+        commands that run episodes before they write anything, never by plans."""
+
+    def plan_size(self) -> Optional[tuple[int, Optional[str]]]:
+        """(tasks, note or None): the task count for a plan made where the data is not
+        (AppWorld: its official split sizes); None: plans count ``task_ids()``."""
+        return None
+
+    async def aclose(self) -> None:
+        """Stop the benchmark's processes at the end of a run, in the run's event loop."""
 
 
 class SyncEnv(Protocol):

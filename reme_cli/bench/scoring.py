@@ -22,11 +22,11 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Optional, Union
+from typing import Any, Optional, Union, cast
 
 import pandas as pd
 
-from reme_cli.core.errors import UserError
+from reme_cli.bench.base import Benchmark
 from reme_cli.core.registry import BENCHMARKS
 
 
@@ -131,9 +131,9 @@ TASK_METRICS: tuple[Reducer, ...] = (AVG_AT_K, PASS_AT_K)
 
 # ---------------------------------------------------------------- what a benchmark declares
 
-def declared_metrics(bench: Any) -> tuple[Reducer, ...]:
+def declared_metrics(bench: Benchmark | type[Benchmark]) -> tuple[Reducer, ...]:
     """A benchmark's (class or instance) ``metrics``; Avg@k and Pass@k when it declares none."""
-    return tuple(getattr(bench, "metrics", None) or TASK_METRICS)
+    return tuple(bench.metrics or TASK_METRICS)
 
 
 def own_metrics(bench: Any) -> tuple[Reducer, ...]:
@@ -141,9 +141,8 @@ def own_metrics(bench: Any) -> tuple[Reducer, ...]:
     return tuple(m for m in declared_metrics(bench) if m not in TASK_METRICS)
 
 
-def declared_labels(bench: Any, name: str) -> Labels:
-    labels = getattr(bench, "labels", None)
-    return labels if isinstance(labels, Labels) else Labels(name)
+def declared_labels(bench: Benchmark | type[Benchmark], name: str) -> Labels:
+    return bench.labels if isinstance(bench.labels, Labels) else Labels(name)
 
 
 def fields_of(metrics: Sequence[Reducer]) -> tuple[str, ...]:
@@ -151,18 +150,13 @@ def fields_of(metrics: Sequence[Reducer]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(f for m in metrics for f in m.fields))
 
 
-def benchmark_class(name: str) -> Any | None:
+def benchmark_class(name: str) -> type[Benchmark] | None:
     """The benchmark registered as ``name``, or None where it cannot be loaded here (a run of
     a plug-in not installed still reports, with Avg@k and Pass@k only)."""
-    if not isinstance(name, str) or not BENCHMARKS.has(name):
-        return None
-    try:
-        return BENCHMARKS.get(name)
-    except UserError:
-        return None
+    return cast("type[Benchmark] | None", BENCHMARKS.find(name))
 
 
-def registered() -> dict[str, Any]:
+def registered() -> dict[str, type[Benchmark]]:
     """Every benchmark loadable here, by name."""
     found = {name: benchmark_class(name) for name in BENCHMARKS.names()}
     return {name: cls for name, cls in found.items() if cls is not None}

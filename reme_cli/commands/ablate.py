@@ -40,19 +40,22 @@ from rich.table import Table
 
 from reme_cli.bench.registry import make_benchmark
 from reme_cli.commands.jobs import expand, job_label, swept_keys
-from reme_cli.core.config import Config, TrackerCfg, compose, config_dir
+from reme_cli.core.config import Config, TrackerCfg, compose, config_dir, experiment_memory
 from reme_cli.core.errors import EXIT_UNIT_ERRORS, UserError
+from reme_cli.core.registry import DEFAULT_METHOD
 
 MODES = {"none", "fixed", "dynamic"}
-# Whose released pools a suite's ``official`` pools are: the paper's ablations start from the
-# ReMe authors' pools, read through the method's ``releases`` hook as `reme pool import` reads them.
-RELEASED_BY = "reme"
+
+
+# Whose released pools a suite's ``official`` pools are, and the method of a pool that names
+# none: the paper's ablations start from its authors' pools (the registry's default method),
+# read through the method's ``releases`` hook as `reme pool import` reads them.
 
 
 def _releases() -> Any:
     from reme_cli.commands.pool import releases_of
 
-    return releases_of(RELEASED_BY)
+    return releases_of(DEFAULT_METHOD)
 
 
 # A two-form pool's forms: the authors' released pool, or one built here from training trajectories.
@@ -225,36 +228,36 @@ def suite_settings(suite: dict[str, Any], overrides: list[str]) -> list[str]:
 
 
 def pool_memory(pool_spec: list[str] | str) -> str:
-    """The memory method a suite's pool is built for (its last ``memory=``; ReMe if none, and
-    for the authors' released pools)."""
-    if isinstance(pool_spec, str):
-        return "reme"
-    named = [o.split("=", 1)[1] for o in pool_spec if o.startswith("memory=")]
-    return named[-1] if named else "reme"
+    """The memory method a suite's pool is built for (its last ``memory=``; the default method
+    if none, and for the authors' released pools)."""
+    named = [o.split("=", 1)[1] for o in pool_spec if o.startswith("memory=")] if isinstance(pool_spec, list) else []
+    return named[-1] if named else DEFAULT_METHOD
 
 
 def _units(cfg: Config, samples: int | None = None, notes: list[str] | None = None) -> tuple[int, int]:
     """Units and executor calls of one job. A benchmark that can plan without its data
     (``plan_size``: AppWorld from its official split sizes) says so in ``notes``."""
     bench = make_benchmark(cfg.benchmark)
-    plan_size = getattr(bench, "plan_size", None)
-    if plan_size is None:
+    planned = bench.plan_size()
+    if planned is None:
         tasks = len(bench.task_ids())
     else:
-        tasks, note = plan_size()
+        tasks, note = planned
         if note and notes is not None and note not in notes:
             notes.append(note)
     units = tasks * (samples if samples is not None else cfg.eval.seeds * cfg.eval.runs)
     return units, units * cfg.benchmark.max_interactions
 
 
-# Overrides that set ReMe's own keys (the paper's text describes ReMe): the suite's other
-# methods (A-Mem, LangMem) run as they are under them.
-_REME_ONLY = {"experiment=paper_text"}
-
-
-def _for_method(method: str, overrides: list[str]) -> list[str]:
-    return overrides if method == "reme" else [o for o in overrides if o not in _REME_ONLY]
+def _for_method(method: str | None, overrides: list[str]) -> list[str]:
+    """``overrides`` for a run of ``method`` (None: a run without memory, which takes them
+    all): an ``experiment=X`` whose preset selects another method (``experiment=paper_text``
+    holds the words of the paper's method) is left out, so the suite's other methods run as
+    they are under it."""
+    if method is None:
+        return overrides
+    return [o for o in overrides
+            if not (o.startswith("experiment=") and experiment_memory(o.split("=", 1)[1]) not in (None, method))]
 
 
 def plan(name: str, overrides: list[str], only: list[str] | None = None) -> SuitePlan:
@@ -272,7 +275,7 @@ def plan(name: str, overrides: list[str], only: list[str] | None = None) -> Suit
     memory = {pname: pool_memory(suite["pools"][pname] or []) for pname in suite["pools"]}
     # The user's memory.* overrides are the suite method's keys: validated against its schema
     # wherever no memory is named (memory=none has none of them).
-    own = next((memory[p] for p in suite["pools"] if p in used), "reme")
+    own = next((memory[p] for p in suite["pools"] if p in used), DEFAULT_METHOD)
     memory_head = [f"memory={own}"] if any(o.lstrip("+~").startswith("memory.") for o in overrides) else []
     bench = compose([*memory_head, *suite["overrides"], *overrides]).benchmark.name
     overrides = [*suite["overrides"], *suite["benchmark_overrides"].get(bench, []), *overrides]  # the user's win
@@ -292,7 +295,7 @@ def plan(name: str, overrides: list[str], only: list[str] | None = None) -> Suit
                 if pname not in forms:
                     raise
                 raise UserError(f"{exc}; build ReMe's pool here instead: suite.start=built") from None
-            job_overrides = [f"memory={RELEASED_BY}", *overrides, f"out_dir={root / 'pools' / pname}"]
+            job_overrides = [f"memory={DEFAULT_METHOD}", *overrides, f"out_dir={root / 'pools' / pname}"]
             out.pools.append(PoolJob(pname, compose(job_overrides), job_overrides, 0, 0, source=source,
                                      start="released"))
             continue
@@ -308,6 +311,7 @@ def plan(name: str, overrides: list[str], only: list[str] | None = None) -> Suit
         for job in expand(extra):
             label = job_label(vname, job, swept)
             head = [f"eval.mode={variant['mode']}"]
+            method: str | None = None  # a run without memory
             if variant.get("memory"):  # a dynamic run from an empty memory
                 method = variant["memory"]
                 head += [f"memory={method}"]
@@ -315,7 +319,6 @@ def plan(name: str, overrides: list[str], only: list[str] | None = None) -> Suit
                 method = memory[variant["pool"]]
                 head += [f"memory={method}", f"memory.pool={root / 'pools' / variant['pool']}"]
             else:
-                method = "reme"
                 head += memory_head
             job_overrides = [*head, *_for_method(method, overrides), *job, f"out_dir={root / 'runs' / label}"]
             cfg = compose(job_overrides)
@@ -435,7 +438,8 @@ def cost_table(p: SuitePlan, assumptions: Any) -> Table:
            "scripts/bench_vllm.py, or cost.tokens_per_s and cost.prompt_tokens_per_s)" if unknown else
            f"{totals['wall_h']:,.1f} h wall, {totals['gpu_h']:,.1f} GPU-hours, jobs one after another")
         + f". Assumed: {a.calls_per_episode:g} calls per episode, success rate {a.success_rate:g}, "
-        f"{a.candidates_per_summary:g} candidates per summary, {a.prompt_tokens:g}+{a.completion_tokens:g} tokens "
+        + "".join(f"{a.own.get(name, g.default):g} {g.label}, " for name, g in _guesses(p).items())
+        + f"{a.prompt_tokens:g}+{a.completion_tokens:g} tokens "
         f"per executor call ({a.prefix_cached_share:g} of the prompt prefix-cached), "
         f"{a.summarizer_prompt_tokens:g}+{a.summarizer_completion_tokens:g} per summarizer call"
         + (f"; rates: {'; '.join(sorted(sources))}" if sources else "")
@@ -443,6 +447,16 @@ def cost_table(p: SuitePlan, assumptions: Any) -> Table:
         + ("; cost (USD) unknown (?) for a hosted model without prices: set model.price.input, .output and "
            ".thinking_output (USD per 1M tokens) from the provider's price list" if unpriced else ""))
     return table
+
+
+def _guesses(p: SuitePlan) -> dict[str, Any]:
+    """The methods' own cost guesses the plan's jobs assume (``Memory.cost_guesses``), by name."""
+    from reme_cli.methods.base import method_class
+
+    methods = dict.fromkeys([*(j.cfg.memory.name for j in p.pools if not j.source),
+                             *(j.cfg.memory.name for j in p.runs if j.cfg.eval.mode != "none")])
+    found = {name: g for m in methods for name, g in method_class(m).cost_guesses.items()}
+    return dict(sorted(found.items()))
 
 
 def suite_record(p: SuitePlan, results: list) -> tuple[str, dict[str, str], dict[str, float]]:

@@ -31,10 +31,10 @@ from reme_cli.bench.base import Benchmark, Outcome
 from reme_cli.bench.registry import make_benchmark, prepare_benchmark
 from reme_cli.core.config import Config, config_hash
 from reme_cli.core.errors import UserError
-from reme_cli.core.integrity import is_pool
 from reme_cli.core.registry import METHODS
 from reme_cli.core.staging import clean_stale, replace_dir
-from reme_cli.methods.base import BuildContext, BuildResult, PoolBuilder
+from reme_cli.methods.base import BuildContext, BuildResult, PoolBuilder, find_method, method_class
+from reme_cli.methods.pool_dirs import is_pool
 from reme_cli.methods.streams import no_memory, training_stream
 from reme_cli.llm.embed import make_embedder_for
 from reme_cli.llm.answer_health import SUMMARY, answer_tally, failure_message, merge, summary_failures, total
@@ -54,10 +54,11 @@ def pool_dir_for(cfg: Config) -> Path:
 
 
 def pool_builder(cfg: Config) -> Any:
-    plugin = METHODS.get(cfg.memory.name)
+    plugin = method_class(cfg.memory.name)
     if not isinstance(plugin, PoolBuilder):
+        builders = [n for n in METHODS.names() if isinstance(find_method(n), PoolBuilder)]
         raise UserError(f"memory={cfg.memory.name} has no pool to build; build one for a memory method "
-                        f"(memory=reme, or another that builds pools)")
+                        f"that builds pools (memory={' | '.join(builders)})")
     return plugin
 
 
@@ -67,7 +68,7 @@ def build_pool(cfg: Config, console: Console, wait: bool = False) -> RunResult:
     task_ids = bench.task_ids()
     prepare_benchmark(bench)  # e.g. AppWorld's sandbox: refused here, before anything is written
     llm_key(cfg)  # a hosted model's key missing from the environment: one line, nothing written
-    adapts = getattr(method, "adapts_on_training", lambda _: False)(cfg)
+    adapts = method.adapts_on_training(cfg)
     if adapts:
         passes = method.build_episodes(cfg, 1.0)[0]
         streams, label = plan_passes(task_ids, passes), f"adapt {passes} pass(es)"

@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
@@ -16,9 +15,8 @@ from reme_cli.bench.scoring import declared_metrics
 from reme_cli.core.config import Config, config_hash
 from reme_cli.llm.embed import check_key_for
 from reme_cli.llm.keys import llm_key
-from reme_cli.core.registry import METHODS
 from reme_cli.llm.answer_health import failure_message, summary_line
-from reme_cli.methods.base import memory_class
+from reme_cli.methods.base import Memory, method_class
 from reme_cli.methods.streams import MemoryStreams
 from reme_cli.run.lifecycle import RunLifecycle, RunResult, Session
 from reme_cli.run.metrics import final_metrics
@@ -40,11 +38,10 @@ def run_dir_for(cfg: Config) -> Path:
     return Path(cfg.runs_root) / cfg.experiment / name
 
 
-def method_plugin(cfg: Config) -> Any:
+def method_plugin(cfg: Config) -> type[Memory]:
     """The memory method the run uses: ``--mode none`` is the paper's No Memory row,
     whatever ``memory`` says."""
-    name = "none" if cfg.eval.mode == "none" else cfg.memory.name
-    return memory_class(name, METHODS.get(name))
+    return method_class("none" if cfg.eval.mode == "none" else cfg.memory.name)
 
 
 def evaluate(cfg: Config, console: Console, wait: bool = False) -> RunResult:
@@ -55,9 +52,7 @@ def evaluate(cfg: Config, console: Console, wait: bool = False) -> RunResult:
     llm_key(cfg)  # a hosted model's key missing from the environment: one line, nothing written
     if cfg.eval.mode != "none":  # only a memory embeds
         check_key_for(cfg)
-    preflight = getattr(method_plugin(cfg), "preflight", None)
-    if preflight is not None:
-        preflight(cfg)  # e.g. ReMe's missing pool: bad input, refused before anything is written
+    method_plugin(cfg).preflight(cfg)  # e.g. a missing pool: bad input, refused before anything is written
     units_total = sum(len(s) for s in streams)
 
     with RunLifecycle(cfg, bench, console, run_dir_for(cfg), kind="eval", wait=wait) as life, \
@@ -124,7 +119,7 @@ async def eval_runner(cfg: Config, bench: Benchmark, session: Session,
     (scripts/bench_*.py) build theirs here too, so they time what a user runs and cannot drift
     from it."""
     plugin = method_plugin(cfg)
-    async with method_context(cfg, session, summarizer=getattr(plugin, "needs_summarizer", False)) as ctx:
+    async with method_context(cfg, session, summarizer=plugin.needs_summarizer) as ctx:
         yield Runner(bench, session.client, session.settings, session.run_dir, MemoryStreams(plugin, ctx).method_for,
                      chains_at_once(cfg, streams), session.progress, health=session.ep.health,
                      env_concurrency=cfg.env.concurrency, batch_size=batch_size(cfg))

@@ -24,7 +24,7 @@ from reme_cli.core.errors import UserError
 from reme_cli.core.registry import METHODS
 from reme_cli.core.staging import clean_stale, replace_dir
 from reme_cli.llm.embed import check_key_for
-from reme_cli.methods.base import Memory, Releases, memory_class
+from reme_cli.methods.base import Memory, Releases, find_method, method_class
 from reme_cli.methods.state_view import StateItem, StateView
 from reme_cli.run.lock import DirLock
 
@@ -36,7 +36,7 @@ __all__ = ["import_pool", "list_released", "releases_of", "show_pool", "show_sta
 
 def releases_of(name: str) -> Releases:
     """The released pools of ``memory=name``; a one-line refusal when it has none."""
-    found = memory_class(name, METHODS.get(name)).releases()
+    found = method_class(name).releases()
     if found is None:
         raise UserError(f"memory={name} has no released pools to import; methods that do: "
                         f"{', '.join(f'memory={n}' for n in _releasing()) or 'none'}")
@@ -47,12 +47,9 @@ def _plugins() -> Iterator[tuple[str, type[Memory]]]:
     """Every registered method but ``none``, for finding one nobody named. A plug-in that
     cannot load is passed over here (it is refused in one line when named)."""
     for name in METHODS.names():
-        if name == "none":
-            continue
-        try:
-            yield name, memory_class(name, METHODS.get(name))
-        except UserError:
-            continue
+        plugin = find_method(name) if name != "none" else None
+        if plugin is not None:
+            yield name, plugin
 
 
 def _releasing() -> list[str]:
@@ -116,7 +113,7 @@ def _owner(path: Path, overrides: list[str]) -> tuple[Config, type[Memory], Stat
         raise UserError(f"{path} does not exist; give a pool directory (reme build-pool, reme pool import)")
     given = [o.split("=", 1)[1] for o in overrides if o.lstrip("+~").startswith("memory=")]
     named = given[-1] if given else _manifest_method(path)
-    candidates = [(named, memory_class(named, METHODS.get(named)))] if named else _plugins()
+    candidates = [(named, method_class(named))] if named else _plugins()
     for name, plugin in candidates:
         view = plugin.describe(path)
         if view is not None and view.changes is not None and not named:  # every method reads a commit log

@@ -21,8 +21,9 @@ from urllib.parse import urlsplit
 from omegaconf import MISSING, DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
+from reme_cli import PROGRAM
 from reme_cli.core.errors import UserError
-from reme_cli.core.registry import BENCHMARKS, EMBEDDERS, METHODS, PROTOCOLS, TRACKERS, Registry
+from reme_cli.core.registry import BENCHMARKS, DEFAULT_METHOD, EMBEDDERS, METHODS, PROTOCOLS, TRACKERS, Registry
 
 
 @dataclass
@@ -243,7 +244,7 @@ class TrackerCfg:
     costs one warning; the run directory stays the record."""
 
     name: str = "none"  # none | mlflow | wandb, or a plug-in registered under reme.trackers
-    project: str = "reme"  # the MLflow experiment / W&B project the runs go to
+    project: str = PROGRAM  # the MLflow experiment / W&B project the runs go to
     # MLflow: the tracking URI (tracker=mlflow sets sqlite:///<runs_root>/mlflow.db, a local database).
     uri: Optional[str] = None
     # W&B: offline (written under tracker.dir, uploaded later with `wandb sync`) | online.
@@ -356,6 +357,22 @@ def config_dir() -> Path:
     raise UserError("cannot find reme's configs/ directory: reinstall reme")
 
 
+def experiment_memory(name: str) -> str | None:
+    """The memory method an experiment preset selects (its defaults list's
+    ``override /memory: NAME``, as ``experiment=paper_text`` selects the method whose paper's
+    words it holds); None when it selects none or there is no such preset."""
+    import yaml
+
+    try:
+        data = yaml.safe_load((config_dir() / "experiment" / f"{name}.yaml").read_text()) or {}
+    except (OSError, yaml.YAMLError):
+        return None
+    for entry in data.get("defaults") or [] if isinstance(data, dict) else []:
+        if isinstance(entry, dict) and "override /memory" in entry:
+            return str(entry["override /memory"])
+    return None
+
+
 def plugin_config_dirs() -> list[str]:
     """Config groups of installed plug-ins: each ``reme.configs`` entry point names a
     package holding ``benchmark/NAME.yaml``, ``memory/NAME.yaml``, ... (Hydra ``pkg://``)."""
@@ -440,7 +457,7 @@ def validate(raw: DictConfig | dict) -> Config:
     cfg.benchmark = _plugin_section("benchmark", cfg.benchmark, BENCHMARKS)
     cfg.memory = _plugin_section("memory", cfg.memory, METHODS)
     _check_finite(cfg)
-    _check_task_ids(getattr(cfg.benchmark, "task_ids", None))
+    _check_task_ids(cfg.benchmark.task_ids)
     _settle_benchmark_defaults(cfg)
     check_choices("", cfg, _CHOICES, _AT_LEAST, _AT_MOST)
     for key, registry in (("model.tool_protocol", PROTOCOLS), ("embedding.kind", EMBEDDERS),
@@ -455,7 +472,7 @@ def validate(raw: DictConfig | dict) -> Config:
         raise UserError(f"embedding.device={cfg.embedding.device!r} is not allowed; choose auto, cpu, cuda or cuda:N")
     _check_embedding(cfg.embedding)
     _check_llm_key(cfg.llm)
-    history = getattr(cfg.benchmark, "history_reasoning", "drop")
+    history = cfg.benchmark.history_reasoning
     if history not in HISTORY_REASONING:
         raise UserError(f"benchmark.history_reasoning={history!r} is not allowed; choose one of {list(HISTORY_REASONING)}")
     urls = [cfg.llm.base_url] if isinstance(cfg.llm.base_url, str) else cfg.llm.base_url or []
@@ -473,10 +490,10 @@ def validate(raw: DictConfig | dict) -> Config:
     if serve is not None and not (config_dir() / "model" / f"{serve}.yaml").is_file():
         known = sorted(p.stem for p in (config_dir() / "model").glob("*.yaml"))
         raise UserError(f"summarizer.serve={serve!r} names no model config; choose one of {known}")
-    if getattr(cfg.benchmark, "task_ids", None) == []:
+    if cfg.benchmark.task_ids == []:
         raise UserError("benchmark.task_ids=[] selects no task: name at least one, or drop it to use the split")
     if cfg.eval.mode != "none" and cfg.memory.name == "none":
-        raise UserError(f"--mode {cfg.eval.mode} needs a memory: add memory=reme")
+        raise UserError(f"--mode {cfg.eval.mode} needs a memory: add memory={DEFAULT_METHOD}")
     return cfg
 
 
@@ -541,14 +558,9 @@ def _check_task_ids(task_ids: Any) -> None:
 
 def _settle_benchmark_defaults(cfg: Config) -> None:
     """Keys left unset (None) whose value depends on the benchmark get it here, so the run's
-    config.yaml and hash hold the value the run used."""
-    if cfg.eval.dynamic_workers is None:
-        cfg.eval.dynamic_workers = getattr(BENCHMARKS.get(cfg.benchmark.name), "dynamic_workers", 1)
-    if cfg.eval.dynamic_batches is None:
-        cfg.eval.dynamic_batches = bool(getattr(BENCHMARKS.get(cfg.benchmark.name), "dynamic_batches", False))
-    settle = getattr(cfg.memory, "settle", None)
-    if settle is not None:
-        settle(cfg)  # the method's own benchmark-dependent defaults
+    config.yaml and hash hold the value the run used: the benchmark's, then the method's."""
+    BENCHMARKS.get(cfg.benchmark.name).settle(cfg)
+    METHODS.get(cfg.memory.name).settle(cfg)
 
 
 def _plugin_section(section: str, value: Any, registry: Registry) -> Any:
@@ -559,17 +571,14 @@ def _plugin_section(section: str, value: Any, registry: Registry) -> Any:
         raise UserError(f"{section}.name is missing: choose one of {registry.names()}")
     if not registry.has(name):
         raise UserError(f"{section}.name={name!r} is not allowed; choose one of {registry.names()}")
-    schema = getattr(registry.get(name), "config_class", None)
-    if schema is None:
-        raise UserError(f"{section}={name} declares no config_class")
+    schema = registry.get(name).config_class  # the registry refused a plug-in without one
+    assert schema is not None
     try:
         node = OmegaConf.merge(_structured(schema), data)
         section_cfg = OmegaConf.to_object(node)
     except OmegaConfBaseException as exc:
         raise UserError(f"invalid config: {_omegaconf_message(exc, prefix=section)}") from None
-    check = getattr(section_cfg, "check", None)
-    if check is not None:
-        check()  # the plug-in's own rules (choices, bounds): UserError with one line
+    section_cfg.check()  # the plug-in's own rules (choices, bounds): UserError with one line
     return section_cfg
 
 
@@ -578,16 +587,9 @@ def to_dict(cfg: Config) -> dict[str, Any]:
 
 
 # Keys added after runs were made, with the value that behaves as before they existed: at
-# that value they stay out of the hash, so an earlier run directory still resumes.
+# that value they stay out of the hash, so an earlier run directory still resumes. A plug-in's
+# section declares its own (``Plugin.hash_neutral``).
 _NEUTRAL_WHEN = {"eval.dynamic_workers": 1, "eval.dynamic_batches": False, "embedding.dimensions": None, "model.sampling.repeat_penalty": None, "summarizer.serve": None,
-                 # reme's own prompts were the only ones before the authors' became the default
-                 "memory.prompts": "reme",
-                 # ReMe de-duplicated while building and at every commit before issue 47
-                 "memory.build_dedup": True, "memory.dedup_at_commit": True,
-                 # AppWorld's bounds on the model's code (issue 33): at their defaults no honest
-                 # episode meets them, so runs made before them resume.
-                 "benchmark.episode_timeout": 300.0, "benchmark.memory_mb": 2048, "benchmark.disk_mb": 128,
-                 "benchmark.max_threads": 64, "benchmark.output_chars": 100_000,
                  # The hosted provider's keys (issue 46): at these values a run is what it was.
                  "model.sampling.seed": None, "model.thinking_switch": "chat_template_kwargs", "model.same_as": None,
                  "model.max_model_len": None, "model.parallel_tool_calls": None}
@@ -600,7 +602,8 @@ def hashed_part(data: dict[str, Any]) -> dict[str, Any]:
     determines a run's results: what ``config_hash`` hashes."""
     data = json.loads(json.dumps(data))
     mode = (data.get("eval") or {}).get("mode")
-    for dotted in (*_EXECUTION_KEYS, *(k for k, v in _NEUTRAL_WHEN.items() if _dig(data, k) == v),
+    neutral = {**_NEUTRAL_WHEN, **_plugins_neutral(data)}
+    for dotted in (*_EXECUTION_KEYS, *(k for k, v in neutral.items() if _dig(data, k) == v),
                    *(k for k, only in _ONLY_IN_MODE.items() if mode != only)):
         parent, _, leaf = dotted.rpartition(".")
         node = data
@@ -613,6 +616,17 @@ def hashed_part(data: dict[str, Any]) -> dict[str, Any]:
     if embedding.get("base_url"):
         embedding["base_url"] = urlsplit(embedding["base_url"]).hostname
     return data
+
+
+def _plugins_neutral(data: dict[str, Any]) -> dict[str, Any]:
+    """The ``hash_neutral`` keys of the benchmark and method a config names, dotted (none for
+    a plug-in that cannot be loaded here: its runs hash as they always did)."""
+    out: dict[str, Any] = {}
+    for section, registry in (("benchmark", BENCHMARKS), ("memory", METHODS)):
+        plugin = registry.find((data.get(section) or {}).get("name"))
+        if plugin is not None:
+            out |= {f"{section}.{key}": value for key, value in plugin.hash_neutral.items()}
+    return out
 
 
 def config_hash(cfg: Config) -> str:

@@ -8,7 +8,6 @@ save is refused in one line instead of being used as a smaller (or empty) pool.
 from __future__ import annotations
 
 import hashlib
-import json
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -66,15 +65,3 @@ def verify(directory: Path, recorded: Any, names: Iterable[str], fix: str) -> No
     if problem:
         raise UserError(f"pool {directory} is damaged: {problem}; {fix}")
 
-
-def is_pool(directory: Path) -> bool:
-    """Whether ``directory`` holds a pool reme wrote (a manifest of one of reme's pool
-    formats), i.e. one that build-pool may replace."""
-    try:
-        manifest = json.loads((directory / "manifest.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return False
-    if not isinstance(manifest, dict):
-        return False
-    # A-Mem's first manifests named only the method.
-    return str(manifest.get("format", "")).startswith("reme-") or manifest.get("method") == "amem"

@@ -16,15 +16,18 @@ several workers can share one state.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Protocol, runtime_checkable
+from typing import Any, ClassVar, Protocol, cast, runtime_checkable
 
 from reme_cli.agent.loop import Trajectory
 from reme_cli.bench.base import Outcome, Task
 from reme_cli.core.errors import UserError
-from reme_cli.methods.state_view import StateView
+from reme_cli.core.plugin import Plugin, Section
+from reme_cli.core.registry import METHODS
+from reme_cli.methods.hooks import CostGuess, Fidelity, Guess, RunFacts, SavedState
+from reme_cli.methods.state_view import StateView, describe_folder
 
 
 @dataclass
@@ -176,31 +179,60 @@ class Releases(Protocol):
         ``--out`` whole afterwards); returns one line saying what was imported."""
 
 
-class Memory:
-    """A memory method's own part. Subclass it and override what the method has.
+class Memory(Plugin):
+    """A memory method's own part. Subclass it and override what the method has: every hook
+    has its default here (``config_class`` alone is required), and the shared rooms ask the
+    hooks instead of naming a method.
 
     One object is one *state*: the start state (``load``; read-only, shared by every unit
     in fixed mode) or a dynamic stream's copy (``fork``). ``learning`` says which.
     ``guard`` serializes reads of the state with the seam's commits when several workers
     share it: hold it around reads of the state made from a thread or across an await."""
 
-    config_class: ClassVar[type | None] = None
     needs_summarizer: ClassVar[bool] = False
     # What the report shows of the method (reme_cli/report/columns.py): its Table 1 setting
     # ("{mode}" is the run's mode), the config keys its ablation rows read, and the fields of
     # its unit records to plot along a dynamic stream. None: its name, no rows, no series.
     report_columns: ClassVar[dict[str, Any] | None] = None
+    # How it keeps its state in files: ``describe`` and ``preflight`` below read it. None: it
+    # saves nothing a reader or a run starts from (or it overrides both).
+    saved: ClassVar[SavedState | None] = None
 
     learning: bool = False
     guard: threading.RLock
 
     # ------------------------------------------------------------------ cost
+    # Numbers its cost formula assumes beyond the success rate, by name (``cost.NAME=VALUE``).
+    cost_guesses: ClassVar[Mapping[str, Guess]] = {}
+
     @classmethod
-    def expected_summarizer_calls(cls, cfg: Any, success_rate: float, build: bool = False) -> float:
+    def max_attempts(cls, cfg: Any) -> int:
+        """The trials one evaluation unit may run (each after a failed one): the executor's
+        bound in ``reme ablate --dry-run`` (ReMe's dynamic retries)."""
+        return 1
+
+    @classmethod
+    def expected_summarizer_calls(cls, cfg: Any, guess: CostGuess, build: bool = False) -> float:
         """For ``reme ablate --dry-run``'s cost estimate: the summarizer calls the method is
         expected to make per evaluation unit, or (``build``) per training task of
-        ``reme build-pool``, when a trajectory succeeds with probability ``success_rate``."""
+        ``reme build-pool``, under ``guess`` (a trajectory succeeds with probability
+        ``guess.success_rate``)."""
         return 0.0
+
+    @classmethod
+    def build_in_order(cls, cfg: Any) -> float:
+        """The share of a build's summarizer calls that run one after another across the
+        training tasks (a chain: methods that fold them into one memory, 1) rather than at
+        ``llm.concurrency`` (0)."""
+        return 1.0
+
+    # ------------------------------------------------------------------ fidelity
+    @classmethod
+    def fidelity(cls, run: RunFacts) -> Fidelity:
+        """Where a run of the method stands against the authors' setup (``report/fidelity.py``):
+        the ledger keys that matter to it and the departures no key says. By default the
+        authors never published the method's settings."""
+        return Fidelity(notes=[f"{run.method}: its settings in the authors' runs were never published"])
 
     # ------------------------------------------------------------------ build-pool
     @classmethod
@@ -231,7 +263,8 @@ class Memory:
         committed unit changed (``reme_cli/methods/state_view.py``). ``where`` is a pool (or
         the ``reme build-pool`` directory holding it) or a stream's folder. None: nothing
         of this method's is there (or the method does not say)."""
-        return None
+        s = cls.saved
+        return None if s is None else describe_folder(where, s.method, s.stream_dirs, s.change, s.read, s.locate)
 
     @classmethod
     def query_saved(cls, where: Path, query: str, limit: int, cfg: Any) -> list[tuple[str, float]] | None:
@@ -246,10 +279,46 @@ class Memory:
         ``reme pool import`` and suites' released pools; None: it has none."""
         return None
 
+    @classmethod
+    def wrote_pool(cls, manifest: Mapping[str, Any]) -> bool:
+        """Whether a pool manifest that names this method (``method``) but no reme format
+        (``format: reme-...``) is still one reme wrote, which ``reme build-pool`` may replace:
+        for methods whose first manifests named only the method."""
+        return False
+
     # ------------------------------------------------------------------ state
     @classmethod
     def preflight(cls, cfg: Any) -> None:
-        """Refuse bad input (a missing pool) before the run writes anything."""
+        """Refuse bad input (a missing or damaged pool) before the run writes anything: with
+        ``saved``, ``memory.pool`` is required (unless ``--mode dynamic`` may start empty) and
+        ``check_pool`` reads it; first, what it needs installed (``check_installed``)."""
+        cls.check_installed()
+        if cls.saved is None:
+            return
+        if cfg.memory.pool:
+            cls.check_pool(cfg)
+        elif cfg.eval.mode != "dynamic" or cls.saved.starts_empty is None:
+            cls.require_pool(cfg)
+
+    @classmethod
+    def check_installed(cls) -> None:
+        """Refuse in one line when a package the method runs on is missing (an extra)."""
+
+    @classmethod
+    def check_pool(cls, cfg: Any) -> None:
+        """Refuse ``memory.pool`` in one line when it is not a whole pool of this method."""
+
+    @classmethod
+    def require_pool(cls, cfg: Any) -> str:
+        """``memory.pool``; a one-line refusal saying how to make one when it is unset."""
+        if cfg.memory.pool:
+            return cfg.memory.pool
+        name = cfg.memory.name
+        imports = ", or `reme pool import NAME|FILE --out DIR`" if cls.releases() is not None else ""
+        empty = cls.saved.starts_empty if cls.saved is not None else None
+        raise UserError(f"--mode {cfg.eval.mode} memory={name} needs memory.pool=DIR (build one with "
+                        f"`reme build-pool memory={name}`{imports})"
+                        + (f"; --mode dynamic may start from {empty}" if empty else ""))
 
     @classmethod
     def load(cls, ctx: MethodContext) -> Memory:
@@ -286,7 +355,7 @@ class Memory:
 
 
 @dataclass
-class NoMemoryConfig:
+class NoMemoryConfig(Section):
     name: str = "none"
 
 
@@ -296,11 +365,18 @@ class NoMemory(Memory):
     config_class = NoMemoryConfig
     report_columns = {"setting": "No Memory"}
 
+    @classmethod
+    def fidelity(cls, run: RunFacts) -> Fidelity:
+        return Fidelity()  # nothing of a method to depart in
 
-def memory_class(name: str, plugin: Any) -> type[Memory]:
-    """The registered ``plugin`` for ``memory=name``, refused in one line unless it is a
-    ``Memory`` subclass (what the seam drives)."""
-    if not (isinstance(plugin, type) and issubclass(plugin, Memory)):
-        raise UserError(f"memory method {name!r} is {plugin!r}, not a subclass of reme_cli.methods.base.Memory; "
-                        "write it against that seam (see README, 'Extending reme')")
-    return plugin
+
+def method_class(name: str) -> type[Memory]:
+    """The ``Memory`` subclass registered as ``memory=name`` (the registry holds every plug-in
+    to this seam when it loads it; a bad or unknown name is a one-line UserError)."""
+    return cast("type[Memory]", METHODS.get(name))
+
+
+def find_method(name: Any) -> type[Memory] | None:
+    """``method_class``, or None where ``name`` is not registered or cannot be loaded here (a
+    run of a plug-in not installed still reports what every run has)."""
+    return cast("type[Memory] | None", METHODS.find(name))

@@ -1,6 +1,6 @@
 """Where a memory method's pool is: ``memory.pool`` names the pool directory or the
 ``reme build-pool`` output directory holding it (``DIR/pool``). Methods whose pool manifest
-names them share these two helpers."""
+names them share these helpers; ``is_pool`` says whether a folder holds a pool reme wrote."""
 
 from __future__ import annotations
 
@@ -28,3 +28,20 @@ def find_pool(path: str | Path, method: str, label: str) -> Path:
             return candidate
     raise UserError(f"memory.pool={path} is not {label}: build one with "
                     f"`reme build-pool memory={method}` and give its output directory")
+
+
+def is_pool(directory: Path) -> bool:
+    """Whether ``directory`` holds a pool reme wrote (a manifest of one of reme's pool formats,
+    or one its method says it wrote: ``Memory.wrote_pool``), i.e. one build-pool may replace."""
+    try:
+        manifest = json.loads((directory / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    if not isinstance(manifest, dict):
+        return False
+    if str(manifest.get("format", "")).startswith("reme-"):
+        return True
+    from reme_cli.methods.base import find_method
+
+    plugin = find_method(manifest.get("method"))
+    return plugin is not None and plugin.wrote_pool(manifest)

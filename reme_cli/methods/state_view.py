@@ -94,11 +94,12 @@ def method_dir(where: Path, method: str, *subdirs: str) -> Path | None:
 
 def describe_folder(where: Path, method: str, subdirs: tuple[str, ...],
                     change: Callable[[str, int, list[dict[str, Any]]], StateChange],
-                    read: Callable[[Path], tuple[list[StateItem], dict[str, Any], str | None]]) -> StateView | None:
-    """The usual ``describe``: the method's folder under ``where`` (``method_dir``) read by
-    ``read(folder)`` into (items, summary, text), the stream's changes by ``change``; None
-    when ``where`` holds neither."""
-    folder = method_dir(where, method, *subdirs)
+                    read: Callable[[Path], tuple[list[StateItem], dict[str, Any], str | None]],
+                    locate: Callable[[Path], Path | None] | None = None) -> StateView | None:
+    """The usual ``describe``: the method's folder under ``where`` (``locate(where)``, by
+    default ``method_dir``) read by ``read(folder)`` into (items, summary, text), the stream's
+    changes by ``change``; None when ``where`` holds neither."""
+    folder = locate(where) if locate is not None else method_dir(where, method, *subdirs)
     changes = stream_changes(where, change)
     if folder is None and changes is None:
         return None

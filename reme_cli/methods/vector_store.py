@@ -11,19 +11,29 @@ Persistence is to files of a folder the method owns, whose manifest records the 
 ``save_vectors`` / ``read_vectors`` for the rows, and
 optionally ``save_index`` / ``load_index`` for the index (derived: a missing or stale one
 is rebuilt from the rows, so a hand-copied index over other vectors is never searched).
+A pool that is a manifest, a JSON-lines file of records and their vectors (A-Mem's notes,
+ReasoningBank's records, DC's pairs) is read and written by ``PoolFiles``; ``RecordStore``
+holds such records by id with their vectors (A-Mem, ReasoningBank).
 """
 
 from __future__ import annotations
 
+import json
 import os
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, Generic, TypeVar
 
 import faiss
 import numpy as np
 
+from reme_cli.core import integrity
 from reme_cli.core.errors import UserError
+from reme_cli.core.io import now, read_lines, write_json_atomic
 from reme_cli.core.staging import fsync_path
+
+MANIFEST, VECTORS = "manifest.json", "vectors.npy"
 
 
 def embedding_identity(embedder: Any) -> dict[str, Any]:
@@ -151,3 +161,123 @@ def _read_flat(path: Path, vecs: np.ndarray) -> faiss.IndexFlatIP | None:
     if len(vecs) and not np.array_equal(index.reconstruct_n(0, len(vecs)), vecs):
         return None
     return index
+
+
+@dataclass(frozen=True)
+class PoolFiles:
+    """A pool kept as ``manifest.json`` (format, method, the files' sha256/line counts, the
+    embedding), one JSON record per line (``records``) and ``vectors.npy`` (row i: record i's
+    vector): how it is read, checked and written, each damage refused in one line with ``fix``."""
+
+    format: str  # the manifest's "format"
+    method: str  # the manifest's "method" (``pool_dirs.find_pool`` finds a pool by it)
+    records: str  # the JSON-lines file, e.g. "notes.jsonl"
+    label: str  # the method as a message names it, e.g. "A-Mem"
+    fix: str  # what to do about a damaged pool
+
+    def read_manifest(self, path: Path) -> dict[str, Any]:
+        try:
+            return json.loads((path / MANIFEST).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise UserError(f"{path / MANIFEST} is unreadable ({exc}); {self.fix}") from None
+
+    def verify(self, path: Path, manifest: dict[str, Any], names: Iterable[str] | None = None) -> None:
+        """Refuse the pool if ``names`` (default: the records and their vectors) are not what
+        its manifest records."""
+        integrity.verify(path, manifest.get("files"), (self.records, VECTORS) if names is None else names, self.fix)
+
+    def check(self, path: Path) -> dict[str, Any]:
+        """The manifest, if the files are what it records (else a one-line refusal)."""
+        manifest = self.read_manifest(path)
+        self.verify(path, manifest)
+        return manifest
+
+    def load(self, path: Path, manifest: dict[str, Any], embedder: Any) -> tuple[list[dict[str, Any]], np.ndarray | None]:
+        """The records and their vectors, embedded with ``embedder``'s model (else refused)."""
+        require_embedding(path, manifest, embedder, self.label)
+        records = read_lines(path / self.records)
+        vectors = np.load(path / VECTORS, allow_pickle=False) if records else None
+        if vectors is not None and len(vectors) != len(records):
+            raise UserError(f"{path} is inconsistent ({len(records)} records, {len(vectors)} vectors); {self.fix}")
+        return records, vectors
+
+    def save(self, path: Path, records: Iterable[dict[str, Any]] | None, index: VectorIndex | None,
+             fields: dict[str, Any], extra: Iterable[str] = ()) -> None:
+        """Write the records and their vectors (``index``; None for both: a pool without
+        them) and the manifest (``fields`` after its format, method and files; ``extra``: more
+        files the method wrote into ``path`` that the manifest records)."""
+        path.mkdir(parents=True, exist_ok=True)
+        names = list(extra)
+        if records is not None:
+            tmp = path / (self.records + ".tmp")
+            tmp.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
+            tmp.replace(path / self.records)
+            names[:0] = [self.records]
+        if index is not None:
+            index.save_vectors(path / VECTORS)
+            names.insert(1, VECTORS)
+        write_json_atomic(path / MANIFEST, {"format": self.format, "method": self.method,
+                                            "files": integrity.record(path, names), **fields, "updated_at": now()})
+
+
+class StoredRecord:
+    """Base of a ``RecordStore``'s record dataclass: read back from its JSON line, keys the
+    dataclass no longer has left out."""
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Any:
+        return cls(**{k: v for k, v in data.items() if k in cls.__dataclass_fields__})  # type: ignore[attr-defined]
+
+
+R = TypeVar("R", bound=StoredRecord)
+
+
+class RecordStore(Generic[R]):
+    """Records (dataclasses with an ``id`` and ``from_dict``) by id in insertion order, row i of
+    the vector index embedding record i, saved as ``files``. A subclass adds how events change
+    it and what its manifest counts (``manifest_fields``)."""
+
+    files: ClassVar[PoolFiles]
+    record: ClassVar[type[StoredRecord]]
+
+    def __init__(self, embedder: Any, records: list[R] | None = None, vectors: np.ndarray | None = None,
+                 built_by: dict[str, Any] | None = None):
+        self.embedder = embedder
+        self.by_id: dict[str, R] = {r.id: r for r in records or []}  # type: ignore[attr-defined]
+        self._index = VectorIndex(embedder.dim, vectors)
+        self.built_by = built_by or {}
+
+    def __len__(self) -> int:
+        return len(self.by_id)
+
+    def nearest(self, text: str, k: int) -> list[tuple[R, float]]:
+        """The k records whose vectors are nearest to ``text``'s (cosine), best first."""
+        if not self.by_id or k <= 0:
+            return []
+        ordered = list(self.by_id.values())
+        return [(ordered[r], s) for r, s in self._index.search(self.embedder.embed([text]), k)[0]]
+
+    def copy(self) -> RecordStore[R]:
+        return type(self)(self.embedder, [self.record.from_dict(asdict(r)) for r in self.by_id.values()],  # type: ignore[call-overload]
+                          self._index.vectors.copy(), dict(self.built_by))
+
+    # ------------------------------------------------------------------ persistence
+    @classmethod
+    def check(cls, path: Path) -> dict[str, Any]:
+        """The manifest, if the files are what it records (else a one-line refusal)."""
+        return cls.files.check(path)
+
+    @classmethod
+    def load(cls, path: Path, embedder: Any) -> RecordStore[R]:
+        manifest = cls.check(path)
+        records, vectors = cls.files.load(path, manifest, embedder)
+        return cls(embedder, [cls.record.from_dict(d) for d in records], vectors, manifest.get("built_by"))
+
+    def manifest_fields(self) -> dict[str, Any]:
+        """What the manifest counts of the records, before the embedding and ``built_by``."""
+        return {}
+
+    def save(self, path: Path) -> None:
+        self.files.save(path, (asdict(r) for r in self.by_id.values()), self._index,  # type: ignore[call-overload]
+                        {**self.manifest_fields(), "embedding_model": self.embedder.name, "dim": self.embedder.dim,
+                         "built_by": self.built_by})

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field, fields
 from functools import lru_cache
 
 from reme_cli.core.errors import UserError
-from reme_cli.core.registry import METHODS
+from reme_cli.methods.base import find_method
 
 MODE = "{mode}"
 
@@ -52,14 +52,10 @@ class MethodColumns:
 
 
 def _declared(name: str) -> object | None:
-    """The plug-in's own ``report_columns``, if it can be loaded and has one."""
-    if not METHODS.has(name):
-        return None
-    try:
-        plugin = METHODS.get(name)
-    except UserError:  # a run of a plug-in not installed here: its records still report
-        return None
-    return getattr(plugin, "report_columns", None)
+    """The plug-in's own ``report_columns``, if it can be loaded (a run of a plug-in not
+    installed here still reports) and has one."""
+    plugin = find_method(name)
+    return plugin.report_columns if plugin is not None else None
 
 
 def _coerce(name: str, declared: object) -> MethodColumns:

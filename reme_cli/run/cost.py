@@ -2,18 +2,17 @@
 hosted model with prices (``model.price``), US dollars.
 
 Calls are counted from the config the way the code makes them: executor episodes (first
-trials, and ReMe's dynamic retries, ``memory.reflection.max_retries``), ReMe's summarizer
-calls (one distill call per summarized trajectory, one judge call per candidate it
-proposes, rerank/rewrite per retrieval; build-pool's success/failure/comparative analyses
-per task), A-Mem's (construct + evolve per note) and LangMem's (extraction per trajectory).
-What depends on outcomes (how many trials succeed, how many steps an episode takes, how
-many candidates a summary proposes) comes from ``Assumptions``, every one overridable on
-the command line as ``cost.KEY=VALUE``.
+trials, and the retries a method may make, ``Memory.max_attempts``) and the summarizer calls
+each method declares it makes (``Memory.expected_summarizer_calls``: its own formula, in its
+own package). What depends on outcomes (how many trials succeed, how many steps an episode
+takes; a method's own guesses, ``Memory.cost_guesses``) comes from ``Assumptions``, every one
+overridable on the command line as ``cost.KEY=VALUE``.
 
 Time is a throughput model: tokens / tokens-per-second at ``llm.concurrency`` requests in
-flight, or, for work that must run in order (a dynamic stream's worker chains its units;
-A-Mem and LangMem builds take one trajectory after another), the chain's latency at the
-few requests it keeps in flight, whichever is longer. Jobs run one after another. A hosted
+flight, or, for work that must run in order (a dynamic stream's worker chains its units; a
+build that folds training tasks into one memory takes one after another,
+``Memory.build_in_order``), the chain's latency at the few requests it keeps in flight,
+whichever is longer. Jobs run one after another. A hosted
 provider (``model.kind=openai``) has no GPU: its time is what its limits allow (``llm.rpm``,
 ``llm.tpm``) or ``cost.hosted_call_s`` per answer at ``llm.concurrency``, whichever is longer.
 """
@@ -22,7 +21,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +30,9 @@ from omegaconf.errors import OmegaConfBaseException
 
 from reme_cli.core.config import Config
 from reme_cli.core.errors import UserError
+from reme_cli.core.registry import METHODS
+from reme_cli.methods.base import Memory, find_method, method_class
+from reme_cli.methods.hooks import CostGuess, Guess, expected_attempts
 
 PREFIX = "cost."
 
@@ -58,18 +60,33 @@ class Assumptions:
 
     calls_per_episode: float = 12.0  # executor calls an episode makes (capped at max_interactions)
     success_rate: float = 0.5  # share of trials that succeed
-    candidates_per_summary: float = 2.0  # experiences one distill call proposes (one judge call each)
     prompt_tokens: float = 6000.0  # per executor call: system, tools and the history so far
     completion_tokens: float = 600.0  # per executor call, thinking included
     prefix_cached_share: float = 0.75  # of executor prompt tokens, found in vLLM's prefix cache
     summarizer_prompt_tokens: float = 3000.0
     summarizer_completion_tokens: float = 1000.0
-    langmem_calls_per_trajectory: float = 2.0  # its manager's calls per extraction
     hosted_call_s: float = 20.0  # seconds one hosted answer takes, thinking included (a guess)
     tokens_per_s: float | None = None  # generated, at llm.concurrency (None: calibration or table)
     prompt_tokens_per_s: float | None = None
     gpus: int | None = None  # per server (None: model.tensor_parallel, auto sized to this node's GPUs, else 1)
     calibration: str | None = None  # a JSON file written by scripts/bench_vllm.py
+    # The methods' own guesses (``Memory.cost_guesses``) given as cost.NAME=VALUE; the rest
+    # take their defaults.
+    own: dict[str, float] = field(default_factory=dict)
+
+    def guess(self, plugin: type[Memory]) -> CostGuess:
+        """What ``plugin``'s cost formula may assume."""
+        return CostGuess(self.success_rate, {name: self.own.get(name, g.default)
+                                             for name, g in plugin.cost_guesses.items()})
+
+
+def methods_guesses() -> dict[str, Guess]:
+    """Every loadable method's own guesses, by name (the keys cost.NAME=VALUE may set)."""
+    found: dict[str, Guess] = {}
+    for name in METHODS.names():
+        plugin = find_method(name)
+        found |= dict(plugin.cost_guesses) if plugin is not None else {}
+    return found
 
 
 def split_overrides(overrides: list[str]) -> tuple[Assumptions, list[str]]:
@@ -77,15 +94,20 @@ def split_overrides(overrides: list[str]) -> tuple[Assumptions, list[str]]:
     the rest, for the runs."""
     mine = [o[len(PREFIX):] for o in overrides if o.startswith(PREFIX)]
     rest = [o for o in overrides if not o.startswith(PREFIX)]
-    known = {f.name for f in fields(Assumptions)}
+    shared = {f.name for f in fields(Assumptions)} - {"own"}
+    methods = methods_guesses() if any(item.split("=", 1)[0] not in shared for item in mine) else {}
     for item in mine:
         key = item.split("=", 1)[0]
-        if "=" not in item or key not in known:
-            raise UserError(f"{PREFIX}{item}: choose {PREFIX}KEY=VALUE with KEY one of {sorted(known)}")
+        if "=" not in item or key not in shared | set(methods):
+            raise UserError(f"{PREFIX}{item}: choose {PREFIX}KEY=VALUE with KEY one of "
+                            f"{sorted(shared | set(methods_guesses()))}")
+    own = [item for item in mine if item.split("=", 1)[0] in methods]
     try:
-        merged = OmegaConf.merge(OmegaConf.structured(Assumptions), OmegaConf.from_dotlist(mine))
+        merged = OmegaConf.merge(OmegaConf.structured(Assumptions),
+                                 OmegaConf.from_dotlist([i for i in mine if i not in own]))
         out: Assumptions = OmegaConf.to_object(merged)  # type: ignore[assignment]
-    except OmegaConfBaseException as exc:
+        out.own = {k: float(v) for k, v in (i.split("=", 1) for i in own)}
+    except (OmegaConfBaseException, ValueError) as exc:
         raise UserError(f"bad {PREFIX}* value: {str(exc).splitlines()[0]}") from None
     if not 0.0 <= out.success_rate <= 1.0 or not 0.0 <= out.prefix_cached_share <= 1.0:
         raise UserError(f"{PREFIX}success_rate and {PREFIX}prefix_cached_share must be between 0 and 1")
@@ -105,19 +127,16 @@ class Calls:
     chain_summarizer: float = 0.0
 
 
-def _reme_retries(cfg: Config) -> int:
-    m = cfg.memory
-    if cfg.eval.mode != "dynamic" or m.name != "reme" or not m.reflection.enabled:
-        return 0
-    return m.reflection.max_retries
+def _plugin(cfg: Config) -> type[Memory]:
+    """The method the config runs (``--mode none``: none, whatever ``memory`` says)."""
+    return method_class("none" if cfg.eval.mode == "none" else cfg.memory.name)
 
 
 def build_shape(cfg: Config, success_rate: float) -> tuple[int, float, int]:
     """Per training task of a pool build: its units, the episodes they are expected to run,
     and at most (``Memory.build_episodes``: build.samples each, unless the method adapts on
     the training tasks itself, as ACE's live offline loop does)."""
-    shape = getattr(_plugin(cfg), "build_episodes", None)
-    return shape(cfg, success_rate) if shape else (cfg.build.samples, float(cfg.build.samples), cfg.build.samples)
+    return method_class(cfg.memory.name).build_episodes(cfg, success_rate)
 
 
 def max_executor_calls(cfg: Config, units: int, build: bool = False) -> int:
@@ -125,53 +144,15 @@ def max_executor_calls(cfg: Config, units: int, build: bool = False) -> int:
     if build:
         per_task, _, most = build_shape(cfg, 0.0)
         return units // per_task * most * cfg.benchmark.max_interactions
-    return units * (1 + _reme_retries(cfg)) * cfg.benchmark.max_interactions
-
-
-def _reme_unit_summarizer(cfg: Config, a: Assumptions) -> float:
-    """Expected summarizer calls of one evaluation unit of ReMe."""
-    m, p, r = cfg.memory, a.success_rate, _reme_retries(cfg)
-    q = 1.0 - p
-    per_retrieval = (m.rerank and m.top_k > 1) + m.rewrite if m.top_k > 0 else 0
-    calls = float(per_retrieval)  # the unit's first retrieval (a retry that has a summary retrieves none)
-    if cfg.eval.mode != "dynamic":
-        return calls
-    # The authors' trajectory-level flow validates nothing.
-    judge_per_job = 0.0 if (m.prompts == "authors" and m.granularity == "trajectory") else a.candidates_per_summary
-    if m.reflection.style == "lesson":
-        reflections = sum(q ** (i + 1) for i in range(r))  # a failed trial before the last
-        first, later, failed = p, q - q ** (r + 1), q ** (r + 1)
-        # One attempt: its success (or, with addition=full, failure) analysis; a success
-        # after failures: success, failure and comparative analyses.
-        jobs = first + 3 * later + (failed if m.addition == "full" else 0.0)
-        lesson_judged = later if (m.reflection.judge and r > 0) else 0.0
-        return calls + reflections + jobs * (1 + judge_per_job) + lesson_judged
-    # summary style: every trial is summarized (one distill call on one trajectory), except
-    # a last failed one unless addition=full.
-    summarized = sum(q ** i for i in range(r)) + q ** r * (p + (q if m.addition == "full" else 0.0))
-    return calls + summarized * (1 + judge_per_job)
-
-
-def _expected_trials(cfg: Config, a: Assumptions) -> float:
-    q = 1.0 - a.success_rate
-    return sum(q ** i for i in range(1 + _reme_retries(cfg)))
+    return units * _plugin(cfg).max_attempts(cfg) * cfg.benchmark.max_interactions
 
 
 def run_calls(cfg: Config, units: int, a: Assumptions) -> Calls:
     """An evaluation run's calls (``units`` = tasks x runs x seeds)."""
+    plugin = _plugin(cfg)
     per_episode = min(a.calls_per_episode, cfg.benchmark.max_interactions)
-    executor_per_unit = _expected_trials(cfg, a) * per_episode
-    method = cfg.memory.name
-    if method == "reme":
-        summarizer_per_unit = _reme_unit_summarizer(cfg, a)
-    elif cfg.eval.mode == "dynamic" and method == "amem":
-        summarizer_per_unit = a.success_rate * 2  # construct + evolve, from a successful unit only
-    elif cfg.eval.mode == "dynamic" and method == "langmem":
-        summarizer_per_unit = a.success_rate * a.langmem_calls_per_trajectory
-    elif method not in ("amem", "langmem"):
-        summarizer_per_unit = _declared(cfg, a, build=False)
-    else:
-        summarizer_per_unit = 0.0
+    executor_per_unit = expected_attempts(plugin.max_attempts(cfg), a.success_rate) * per_episode
+    summarizer_per_unit = float(plugin.expected_summarizer_calls(cfg, a.guess(plugin), build=False))
     out = Calls(max_executor_calls(cfg, units), units * executor_per_unit, units * summarizer_per_unit)
     if cfg.eval.mode == "dynamic":
         streams = cfg.eval.seeds * (cfg.eval.runs if cfg.eval.scope == "stream" else 1)
@@ -182,56 +163,20 @@ def run_calls(cfg: Config, units: int, a: Assumptions) -> Calls:
 
 
 def build_calls(cfg: Config, units: int, tasks: int, a: Assumptions) -> Calls:
-    """A pool build's calls (``units``: ``build_shape``'s per task, x ``tasks``)."""
-    n, p = cfg.build.samples, a.success_rate
-    any_success, any_failure = 1 - (1 - p) ** n, 1 - p ** n
-    episodes = tasks * build_shape(cfg, p)[1]
+    """A pool build's calls (``units``: ``build_shape``'s per task, x ``tasks``). Methods
+    that fold the training tasks into one memory (ACE's playbook, DC's cheatsheet) do so one
+    task after another: a chain of their calls (``Memory.build_in_order``), and of their
+    episodes too when they run them themselves (ACE's live offline attempts)."""
+    plugin = method_class(cfg.memory.name)
+    episodes = tasks * build_shape(cfg, a.success_rate)[1]
     out = Calls(max_executor_calls(cfg, units, build=True),
                 episodes * min(a.calls_per_episode, cfg.benchmark.max_interactions))
-    method = cfg.memory.name
-    if method == "reme" and cfg.memory.prompts == "authors":
-        # Two trajectories posted (first-lowest, last-highest): an analysis of each, and a
-        # comparative one when one succeeded and the other failed; a validation per candidate.
-        posted = min(n, 2)
-        if cfg.memory.granularity == "trajectory":  # one simple summary each, not validated
-            out.summarizer = tasks * posted
-        else:
-            mixed = any_success + any_failure - 1 if n >= 2 else 0.0
-            out.summarizer = tasks * (posted + mixed) * (1 + a.candidates_per_summary)
-    elif method == "reme":
-        if cfg.memory.granularity == "trajectory":
-            jobs = 1.0
-        else:  # success if one succeeded, failure if one failed, comparative if rewards differ
-            jobs = any_success + any_failure + (any_success + any_failure - 1)
-        out.summarizer = tasks * jobs * (1 + a.candidates_per_summary)
-    elif method == "amem":
-        notes = n * p if cfg.memory.build_notes == "all" else any_success
-        out.summarizer = tasks * notes * 2
-        out.chains, out.chain_summarizer = 1, tasks * notes  # evolution: one note after another
-    elif method == "langmem":
-        picked = n * p if cfg.memory.build_episodes == "all" else any_success
-        out.summarizer = tasks * picked * a.langmem_calls_per_trajectory
-        out.chains, out.chain_summarizer = 1, out.summarizer  # tasks one after another
-    else:
-        # Methods that fold training tasks into one memory (ACE's playbook, DC's cheatsheet)
-        # do so one task after another: a chain as long as their calls, and as their
-        # episodes too when they run them themselves (ACE's live offline attempts).
-        out.summarizer = tasks * _declared(cfg, a, build=True)
-        out.chains, out.chain_summarizer = 1, out.summarizer
-        if getattr(_plugin(cfg), "adapts_on_training", lambda _: False)(cfg):
+    out.summarizer = tasks * float(plugin.expected_summarizer_calls(cfg, a.guess(plugin), build=True))
+    if in_order := plugin.build_in_order(cfg):
+        out.chains, out.chain_summarizer = 1, out.summarizer * in_order
+        if plugin.adapts_on_training(cfg):
             out.chain_executor = out.executor
     return out
-
-
-def _plugin(cfg: Config) -> Any:
-    from reme_cli.core.registry import METHODS
-
-    return METHODS.get(cfg.memory.name)
-
-
-def _declared(cfg: Config, a: Assumptions, build: bool) -> float:
-    """What a method on the seam declares it calls (``Memory.expected_summarizer_calls``)."""
-    return float(_plugin(cfg).expected_summarizer_calls(cfg, a.success_rate, build))
 
 
 # ------------------------------------------------------------------------------ rates

@@ -58,9 +58,8 @@ def sandbox_fields(bench: Benchmark) -> dict[str, Any]:
     """The manifest's record of where model-written code ran (benchmarks that run it): the
     kind, and its details (which bwrap binary, its version, the bounds) when the benchmark
     gives them."""
-    kind = getattr(bench, "sandbox", None)
-    detail = getattr(bench, "sandbox_detail", None)
-    return ({"sandbox": kind} if kind else {}) | ({"sandbox_detail": detail} if detail else {})
+    return ({"sandbox": bench.sandbox} if bench.sandbox else {}) | \
+        ({"sandbox_detail": bench.sandbox_detail} if bench.sandbox_detail else {})
 
 
 class RunLifecycle:
@@ -131,9 +130,7 @@ class RunLifecycle:
         try:
             return await work(Session(ep, client, run_dir, settings, progress))
         finally:
-            aclose = getattr(self.bench, "aclose", None)
-            if aclose is not None:  # a benchmark's processes end with the run's loop
-                await aclose()
+            await self.bench.aclose()  # a benchmark's processes end with the run's loop
             await client.close()
             u = client.usage
             self.usage = {"calls": u.calls, "cached_calls": u.cached_calls, "prompt_tokens": u.prompt_tokens,

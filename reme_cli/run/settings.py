@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from reme_cli.agent.protocols import make_protocol
-from reme_cli.bench.base import PLAIN_TOOLS, Benchmark
+from reme_cli.bench.base import Benchmark
 from reme_cli.core.config import Config
 from reme_cli.llm.endpoint import request_extra_body
 from reme_cli.run.runner import EpisodeSettings
@@ -14,19 +14,19 @@ from reme_cli.run.runner import EpisodeSettings
 def episode_settings(cfg: Config, bench: Benchmark, temperature: float | None = None) -> EpisodeSettings:
     return EpisodeSettings(
         protocol=make_protocol(cfg.benchmark.tool_protocol or cfg.model.tool_protocol,
-                               getattr(bench, "tool_dialect", PLAIN_TOOLS)),
+                               bench.tool_dialect),
         temperature=cfg.model.sampling.temperature if temperature is None else temperature,
         top_p=cfg.model.sampling.top_p,
         max_tokens=cfg.model.sampling.max_tokens,
         seed_base=cfg.eval.seed_base,
         extra_body=request_extra_body(cfg),
-        system_prompt=cfg.benchmark.system_prompt or getattr(bench, "system_prompt", None),
+        system_prompt=cfg.benchmark.system_prompt or bench.system_prompt,
         max_interactions=cfg.benchmark.max_interactions,
         max_steps_per_turn=_step_limit(bench.max_steps_per_turn, cfg.model.max_steps_per_turn),
         max_stored_chars=cfg.eval.max_stored_chars,
         top_k=cfg.model.sampling.top_k,
         min_p=cfg.model.sampling.min_p,
-        history_reasoning=getattr(cfg.benchmark, "history_reasoning", "drop"),
+        history_reasoning=cfg.benchmark.history_reasoning,
         fixed_seed=cfg.model.sampling.seed,
     )
 

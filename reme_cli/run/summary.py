@@ -17,7 +17,7 @@ UNSANDBOXED_NOTE = "sandbox: none (benchmark.sandbox=none: the model's code ran 
 
 def sandbox_notes(bench: Benchmark) -> list[str]:
     """A line for the final table when model-written code ran on the host, unsandboxed."""
-    return [UNSANDBOXED_NOTE] if getattr(bench, "sandbox", None) == "none" else []
+    return [UNSANDBOXED_NOTE] if bench.sandbox == "none" else []
 
 
 def _pct(x: float) -> str:

@@ -13,7 +13,7 @@ import yaml
 
 from reme_cli.commands.report import suite_order, unit_columns, unit_row
 from reme_cli.report.fidelity import flatten
-from reme_cli.core.config import config_dir
+from reme_cli.core.config import config_dir, experiment_memory
 from reme_cli.core.io import now
 from reme_cli.report.metrics import declared_reducers, reducer_columns, run_metrics
 from reme_cli.report.order import natural_key
@@ -59,11 +59,14 @@ def _num(x: Any) -> Any:
     return x.item() if hasattr(x, "item") else x
 
 
+PAPER_TEXT = "paper_text"  # the experiment preset holding the paper's words where the authors ran otherwise
+
+
 def _paper_text_keys() -> dict[str, Any]:
     """The keys ``experiment=paper_text`` sets, flattened: where the paper's text and what the
     authors ran differ (docs/fidelity.md)."""
     try:
-        data = yaml.safe_load((config_dir() / "experiment" / "paper_text.yaml").read_text()) or {}
+        data = yaml.safe_load((config_dir() / "experiment" / f"{PAPER_TEXT}.yaml").read_text()) or {}
     except OSError:
         return {}
     return {k: v for k, v in flatten(data).items() if k not in ("defaults", "experiment")}
@@ -85,7 +88,7 @@ def fidelity_notes(run: Run) -> list[str]:
         notes.append(f"experiment={cfg['experiment']}")
     if run.mode != "none":
         notes.append(_start_note(run))
-    if run.memory == "reme":
+    if run.memory == experiment_memory(PAPER_TEXT):  # the paper's method, whose words it holds
         values = flatten(cfg)
         paper = [k for k, v in _paper_text_keys().items()
                  if k.startswith("memory.") and values.get(k) == v and run.mode == "dynamic"]

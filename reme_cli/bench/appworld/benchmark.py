@@ -37,7 +37,7 @@ from reme_cli.bench.appworld.config import AppWorldConfig, default_data_dir
 from reme_cli.bench.appworld.metrics import LABELS, METRICS
 from reme_cli.bench.appworld.processes import Processes
 from reme_cli.bench.appworld.venv import default_venv
-from reme_cli.bench.base import Outcome, Task, ToolResult
+from reme_cli.bench.base import Benchmark, Outcome, Task, ToolResult
 from reme_cli.bench.worker import Worker, WorkerCrashed
 from reme_cli.core.errors import UserError
 
@@ -46,7 +46,7 @@ SPLIT_SIZES = {"train": 90, "dev": 57, "test_normal": 168, "test_challenge": 417
 _GRACE_S = 30.0  # reme's wait on a supervisor beyond the step's own limit
 
 
-class AppWorldBenchmark:
+class AppWorldBenchmark(Benchmark):
     name = "appworld"
     config_class = AppWorldConfig
     # The authors' run_appworld.py:58-107: batches of 8 consecutive tasks against one shared
@@ -57,6 +57,10 @@ class AppWorldBenchmark:
     metrics = METRICS  # Avg@k / Pass@k over TGC, SGC, success per difficulty
     labels = LABELS
     system_prompt: str | None = None  # the authors' agent: each task's own (Task.meta)
+    # The bounds on the model's code (issue 33): at their defaults no honest episode meets
+    # them, so runs made before they existed resume (out of the run hash at these values).
+    hash_neutral = {"episode_timeout": 300.0, "memory_mb": 2048, "disk_mb": 128, "max_threads": 64,
+                    "output_chars": 100_000}
 
     def __init__(self, cfg: AppWorldConfig):
         self.cfg = cfg

@@ -48,7 +48,7 @@ from reme_cli.core.environ import set_default
 # only ones that do not, but keep any accidental ones out of the user's working directory.
 set_default("BFCL_PROJECT_ROOT", os.path.join(tempfile.gettempdir(), "reme-bfcl"))
 
-from reme_cli.bench.base import InProcessEnv, Outcome, Task, ToolDialect, ToolResult  # noqa: E402
+from reme_cli.bench.base import Benchmark, InProcessEnv, Outcome, Task, ToolDialect, ToolResult  # noqa: E402
 from reme_cli.bench.bfcl.config import BFCLConfig  # noqa: E402
 from reme_cli.bench.scoring import TASK_METRICS, Labels  # noqa: E402
 from reme_cli.bench.bfcl.calls import (  # noqa: E402
@@ -249,7 +249,7 @@ WORDING = ("pool built from the {release} training-task wording (the released po
            "6 of 50 tasks differ)")
 
 
-class BFCLBenchmark:
+class BFCLBenchmark(Benchmark):
     """BFCL-v3 ``multi_turn_base`` with the ReMe paper's official 50/150 split."""
 
     name = "bfcl_v3"

@@ -10,8 +10,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from reme_cli.methods.ace.playbook import METHOD, PLAYBOOK, TEXT
-from reme_cli.methods.state_view import StateChange, StateItem, StateView, describe_folder
+from reme_cli.methods.ace.playbook import PLAYBOOK, TEXT
+from reme_cli.methods.state_view import StateChange, StateItem
 
 
 def item(bullet: dict[str, Any]) -> StateItem:
@@ -39,6 +39,3 @@ def read(book: Path) -> tuple[list[StateItem], dict[str, Any], str | None]:
                "updates applied": state.get("ops_applied")}
     return items, summary, (book / TEXT).read_text() if (book / TEXT).is_file() else None
 
-
-def describe(where: Path) -> StateView | None:
-    return describe_folder(where, METHOD, ("playbook",), change, read)

@@ -14,6 +14,7 @@ from reme_cli.bench.base import Task
 from reme_cli.core.config import check_choices
 from reme_cli.core.errors import UserError
 from reme_cli.core.io import append_lines, read_lines
+from reme_cli.core.plugin import Section
 from reme_cli.core.staging import replace_dir
 from reme_cli.core.trials import read_trials
 from reme_cli.llm.embed import make_embedder_for
@@ -25,14 +26,14 @@ from reme_cli.methods.base import (Applied, BuildContext, BuildResult, Episode, 
 from reme_cli.methods.context_guard import estimate_tokens, fit_items, memory_budget
 from reme_cli.methods.pool_dirs import find_pool
 from reme_cli.methods.streams import stream_dir
-from reme_cli.methods.ace.describe import describe as describe_state
-from reme_cli.methods.state_view import StateView
+from reme_cli.methods.ace import describe
+from reme_cli.methods.hooks import CostGuess, SavedState, expected_attempts
 
 BUILD_LOG = "ace_build.jsonl"
 
 
 @dataclass
-class AceConfig:
+class AceConfig(Section):
     name: str = "ace"
     # A `reme build-pool memory=ace` output dir (or its pool/). Fixed mode needs one; dynamic
     # mode without one starts from the initial playbook (the paper's "ACE online" setting).
@@ -94,6 +95,7 @@ class Ace(Memory):
     needs_summarizer = True  # the Reflector and Curator are the summarizer (the executor by default)
     report_columns = {"setting": "ACE ({mode})", "params": ["memory.max_context_share", "memory.dedup"],
                       "series": {"playbook_bullets": "playbook bullets"}}
+    saved = SavedState(METHOD, describe.read, describe.change, ("playbook",), starts_empty="the initial playbook")
 
     adapting = False  # build-pool's live offline adaptation (load_for_training), not an eval
 
@@ -181,8 +183,7 @@ class Ace(Memory):
         and at most."""
         m: AceConfig = cfg.memory
         n = m.offline_max_attempts if m.offline_attempts == "live" else min(cfg.build.samples, m.offline_max_attempts)
-        q = 1.0 - success_rate
-        return (float(n) if m.offline_attempts == "all" else sum(q ** i for i in range(n))), n
+        return (float(n) if m.offline_attempts == "all" else expected_attempts(n, success_rate)), n
 
     @classmethod
     def build_episodes(cls, cfg: Any, success_rate: float) -> tuple[int, float, int]:
@@ -193,12 +194,12 @@ class Ace(Memory):
         return cfg.memory.epochs, cfg.memory.epochs * expected, cfg.memory.epochs * most
 
     @classmethod
-    def expected_summarizer_calls(cls, cfg: Any, success_rate: float, build: bool = False) -> float:
+    def expected_summarizer_calls(cls, cfg: Any, guess: CostGuess, build: bool = False) -> float:
         """A Reflector and a Curator call per adapted trajectory: after every online unit, and
         per offline attempt (until one succeeds, by default) of each epoch."""
         if not build:
             return 2.0 if cfg.eval.mode == "dynamic" else 0.0
-        return 2.0 * cls._offline_attempts(cfg, success_rate)[0] * cfg.memory.epochs
+        return 2.0 * cls._offline_attempts(cfg, guess.success_rate)[0] * cfg.memory.epochs
 
     @classmethod
     def assemble_pool(cls, ctx: BuildContext, staging: Path) -> BuildResult:
@@ -254,16 +255,8 @@ class Ace(Memory):
 
     # ------------------------------------------------------------------ eval
     @classmethod
-    def describe(cls, where: Path) -> StateView | None:
-        return describe_state(where)
-
-    @classmethod
-    def preflight(cls, cfg: Any) -> None:
-        if cfg.memory.pool:
-            Playbook.load(find_pool(cfg.memory.pool, METHOD, "an ACE playbook"))
-        elif cfg.eval.mode == "fixed":
-            raise UserError("--mode fixed memory=ace needs memory.pool=DIR (build one with "
-                            "`reme build-pool memory=ace`); dynamic mode may start from the initial playbook")
+    def check_pool(cls, cfg: Any) -> None:
+        Playbook.load(find_pool(cfg.memory.pool, METHOD, "an ACE playbook"))
 
     @classmethod
     def load(cls, ctx: MethodContext) -> Ace:

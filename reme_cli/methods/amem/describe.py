@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from reme_cli.core.io import read_lines
-from reme_cli.methods.amem.notes import METHOD, NOTES
-from reme_cli.methods.state_view import StateChange, StateItem, StateView, describe_folder
+from reme_cli.methods.amem.notes import NOTES
+from reme_cli.methods.state_view import StateChange, StateItem
 
 
 def item(note: dict[str, Any]) -> StateItem:
@@ -42,6 +42,3 @@ def read(store: Path) -> tuple[list[StateItem], dict[str, Any], None]:
                "never retrieved": sum(1 for i in items if not i.numbers["retrievals"])}
     return items, summary, None
 
-
-def describe(where: Path) -> StateView | None:
-    return describe_folder(where, METHOD, ("store",), change, read)

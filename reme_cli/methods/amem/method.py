@@ -12,23 +12,23 @@ from typing import Any, Optional
 from reme_cli.agent.loop import GUIDANCE_HEADER, Trajectory
 from reme_cli.bench.base import Outcome, Task
 from reme_cli.core.config import check_choices
-from reme_cli.core.errors import UserError
 from reme_cli.core.io import append_lines, read_lines
+from reme_cli.core.plugin import Section
 from reme_cli.core.staging import replace_dir
 from reme_cli.methods.amem.agentic import AMemStats, construct, evolve
 from reme_cli.methods.amem.notes import METHOD, Note, NoteStore
 from reme_cli.methods.base import BuildContext, BuildResult, Learned, Memory, MethodContext, Retrieval, Tried
+from reme_cli.methods.hooks import CostGuess, SavedState
 from reme_cli.methods.pool_dirs import find_pool
 from reme_cli.agent.render import render_trajectory
 from reme_cli.llm.embed import make_embedder_for
-from reme_cli.methods.amem.describe import describe as describe_state
-from reme_cli.methods.state_view import StateView
+from reme_cli.methods.amem import describe
 
 BUILD_EVENTS = "amem_events.jsonl"
 
 
 @dataclass
-class AMemConfig:
+class AMemConfig(Section):
     name: str = "amem"
     pool: Optional[str] = None  # a `reme build-pool memory=amem` output dir (or its pool/)
     top_k: int = 5  # notes retrieved per task (A-Mem's default k)
@@ -70,15 +70,16 @@ def _training_notes(cfg: AMemConfig, attempts: list[tuple[Trajectory, Outcome]])
     return good if cfg.build_notes == "all" else good[:1]
 
 
+@dataclass(eq=False)  # the state and what it is run with (identity, not value, compares)
 class AMem(Memory):
     config_class = AMemConfig
     report_columns = {"setting": "A-Mem"}
     needs_summarizer = True  # A-Mem's own LLM calls go to the summarizer (the executor by default)
+    saved = SavedState(METHOD, describe.read, describe.change, ("store",))
 
-    def __init__(self, store: NoteStore, cfg: AMemConfig, summ: Any):
-        self.store = store
-        self.cfg = cfg
-        self.summ = summ
+    store: NoteStore
+    cfg: AMemConfig
+    summ: Any
 
     # ------------------------------------------------------------------ build-pool
     @classmethod
@@ -133,15 +134,27 @@ class AMem(Memory):
         return BuildResult(report, rows)
 
     @classmethod
-    def describe(cls, where: Path) -> StateView | None:
-        return describe_state(where)
+    def wrote_pool(cls, manifest: dict[str, Any]) -> bool:
+        return True  # its first manifests named only the method
+
+    @classmethod
+    def expected_summarizer_calls(cls, cfg: Any, guess: CostGuess, build: bool = False) -> float:
+        """A note costs two calls (construct, evolve), from a successful trajectory only: per
+        training task its notes (the first success, or every one with build_notes=all), per
+        dynamic unit one if it succeeds."""
+        p = guess.success_rate
+        if build:
+            n = cfg.build.samples
+            return 2 * (n * p if cfg.memory.build_notes == "all" else 1 - (1 - p) ** n)
+        return p * 2 if cfg.eval.mode == "dynamic" else 0.0
+
+    @classmethod
+    def build_in_order(cls, cfg: Any) -> float:
+        return 0.5  # evolution takes one note after another; the analyses run concurrently
 
     # ------------------------------------------------------------------ eval
     @classmethod
-    def preflight(cls, cfg: Any) -> None:
-        if not cfg.memory.pool:
-            raise UserError(f"--mode {cfg.eval.mode} memory=amem needs memory.pool=DIR "
-                            f"(build one with `reme build-pool memory=amem`)")
+    def check_pool(cls, cfg: Any) -> None:
         NoteStore.check(resolve_store(cfg.memory.pool))  # a damaged pool is refused before the run
 
     @classmethod

@@ -2,7 +2,8 @@
 events that change them, as a directory.
 
     <dir>/manifest.json   method "amem", embedding model and dim, note count, and the
-                          sha256/line count of the two files below (checked on load)
+                          sha256/line count of the two files below (checked on load;
+                          ``vector_store.PoolFiles`` reads and writes the three)
     <dir>/notes.jsonl     one note per line, in insertion order
     <dir>/vectors.npy     (n, dim) float32, L2-normalized, row i = note i
 
@@ -12,25 +13,22 @@ stream can be rebuilt from a starting store and the events of its finished units
 
 from __future__ import annotations
 
-import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from reme_cli.core import integrity
 from reme_cli.core.errors import UserError
-from reme_cli.core.io import now, read_lines, write_json_atomic
-from reme_cli.methods.vector_store import VectorIndex, require_embedding
+from reme_cli.core.io import read_lines
+from reme_cli.methods.vector_store import PoolFiles, RecordStore, StoredRecord
 
 METHOD = "amem"
-FORMAT = "reme-amem-pool"
-MANIFEST, NOTES, VECTORS = "manifest.json", "notes.jsonl", "vectors.npy"
+NOTES = "notes.jsonl"
+FILES = PoolFiles("reme-amem-pool", METHOD, NOTES, "A-Mem",
+                  "rebuild it with `reme build-pool memory=amem` or restore the file from a copy")
 
 
 @dataclass
-class Note:
+class Note(StoredRecord):
     id: str
     content: str
     keywords: list[str] = field(default_factory=list)
@@ -47,72 +45,35 @@ class Note:
         return (f"{self.content} context: {self.context} keywords: {', '.join(self.keywords)} "
                 f"tags: {', '.join(self.tags)}")
 
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Note:
-        return cls(**{k: v for k, v in data.items() if k in cls.__dataclass_fields__})
 
+class NoteStore(RecordStore[Note]):
+    files = FILES
+    record = Note
 
-class NoteStore:
-    def __init__(self, embedder: Any, notes: list[Note] | None = None, vectors: np.ndarray | None = None,
-                 built_by: dict[str, Any] | None = None):
-        self.embedder = embedder
-        self.notes: dict[str, Note] = {n.id: n for n in notes or []}
-        self._index = VectorIndex(embedder.dim, vectors)
-        self.built_by = built_by or {}
-
-    def __len__(self) -> int:
-        return len(self.notes)
+    @property
+    def notes(self) -> dict[str, Note]:
+        return self.by_id
 
     # ------------------------------------------------------------------ persistence
-    @staticmethod
-    def check(path: Path) -> dict[str, Any]:
+    @classmethod
+    def check(cls, path: Path) -> dict[str, Any]:
         """The manifest, if the files are what it records (else a one-line refusal)."""
-        try:
-            manifest = json.loads((path / MANIFEST).read_text())
-        except (OSError, ValueError) as exc:
-            raise UserError(f"{path / MANIFEST} is unreadable ({exc}); rebuild the A-Mem pool") from None
-        fix = "rebuild it with `reme build-pool memory=amem` or restore the file from a copy"
-        if "files" in manifest:
-            integrity.verify(path, manifest["files"], (NOTES, VECTORS), fix)
+        manifest = FILES.read_manifest(path)
+        if "files" in manifest:  # the first manifests recorded none
+            FILES.verify(path, manifest)
         notes = len(read_lines(path / NOTES))
         if isinstance(manifest.get("notes"), int) and notes != manifest["notes"]:
             raise UserError(f"pool {path} is damaged: {NOTES} holds {notes} notes, its manifest records "
-                            f"{manifest['notes']}; {fix}")
+                            f"{manifest['notes']}; {FILES.fix}")
         return manifest
 
-    @classmethod
-    def load(cls, path: Path, embedder: Any) -> NoteStore:
-        manifest = cls.check(path)
-        require_embedding(path, manifest, embedder, "A-Mem")
-        notes = [Note.from_dict(d) for d in read_lines(path / NOTES)]
-        vectors = np.load(path / VECTORS) if notes else None
-        if vectors is not None and len(vectors) != len(notes):
-            raise UserError(f"{path} is inconsistent ({len(notes)} notes, {len(vectors)} vectors); rebuild it")
-        return cls(embedder, notes, vectors, manifest.get("built_by"))
-
-    def save(self, path: Path) -> None:
-        path.mkdir(parents=True, exist_ok=True)
-        tmp = path / (NOTES + ".tmp")
-        tmp.write_text("".join(json.dumps(asdict(n), ensure_ascii=False) + "\n" for n in self.notes.values()))
-        tmp.replace(path / NOTES)
-        self._index.save_vectors(path / VECTORS)
-        write_json_atomic(path / MANIFEST, {
-            "format": FORMAT, "method": METHOD, "files": integrity.record(path, (NOTES, VECTORS)),
-            "notes": len(self.notes), "links": sum(len(n.links) for n in self.notes.values()),
-            "embedding_model": self.embedder.name, "dim": self.embedder.dim,
-            "built_by": self.built_by, "updated_at": now()})
-
-    def copy(self) -> NoteStore:
-        return NoteStore(self.embedder, [Note.from_dict(asdict(n)) for n in self.notes.values()],
-                         self._index.vectors.copy(), dict(self.built_by))
+    def manifest_fields(self) -> dict[str, Any]:
+        return {"notes": len(self.notes), "links": sum(len(n.links) for n in self.notes.values())}
 
     # ------------------------------------------------------------------ search
     def search(self, text: str, k: int) -> list[tuple[Note, float]]:
         """The k notes nearest to ``text`` by cosine similarity, best first."""
-        if not self.notes or k <= 0:
-            return []
-        ordered = list(self.notes.values())
-        return [(ordered[r], s) for r, s in self._index.search(self.embedder.embed([text]), k)[0]]
+        return self.nearest(text, k)
 
     def with_links(self, hits: list[Note], k: int) -> list[Note]:
         """The hits, then the notes they link to (new ones only, at most k of them)."""

@@ -7,12 +7,13 @@ from typing import Optional
 
 from reme_cli.core.config import check_choices
 from reme_cli.core.errors import UserError
+from reme_cli.core.plugin import Section
 
 VARIANTS = {"cumulative", "retrieval_synthesis"}
 
 
 @dataclass
-class DCConfig:
+class DCConfig(Section):
     name: str = "dc"
     # cumulative (DC-Cu): one cheatsheet, rewritten after every task, shown whole;
     # retrieval_synthesis (DC-RS): a cheatsheet synthesized per task from the nearest past pairs.

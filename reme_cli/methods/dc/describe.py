@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from reme_cli.core.io import read_lines
-from reme_cli.methods.dc.pool import CHEATSHEET, METHOD, PAIRS, manifest_of
-from reme_cli.methods.state_view import StateChange, StateItem, StateView, describe_folder
+from reme_cli.methods.dc.pool import CHEATSHEET, PAIRS, manifest_of
+from reme_cli.methods.state_view import StateChange, StateItem
 
 SHEET_ID = "cheatsheet"  # the item a DC-Cu rewrite updates
 
@@ -39,6 +39,3 @@ def read(pool: Path) -> tuple[list[StateItem], dict[str, Any], str | None]:
                "cheatsheet rewrites": (manifest.get("cheatsheet") or {}).get("rewrites")}
     return items, summary, text
 
-
-def describe(where: Path) -> StateView | None:
-    return describe_folder(where, METHOD, ("state",), change, read)

@@ -10,18 +10,16 @@ from typing import Any
 from reme_cli.agent.loop import Trajectory
 from reme_cli.agent.render import render_trajectory
 from reme_cli.bench.base import Outcome, Task
-from reme_cli.core.errors import UserError
 from reme_cli.core.io import append_lines, read_lines
 from reme_cli.core.staging import replace_dir
 from reme_cli.llm.embed import make_embedder_for
 from reme_cli.methods.base import Applied, BuildContext, BuildResult, Learned, Memory, MethodContext, Retrieval, Tried
 from reme_cli.methods.context_guard import memory_budget
-from reme_cli.methods.dc import curator, pool
+from reme_cli.methods.dc import curator, describe, pool
 from reme_cli.methods.dc.cheatsheet import EMPTY, Cheatsheet, digest, guidance, render_pairs
 from reme_cli.methods.dc.config import DCConfig
 from reme_cli.methods.dc.pairs import Pair, PairStore
-from reme_cli.methods.dc.describe import describe as describe_state
-from reme_cli.methods.state_view import StateView
+from reme_cli.methods.hooks import CostGuess, SavedState
 
 FOLD_FILE = "dc_curator.jsonl"  # build-pool: one line per training task folded into the cheatsheet
 
@@ -49,6 +47,7 @@ class DynamicCheatsheet(Memory):
     report_columns = {"setting": "DC ({memory.variant}, {mode})", "params": ["memory.variant", "memory.top_k"],
                       "series": {"cheatsheet_chars": "cheatsheet characters"}}
     needs_summarizer = True  # the curator's calls go to the summarizer (the executor by default)
+    saved = SavedState(pool.METHOD, describe.read, describe.change, ("state",), starts_empty="the empty cheatsheet")
 
     def __init__(self, cfg: DCConfig, summ: Any, budget: int, sheet: Cheatsheet | None,
                  pairs: PairStore | None, last: str = EMPTY):
@@ -65,7 +64,7 @@ class DynamicCheatsheet(Memory):
         return self.cfg.variant == "cumulative"
 
     @classmethod
-    def expected_summarizer_calls(cls, cfg: Any, success_rate: float, build: bool = False) -> float:
+    def expected_summarizer_calls(cls, cfg: Any, guess: CostGuess, build: bool = False) -> float:
         """DC-Cu: one curator call per task learned from (each training task; each dynamic
         unit). DC-RS: one synthesis call before every unit, fixed or dynamic; none to build."""
         if cfg.memory.variant == "cumulative":
@@ -118,18 +117,10 @@ class DynamicCheatsheet(Memory):
                      ("cheatsheet", f"{sheet.rewrites} rewrites, {len(sheet.text)} chars, {digest(sheet.text)}")]
         return BuildResult(report, rows)
 
-    @classmethod
-    def describe(cls, where: Path) -> StateView | None:
-        return describe_state(where)
-
     # ------------------------------------------------------------------ eval
     @classmethod
-    def preflight(cls, cfg: Any) -> None:
-        if cfg.memory.pool:
-            pool.check(cfg.memory.pool, cfg.memory.variant)
-        elif cfg.eval.mode != "dynamic":
-            raise UserError(f"--mode {cfg.eval.mode} memory=dc needs memory.pool=DIR (build one with "
-                            "`reme build-pool memory=dc`); --mode dynamic may start from the empty cheatsheet")
+    def check_pool(cls, cfg: Any) -> None:
+        pool.check(cfg.memory.pool, cfg.memory.variant)
 
     @classmethod
     def load(cls, ctx: MethodContext) -> DynamicCheatsheet:

@@ -11,25 +11,20 @@ Both variants store the pairs (no LLM needed), so a DC-RS run can use a DC-Cu po
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from reme_cli.core import integrity
 from reme_cli.core.errors import UserError
-from reme_cli.core.io import now, read_lines, write_json_atomic
 from reme_cli.methods.dc.cheatsheet import Cheatsheet
 from reme_cli.methods.dc.pairs import Pair, PairStore
 from reme_cli.methods.pool_dirs import find_pool
-from reme_cli.methods.vector_store import require_embedding
+from reme_cli.methods.vector_store import VECTORS, PoolFiles
 
 METHOD = "dc"
-FORMAT = "reme-dc-pool"
-MANIFEST, CHEATSHEET, PAIRS, VECTORS = "manifest.json", "cheatsheet.txt", "pairs.jsonl", "vectors.npy"
-FIX = "rebuild it with `reme build-pool memory=dc` or restore the file from a copy"
+CHEATSHEET, PAIRS = "cheatsheet.txt", "pairs.jsonl"
+FILES = PoolFiles("reme-dc-pool", METHOD, PAIRS, "DC",
+                  "rebuild it with `reme build-pool memory=dc` or restore the file from a copy")
 
 
 @dataclass
@@ -40,22 +35,16 @@ class DCPool:
 
     def save(self, path: Path, variant: str) -> None:
         path.mkdir(parents=True, exist_ok=True)
-        names = []
-        if self.pairs is not None:
-            rows = "".join(json.dumps(asdict(p), ensure_ascii=False) + "\n" for p in self.pairs.pairs)
-            (path / PAIRS).write_text(rows, encoding="utf-8")
-            np.save(path / VECTORS, self.pairs.vectors())
-            names += [PAIRS, VECTORS]
         if self.cheatsheet is not None:
             (path / CHEATSHEET).write_text(self.cheatsheet.text, encoding="utf-8")
-            names.append(CHEATSHEET)
-        write_json_atomic(path / MANIFEST, {
-            "format": FORMAT, "method": METHOD, "variant": variant, "files": integrity.record(path, names),
-            "cheatsheet": self.cheatsheet.version() if self.cheatsheet is not None else None,
-            "pairs": len(self.pairs) if self.pairs is not None else None,
-            "embedding_model": self.pairs.embedder.name if self.pairs is not None else None,
-            "dim": self.pairs.embedder.dim if self.pairs is not None else None,
-            "built_by": self.built_by, "updated_at": now()})
+        pairs = self.pairs
+        FILES.save(path, (asdict(p) for p in pairs.pairs) if pairs is not None else None,
+                   pairs.index if pairs is not None else None, {
+                       "variant": variant, "cheatsheet": self.cheatsheet.version() if self.cheatsheet is not None else None,
+                       "pairs": len(pairs) if pairs is not None else None,
+                       "embedding_model": pairs.embedder.name if pairs is not None else None,
+                       "dim": pairs.embedder.dim if pairs is not None else None, "built_by": self.built_by},
+                   extra=[CHEATSHEET] if self.cheatsheet is not None else [])
 
 
 def resolve(path: str | Path) -> Path:
@@ -63,13 +52,10 @@ def resolve(path: str | Path) -> Path:
 
 
 def manifest_of(pool: Path) -> dict[str, Any]:
-    try:
-        manifest = json.loads((pool / MANIFEST).read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise UserError(f"{pool / MANIFEST} is unreadable ({exc}); {FIX}") from None
+    manifest = FILES.read_manifest(pool)
     names = ([PAIRS, VECTORS] if manifest.get("pairs") is not None else []) + \
         ([CHEATSHEET] if manifest.get("cheatsheet") else [])
-    integrity.verify(pool, manifest.get("files"), names, FIX)
+    FILES.verify(pool, manifest, names)
     return manifest
 
 
@@ -94,9 +80,5 @@ def load(path: str | Path, variant: str, embedder: Any | None) -> DCPool:
         sheet = Cheatsheet((pool / CHEATSHEET).read_text(encoding="utf-8"), int(manifest["cheatsheet"]["rewrites"]))
     if embedder is None:
         return DCPool(sheet, None, manifest.get("built_by") or {})
-    require_embedding(pool, manifest, embedder, "DC")
-    pairs = [Pair(**row) for row in read_lines(pool / PAIRS)]
-    vectors = np.load(pool / VECTORS) if pairs else None
-    if vectors is not None and len(vectors) != len(pairs):
-        raise UserError(f"{pool} is inconsistent ({len(pairs)} pairs, {len(vectors)} vectors); {FIX}")
-    return DCPool(sheet, PairStore(embedder, pairs, vectors), manifest.get("built_by") or {})
+    records, vectors = FILES.load(pool, manifest, embedder)
+    return DCPool(sheet, PairStore(embedder, [Pair(**row) for row in records], vectors), manifest.get("built_by") or {})

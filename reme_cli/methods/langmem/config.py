@@ -6,12 +6,13 @@ from dataclasses import dataclass
 from typing import Optional
 
 from reme_cli.core.config import check_choices
+from reme_cli.core.plugin import Section
 from reme_cli.methods.langmem.episodes import INSTRUCTIONS
 from reme_cli.methods.langmem.install import check_installed
 
 
 @dataclass
-class LangMemConfig:
+class LangMemConfig(Section):
     name: str = "langmem"
     pool: Optional[str] = None  # a `reme build-pool memory=langmem` output dir (or its pool/)
     # Episodes searched per task: ReMe's K (the guide's example uses 1; the authors' value

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from reme_cli.core.io import read_lines
-from reme_cli.methods.langmem.store import EPISODES, METHOD
-from reme_cli.methods.state_view import StateChange, StateItem, StateView, describe_folder
+from reme_cli.methods.langmem.store import EPISODES
+from reme_cli.methods.state_view import StateChange, StateItem
 
 
 def item(put: dict[str, Any]) -> StateItem:
@@ -29,6 +29,3 @@ def read(store: Path) -> tuple[list[StateItem], dict[str, Any], None]:
     latest = {str(put.get("key", "")): item(put) for put in read_lines(store / EPISODES)}
     return list(latest.values()), {"episodes": len(latest)}, None
 
-
-def describe(where: Path) -> StateView | None:
-    return describe_folder(where, METHOD, ("store",), change, read)

@@ -52,22 +52,22 @@ from pathlib import Path
 from typing import Any
 
 from reme_cli.bench.base import Task
-from reme_cli.core.errors import UserError
 from reme_cli.core.io import append_lines, read_lines
 from reme_cli.core.staging import replace_dir
 from reme_cli.llm import answer_health
 from reme_cli.llm.embed import make_embedder_for
 from reme_cli.methods.base import BuildContext, BuildResult, Learned, Memory, MethodContext, Retrieval, Tried
-from reme_cli.methods.langmem import episodes
+from reme_cli.methods.hooks import CostGuess, Guess, SavedState
+from reme_cli.methods.langmem import describe, episodes
 from reme_cli.methods.langmem.config import LangMemConfig
 from reme_cli.methods.langmem.conversation import trajectory_messages
 from reme_cli.methods.langmem.install import require
 from reme_cli.methods.langmem.store import METHOD, EpisodeStore, proposing_store
 from reme_cli.methods.pool_dirs import find_pool
-from reme_cli.methods.langmem.describe import describe as describe_state
-from reme_cli.methods.state_view import StateView
 
 BUILD_EVENTS = "langmem_episodes.jsonl"
+# The dry-run's guess (``cost.langmem_calls_per_trajectory=N``): its manager's calls per extraction.
+CALLS_PER_TRAJECTORY = "langmem_calls_per_trajectory"
 ROLE = "langmem_episodes"
 # What LangMem/trustcall raise when a reply does not fit (parse/validation); transport
 # errors are re-raised by the chat model (``raise_fault``).
@@ -147,15 +147,17 @@ def _direct(fn: Any, *args: Any) -> Any:
     return fn(*args)
 
 
+@dataclass(eq=False)  # the state and what it is run with (identity, not value, compares)
 class LangMem(Memory):
     config_class = LangMemConfig
     report_columns = {"setting": "LangMem"}
     needs_summarizer = True  # the manager's calls go to the summarizer (the executor by default)
+    saved = SavedState(METHOD, describe.read, describe.change, ("store",))
+    cost_guesses = {CALLS_PER_TRAJECTORY: Guess(2.0, "LangMem manager calls per extraction")}
 
-    def __init__(self, store: EpisodeStore, cfg: LangMemConfig, summ: Any):
-        self.store = store
-        self.cfg = cfg
-        self.summ = summ
+    store: EpisodeStore
+    cfg: LangMemConfig
+    summ: Any
 
     # ------------------------------------------------------------------ build-pool
     @classmethod
@@ -198,16 +200,23 @@ class LangMem(Memory):
         return BuildResult(report, rows)
 
     @classmethod
-    def describe(cls, where: Path) -> StateView | None:
-        return describe_state(where)
+    def expected_summarizer_calls(cls, cfg: Any, guess: CostGuess, build: bool = False) -> float:
+        """The manager's calls per successful trajectory extracted: per training task its
+        picked ones (the first success, or every one with build_episodes=all), per dynamic
+        unit one if it succeeds."""
+        p, calls = guess.success_rate, guess.own[CALLS_PER_TRAJECTORY]
+        if build:
+            n = cfg.build.samples
+            return (n * p if cfg.memory.build_episodes == "all" else 1 - (1 - p) ** n) * calls
+        return p * calls if cfg.eval.mode == "dynamic" else 0.0
 
     # ------------------------------------------------------------------ eval
     @classmethod
-    def preflight(cls, cfg: Any) -> None:
+    def check_installed(cls) -> None:
         require("langmem", "create_memory_store_manager")
-        if not cfg.memory.pool:
-            raise UserError(f"--mode {cfg.eval.mode} memory=langmem needs memory.pool=DIR "
-                            "(build one with `reme build-pool memory=langmem`)")
+
+    @classmethod
+    def check_pool(cls, cfg: Any) -> None:
         resolve_store(cfg.memory.pool)
 
     @classmethod

@@ -2,6 +2,7 @@
 guide's setup), embedded by reme's embedder, kept on disk as the puts that built it.
 
     <dir>/manifest.json   method "langmem", embedding model and dim, episode count, sha256
+                          (written and checked by ``vector_store.PoolFiles``)
     <dir>/episodes.jsonl  one put per line ({"key", "value"}), in the order applied
 
 Loading replays the puts into a fresh store, so a pool, a dynamic stream's state and a
@@ -13,20 +14,18 @@ and keeps the writes as events, which the seam applies when the unit commits.
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from reme_cli.core import integrity
-from reme_cli.core.errors import UserError
-from reme_cli.core.io import now, read_lines, write_json_atomic
+from reme_cli.core.io import read_lines
 from reme_cli.methods.langmem.episodes import NAMESPACE
-from reme_cli.methods.vector_store import require_embedding
+from reme_cli.methods.vector_store import PoolFiles, require_embedding
 
 METHOD = "langmem"
-FORMAT = "reme-langmem-episodes"
-MANIFEST, EPISODES = "manifest.json", "episodes.jsonl"
+EPISODES = "episodes.jsonl"
+FILES = PoolFiles("reme-langmem-episodes", METHOD, EPISODES, "LangMem",
+                  "rebuild it with `reme build-pool memory=langmem` or restore the file from a copy")
 
 
 class EpisodeStore:
@@ -61,25 +60,16 @@ class EpisodeStore:
     # ------------------------------------------------------------------ persistence
     @classmethod
     def load(cls, path: Path, embedder: Any) -> EpisodeStore:
-        fix = "rebuild it with `reme build-pool memory=langmem` or restore the file from a copy"
-        try:
-            manifest = json.loads((path / MANIFEST).read_text())
-        except (OSError, ValueError) as exc:
-            raise UserError(f"{path / MANIFEST} is unreadable ({exc}); {fix}") from None
-        integrity.verify(path, manifest.get("files"), (EPISODES,), fix)
-        require_embedding(path, manifest, embedder, "LangMem")
+        """The store the puts saved at ``path`` rebuild (no vectors kept: replaying embeds)."""
+        manifest = FILES.read_manifest(path)
+        FILES.verify(path, manifest, (EPISODES,))
+        require_embedding(path, manifest, embedder, FILES.label)
         return cls(embedder, read_lines(path / EPISODES), manifest.get("built_by"))
 
     def save(self, path: Path) -> None:
-        path.mkdir(parents=True, exist_ok=True)
-        tmp = path / (EPISODES + ".tmp")
-        tmp.write_text("".join(json.dumps(p, ensure_ascii=False) + "\n" for p in self.puts), encoding="utf-8")
-        tmp.replace(path / EPISODES)
-        write_json_atomic(path / MANIFEST, {
-            "format": FORMAT, "method": METHOD, "namespace": list(NAMESPACE),
-            "files": integrity.record(path, (EPISODES,)), "episodes": len(self), "puts": len(self.puts),
-            "embedding_model": self.embedder.name, "dim": self.embedder.dim,
-            "built_by": self.built_by, "updated_at": now()})
+        FILES.save(path, self.puts, None, {
+            "namespace": list(NAMESPACE), "episodes": len(self), "puts": len(self.puts),
+            "embedding_model": self.embedder.name, "dim": self.embedder.dim, "built_by": self.built_by})
 
 
 def proposing_store(real: EpisodeStore, read: Any) -> Any:

@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from reme_cli.core.io import read_lines
-from reme_cli.methods.reasoningbank.items import METHOD, RECORDS
-from reme_cli.methods.state_view import StateChange, StateItem, StateView, describe_folder
+from reme_cli.methods.reasoningbank.items import RECORDS
+from reme_cli.methods.state_view import StateChange, StateItem
 
 
 def items_of(record: dict[str, Any]) -> list[StateItem]:
@@ -31,6 +31,3 @@ def read(store: Path) -> tuple[list[StateItem], dict[str, Any], None]:
     items = [i for r in records for i in items_of(r)]
     return items, {"records": len(records), "items": len(items), "by verdict": dict(Counter(i.kind for i in items))}, None
 
-
-def describe(where: Path) -> StateView | None:
-    return describe_folder(where, METHOD, ("store",), change, read)

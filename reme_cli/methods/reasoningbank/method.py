@@ -10,24 +10,23 @@ from pathlib import Path
 from typing import Any, Optional
 
 from reme_cli.core.config import check_choices
-from reme_cli.core.errors import UserError
 from reme_cli.core.io import append_lines, read_lines
+from reme_cli.core.plugin import Section
 from reme_cli.core.staging import replace_dir
 from reme_cli.bench.base import Task
 from reme_cli.llm.embed import make_embedder_for
 from reme_cli.methods.base import Applied, BuildContext, BuildResult, Learned, Memory, MethodContext, Retrieval, Tried
 from reme_cli.methods.pool_dirs import find_pool
-from reme_cli.methods.reasoningbank import prompting
+from reme_cli.methods.hooks import CostGuess, SavedState
+from reme_cli.methods.reasoningbank import describe, prompting
 from reme_cli.methods.reasoningbank.induce import InduceStats, induce
 from reme_cli.methods.reasoningbank.items import METHOD, ItemStore
-from reme_cli.methods.reasoningbank.describe import describe as describe_state
-from reme_cli.methods.state_view import StateView
 
 BUILD_LINES = "reasoningbank_build.jsonl"
 
 
 @dataclass
-class ReasoningBankConfig:
+class ReasoningBankConfig(Section):
     name: str = "reasoningbank"
     pool: Optional[str] = None  # a `reme build-pool memory=reasoningbank` output dir (or its pool/)
     top_k: int = 1  # past tasks whose items are injected (the authors' run.py: select_memory(n=1))
@@ -49,20 +48,21 @@ def resolve_store(path: str | Path) -> Path:
     return find_pool(path, METHOD, "a ReasoningBank pool")
 
 
+@dataclass(eq=False)  # the state and what it is run with (identity, not value, compares)
 class ReasoningBank(Memory):
     config_class = ReasoningBankConfig
     report_columns = {"setting": "ReasoningBank ({mode})", "params": ["memory.top_k", "memory.judge"],
                       "series": {"bank_items": "memory items in the bank"}}
     needs_summarizer = True  # judge and extraction go to the summarizer (the executor by default)
+    saved = SavedState(METHOD, describe.read, describe.change, ("store",), starts_empty="an empty bank")
 
-    def __init__(self, store: ItemStore, cfg: ReasoningBankConfig, summ: Any):
-        self.store = store
-        self.cfg = cfg
-        self.summ = summ
+    store: ItemStore
+    cfg: ReasoningBankConfig
+    summ: Any
 
     # ------------------------------------------------------------------ build-pool
     @classmethod
-    def expected_summarizer_calls(cls, cfg: Any, success_rate: float, build: bool = False) -> float:
+    def expected_summarizer_calls(cls, cfg: Any, guess: CostGuess, build: bool = False) -> float:
         """Per judged trajectory: the judge (unless ``judge=checker``) and one extraction;
         after every dynamic unit, and per training trajectory mined."""
         per = (1.0 if cfg.memory.judge == "llm" else 0.0) + 1.0
@@ -118,16 +118,8 @@ class ReasoningBank(Memory):
 
     # ------------------------------------------------------------------ eval
     @classmethod
-    def describe(cls, where: Path) -> StateView | None:
-        return describe_state(where)
-
-    @classmethod
-    def preflight(cls, cfg: Any) -> None:
-        if cfg.memory.pool:
-            ItemStore.check(resolve_store(cfg.memory.pool))  # a damaged pool is refused before the run
-        elif cfg.eval.mode != "dynamic":
-            raise UserError(f"--mode {cfg.eval.mode} memory=reasoningbank needs memory.pool=DIR (build one with "
-                            "`reme build-pool memory=reasoningbank`); --mode dynamic may start from an empty bank")
+    def check_pool(cls, cfg: Any) -> None:
+        ItemStore.check(resolve_store(cfg.memory.pool))  # a damaged pool is refused before the run
 
     @classmethod
     def load(cls, ctx: MethodContext) -> ReasoningBank:

@@ -8,9 +8,10 @@ source); ``experiment=paper_text`` sets the values the paper's text gives where 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Optional
 
 from reme_cli.core.config import check_choices
+from reme_cli.core.plugin import Section
 
 # Deletion passes per trials of one worker in the authors' agents (65971baf):
 # bfcl_agent.py asks after every 5th trial (run_bfcl.py delete_freq=5); the AppWorld agent
@@ -47,7 +48,7 @@ class DeletionCfg:
 
 
 @dataclass
-class ReMeConfig:
+class ReMeConfig(Section):
     name: str = "reme"
     pool: Optional[str] = None
     # A pool embedded with another model is refused; true: re-embed a copy for this run.
@@ -100,7 +101,3 @@ class ReMeConfig:
             "judge_threshold": 0, "dedup_threshold": 0, "deletion.beta": 0},
            {"judge_threshold": 1, "dedup_threshold": 1})
 
-    def settle(self, cfg: Any) -> None:
-        """Benchmark-dependent defaults (called once the whole config is validated)."""
-        if self.deletion.every is None:
-            self.deletion.every = AUTHORS_DELETE_EVERY.get(cfg.benchmark.name, 1)

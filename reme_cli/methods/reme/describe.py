@@ -12,10 +12,11 @@ from typing import Any
 
 from reme_cli.core.io import read_lines
 from reme_cli.methods.reme.pool import EXPERIENCES, MANIFEST
-from reme_cli.methods.state_view import StateChange, StateItem, StateView, stream_changes
+from reme_cli.methods.state_view import StateChange, StateItem
 
 
-def _pool_dir(where: Path) -> Path | None:
+def pool_dir(where: Path) -> Path | None:
+    """The ReMe pool at ``where`` or its ``pool/`` (a build directory, a dynamic stream's)."""
     for candidate in (where / "pool", where):
         manifest = candidate / MANIFEST
         if (candidate / EXPERIENCES).is_file() and manifest.is_file():
@@ -55,14 +56,9 @@ def change(unit: str, seq: int, events: list[dict[str, Any]]) -> StateChange:
     return out
 
 
-def describe(where: Path) -> StateView | None:
-    pool = _pool_dir(where)
-    changes = stream_changes(where, change)
-    if pool is None and changes is None:
-        return None
-    rows = read_lines(pool / EXPERIENCES) if pool else []
-    items = [item(r) for r in rows]
-    manifest = json.loads((pool / MANIFEST).read_text()) if pool else {}
+def read(pool: Path) -> tuple[list[StateItem], dict[str, Any], None]:
+    items = [item(r) for r in read_lines(pool / EXPERIENCES)]
+    manifest = json.loads((pool / MANIFEST).read_text())
     used = [i.numbers["u"] / i.numbers["f"] for i in items if i.numbers["f"]]
     summary = {
         "experiences": len(items),
@@ -75,5 +71,5 @@ def describe(where: Path) -> StateView | None:
     source = (manifest.get("built_by") or {}).get("source")
     if source:
         summary["imported from"] = source
-    return StateView("reme", items, summary, changes=changes)
+    return items, summary, None
 

@@ -18,8 +18,10 @@ from reme_cli.core.config import Config
 from reme_cli.core.errors import UserError
 from reme_cli.methods.base import (Applied, Attempt, BuildContext, BuildResult, Episode, Learned, Memory,
                                    MethodContext, Releases, Retrieval, Tried)
+from reme_cli.methods.hooks import CostGuess, Fidelity, RunFacts, SavedState
+from reme_cli.methods.reme import cost, describe, fidelity as ledger
 from reme_cli.methods.reme.build import assemble, distill_training
-from reme_cli.methods.reme.config import ReMeConfig
+from reme_cli.methods.reme.config import AUTHORS_DELETE_EVERY, ReMeConfig
 from reme_cli.methods.summarizer import SummarizerSettings
 from reme_cli.methods.reme.distill import DistillStats, judge, reflect, reflection_experience
 from reme_cli.llm.embed import Embedder, make_embedder_for
@@ -28,8 +30,6 @@ from reme_cli.methods.reme.formats import sampling
 from reme_cli.methods.reme.experience import Experience, assign_stable_ids
 from reme_cli.methods.reme.pool import Pool
 from reme_cli.methods.reme.reuse import format_guidance, rerank, rewrite
-from reme_cli.methods.reme.describe import describe as describe_state
-from reme_cli.methods.state_view import StateView
 from reme_cli.methods.reme.step_sequence import DEFAULT_SHAPE, AgentShape, agent_shape
 from reme_cli.methods.reme.summarize import summarize, summary_or_nothing
 
@@ -59,18 +59,11 @@ def _other_method(manifest: Path) -> str | None:
     return method if method and method != "reme" else None
 
 
-def require_pool(cfg: Config) -> Path:
-    if not cfg.memory.pool:
-        raise UserError(f"--mode {cfg.eval.mode} needs memory.pool=DIR (build one with `reme build-pool`, "
-                        "or `reme pool import FILE --out DIR`)")
-    return resolve_pool_path(cfg.memory.pool)
-
-
 def load_pool(cfg: Config, embedder: Embedder, workdir: Path) -> Pool:
     """The configured pool; re-keyed into ``workdir`` if the ablation asks for another key,
     or re-embedded there with this run's embedder when ``memory.reembed`` allows it (the
     pool itself is never changed)."""
-    source = require_pool(cfg)
+    source = resolve_pool_path(ReMe.require_pool(cfg))
     try:
         pool = Pool.load(source, embedder)
     except UserError:
@@ -133,6 +126,33 @@ class ReMe(Memory):
                    "memory.deletion.beta"],
         "series": {"pool_size": "pool size (experiences)", "mean_utility": "mean utility u/f"},
     }
+    saved = SavedState("reme", describe.read, describe.change, locate=describe.pool_dir)
+    # reme's own prompts were the only ones before the authors' became the default; ReMe
+    # de-duplicated while building and at every commit before issue 47.
+    hash_neutral = {"prompts": "reme", "build_dedup": True, "dedup_at_commit": True}
+    cost_guesses = cost.GUESSES
+
+    @classmethod
+    def settle(cls, cfg: Config) -> None:
+        """Benchmark-dependent defaults: the deletion period the authors used on it."""
+        if cfg.memory.deletion.every is None:
+            cfg.memory.deletion.every = AUTHORS_DELETE_EVERY.get(cfg.benchmark.name, 1)
+
+    @classmethod
+    def max_attempts(cls, cfg: Config) -> int:
+        return 1 + cost.retries(cfg)
+
+    @classmethod
+    def expected_summarizer_calls(cls, cfg: Config, guess: CostGuess, build: bool = False) -> float:
+        return cost.build_calls(cfg, guess) if build else cost.unit_calls(cfg, guess)
+
+    @classmethod
+    def build_in_order(cls, cfg: Config) -> float:
+        return 0.0  # training tasks are distilled concurrently
+
+    @classmethod
+    def fidelity(cls, run: RunFacts) -> Fidelity:
+        return ledger.fidelity(run, cls.releases())
 
     def __init__(self, pool: Pool, cfg: ReMeConfig, summarizer: SummarizerSettings,
                  shape: AgentShape = DEFAULT_SHAPE):
@@ -156,10 +176,6 @@ class ReMe(Memory):
         return assemble(ctx, staging)
 
     @classmethod
-    def describe(cls, where: Path) -> StateView | None:
-        return describe_state(where)
-
-    @classmethod
     def query_saved(cls, where: Path, query: str, limit: int, cfg: Any) -> list[tuple[str, float]]:
         pool = resolve_pool_path(where)
         Pool.check(pool)  # checked before the embedding model loads
@@ -172,9 +188,8 @@ class ReMe(Memory):
         return RELEASES
 
     @classmethod
-    def preflight(cls, cfg: Config) -> None:
-        # A missing or damaged pool is bad input: refused before anything is written.
-        Pool.check(require_pool(cfg))
+    def check_pool(cls, cfg: Config) -> None:
+        Pool.check(resolve_pool_path(cfg.memory.pool))
 
     # ------------------------------------------------------------------ state
     @classmethod

@@ -7,13 +7,14 @@ from typing import Optional
 
 from reme_cli.core.config import check_choices
 from reme_cli.core.errors import UserError
+from reme_cli.core.plugin import Section
 from reme_cli.methods.langmem.install import check_installed
 
 KINDS = {"prompt_memory", "metaprompt", "gradient"}
 
 
 @dataclass
-class LangMemPromptConfig:
+class LangMemPromptConfig(Section):
     name: str = "langmem_prompt"
     pool: Optional[str] = None
     # LangMem's optimizer: prompt_memory (1 call, JSON schema: any server, the embedded

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -42,13 +43,15 @@ from reme_cli.core.io import append_lines, now, read_lines, write_json_atomic
 from reme_cli.methods.base import BuildContext, BuildResult, Learned, Memory, MethodContext, Retrieval, Tried
 from reme_cli.methods.langmem.prompt.config import LangMemPromptConfig
 from reme_cli.methods.langmem.prompt.optimizer import optimize, prompt_version, require_langmem
-from reme_cli.methods.state_view import StateChange, StateItem, StateView, stream_changes
+from reme_cli.methods.hooks import SavedState
+from reme_cli.methods.state_view import StateChange, StateItem
 
 POOL_FILE = "langmem_prompt.json"
 PROMPT_FILE = "prompt.txt"
 MANIFEST_FILE = "manifest.json"
 STEPS_FILE = "langmem_steps.jsonl"
 POOL_FORMAT = "reme-langmem-prompt-pool"
+METHOD = "langmem_prompt"  # what its pool file and manifest record
 
 
 def format_guidance(prompt: str) -> str | None:
@@ -86,16 +89,9 @@ def load_pool(path: str | Path) -> dict[str, Any]:
         data = json.loads(where.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise UserError(f"{where} is unreadable ({exc}); rebuild the pool") from None
-    if not isinstance(data, dict) or data.get("method") != "langmem_prompt" or not isinstance(data.get("prompt"), str):
+    if not isinstance(data, dict) or data.get("method") != METHOD or not isinstance(data.get("prompt"), str):
         raise UserError(f"{where} is not a LangMem pool file; rebuild it with `reme build-pool memory=langmem_prompt`")
     return data
-
-
-def require_pool(cfg: Config) -> dict[str, Any]:
-    if not cfg.memory.pool:
-        raise UserError(f"--mode {cfg.eval.mode} memory=langmem_prompt needs memory.pool=DIR "
-                        "(build one with `reme build-pool memory=langmem_prompt out_dir=DIR`)")
-    return load_pool(cfg.memory.pool)
 
 
 # ---------------------------------------------------------------------- what it holds
@@ -115,40 +111,43 @@ def _change(unit: str, seq: int, events: list[dict[str, Any]]) -> StateChange:
     return out
 
 
-def _prompt(where: Path) -> tuple[str | None, dict[str, Any]]:
-    for candidate in (where, where / "pool"):
-        try:
-            data = json.loads((candidate / POOL_FILE).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue
-        if isinstance(data, dict) and data.get("method") == "langmem_prompt" and isinstance(data.get("prompt"), str):
-            return data["prompt"], {k: data[k] for k in ("kind", "steps", "trajectories") if k in data}
-    if (where / PROMPT_FILE).is_file():  # a dynamic stream's saved prompt
-        text = (where / PROMPT_FILE).read_text(encoding="utf-8")
-        return (text[:-1] if text.endswith("\n") else text), {}  # save() adds one newline
-    return None, {}
-
-
-def describe_state(where: Path) -> StateView | None:
-    prompt, summary = _prompt(where)
-    changes = stream_changes(where, _change)
-    if prompt is None and changes is None:
+def _pool_file(folder: Path) -> dict[str, Any] | None:
+    try:
+        data = json.loads((folder / POOL_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
         return None
-    items = [_version_item(prompt)] if prompt is not None else []
-    return StateView("langmem_prompt", items, {**summary, "prompt chars": len(prompt or "")}, text=prompt, changes=changes)
+    ok = isinstance(data, dict) and data.get("method") == METHOD and isinstance(data.get("prompt"), str)
+    return data if ok else None
 
 
+def _locate(where: Path) -> Path | None:
+    """A pool (``where`` or its ``pool/``), else a dynamic stream's saved prompt."""
+    found = next((c for c in (where, where / "pool") if _pool_file(c) is not None), None)
+    return found or (where if (where / PROMPT_FILE).is_file() else None)
+
+
+def _read(folder: Path) -> tuple[list[StateItem], dict[str, Any], str]:
+    data = _pool_file(folder)
+    if data is not None:
+        prompt, summary = data["prompt"], {k: data[k] for k in ("kind", "steps", "trajectories") if k in data}
+    else:  # a dynamic stream's saved prompt
+        text = (folder / PROMPT_FILE).read_text(encoding="utf-8")
+        prompt, summary = (text[:-1] if text.endswith("\n") else text), {}  # save() adds one newline
+    return [_version_item(prompt)], {**summary, "prompt chars": len(prompt)}, prompt
+
+
+@dataclass(eq=False)  # the state and what it is run with (identity, not value, compares)
 class LangMemPrompt(Memory):
     """The learned instructions as every task's guidance; refined per stream in dynamic mode."""
 
     config_class = LangMemPromptConfig
     report_columns = {"setting": "LangMem (prompt optimizer)"}
     needs_summarizer = True
+    saved = SavedState(METHOD, _read, _change, locate=_locate)
 
-    def __init__(self, prompt: str, cfg: LangMemPromptConfig, summarizer: Any):
-        self.prompt = prompt
-        self.cfg = cfg
-        self.summ = summarizer
+    prompt: str  # the learned instructions
+    cfg: LangMemPromptConfig
+    summ: Any
 
     # ------------------------------------------------------------------ build-pool
     @classmethod
@@ -181,7 +180,7 @@ class LangMemPrompt(Memory):
         steps = read_lines(ctx.work / STEPS_FILE)
         prompt = steps[-1]["prompt"] if steps else cfg.initial_prompt
         meta = {
-            "format": POOL_FORMAT, "format_version": 1, "method": "langmem_prompt", "kind": cfg.kind,
+            "format": POOL_FORMAT, "format_version": 1, "method": METHOD, "kind": cfg.kind,
             "version": prompt_version(prompt), "initial_version": prompt_version(cfg.initial_prompt),
             "steps": len(steps), "batch_size": cfg.batch_size,
             "trajectories": sum(len(s["items"]) for s in steps),
@@ -213,18 +212,17 @@ class LangMemPrompt(Memory):
 
     # ------------------------------------------------------------------ eval
     @classmethod
-    def preflight(cls, cfg: Config) -> None:
-        require_langmem()  # a missing extra or pool is bad input: refused before anything is written
-        require_pool(cfg)
+    def check_installed(cls) -> None:
+        require_langmem()  # a missing extra is bad input: refused before anything is written
+
+    @classmethod
+    def check_pool(cls, cfg: Config) -> None:
+        load_pool(cfg.memory.pool)
 
     @classmethod
     def load(cls, ctx: MethodContext) -> LangMemPrompt:
         require_langmem()
-        return cls(require_pool(ctx.cfg)["prompt"], ctx.cfg.memory, ctx.summarizer)
-
-    @classmethod
-    def describe(cls, where: Path) -> StateView | None:
-        return describe_state(where)
+        return cls(load_pool(cls.require_pool(ctx.cfg))["prompt"], ctx.cfg.memory, ctx.summarizer)
 
     def fork(self, where: Path) -> LangMemPrompt:
         return LangMemPrompt(self.prompt, self.cfg, self.summ)

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from reme_cli.bench.base import Task
+from reme_cli.core.plugin import Section
 from reme_cli.methods.base import Learned, Memory, Retrieval, Tried
 from reme_cli.methods.state_view import StateView
 from reme_toy.describe import describe as describe_state
@@ -19,7 +20,7 @@ HEADER = "Last time this worked:"
 
 
 @dataclass
-class ToyMemoryConfig:
+class ToyMemoryConfig(Section):
     name: str = "toy"
 
 

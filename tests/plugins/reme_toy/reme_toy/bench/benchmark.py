@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from reme_cli.bench.base import BenchmarkConfig, InProcessEnv, Outcome, Task, ToolResult
+from reme_cli.bench.base import Benchmark, BenchmarkConfig, InProcessEnv, Outcome, Task, ToolResult
 from reme_cli.core.config import check_choices
 from reme_toy.bench.metrics import LABELS, METRICS
 
@@ -54,7 +54,7 @@ class CounterEnv:
         pass
 
 
-class ToyBenchmark:
+class ToyBenchmark(Benchmark):
     name = "toy"
     config_class = ToyConfig
     max_steps_per_turn = None
