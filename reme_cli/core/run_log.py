@@ -319,8 +319,8 @@ def read_commits(stream: Path) -> list[Commit] | None:
     if not log.is_file():
         return None
     lines = [line for line in read_lines(log) if isinstance(line, dict) and "unit" in line]
-    commits = [Commit(str(line["unit"]), int(line.get("seq", i)), list(line.get("events") or []))
-               for i, line in enumerate(lines)]
+    commits = [Commit(str(line["unit"]), seq if isinstance(seq := line.get("seq"), int) else i,
+                      [e for e in line.get("events") or [] if isinstance(e, dict)]) for i, line in enumerate(lines)]
     return sorted(commits, key=lambda c: c.seq)
 
 
