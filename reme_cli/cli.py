@@ -173,10 +173,11 @@ def _error(message: str, code: int) -> None:
 
 def _view_page(dirs: list[Path], out: Path) -> Path:
     """The `reme view --export` page of ``dirs``, written to ``out``."""
+    from reme_cli.commands.report import suite_dir_order
     from reme_cli.view.export import export
     from reme_cli.view.runs import Catalog
 
-    export(Catalog(dirs), out)
+    export(Catalog(dirs, suite_dir_order), out)
     return out
 
 
@@ -407,9 +408,10 @@ def view_cmd(
     def body() -> None:
         if not 0 <= port <= 65535:
             raise UserError(f"--port {port}: choose a port from 1 to 65535 (or 0 for a free one)")
+        from reme_cli.commands.report import suite_dir_order
         from reme_cli.view.runs import Catalog
 
-        catalog = Catalog(dirs)
+        catalog = Catalog(dirs, suite_dir_order)
         catalog.runs()  # a damaged run is refused now, in one line
         if export is not None:
             from reme_cli.view.export import export as write_export

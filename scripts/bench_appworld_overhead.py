@@ -180,7 +180,7 @@ def _episodes(cfg, server_pid: int) -> dict:
     prepare_benchmark(bench)
 
     async def work(session: Session) -> dict:
-        async with eval_runner(cfg, bench, session, streams) as runner:
+        async with eval_runner(cfg, session, streams) as runner:
             await _warm_up(bench, cfg.llm.concurrency)
             calls.clear()
             cpu0, wall0, server0 = time.process_time(), time.perf_counter(), _cpu_s(server_pid)

@@ -58,7 +58,7 @@ def measure(base_url: str, concurrency: int, episodes: int, workdir: Path, delay
     streams = eval_streams(cfg, bench.task_ids())
 
     async def work(session: Session) -> dict[str, float]:
-        async with eval_runner(cfg, bench, session, streams) as runner:
+        async with eval_runner(cfg, session, streams) as runner:
             cpu0, wall0 = time.process_time(), time.perf_counter()
             await runner.run(streams)
             cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0

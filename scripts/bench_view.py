@@ -136,7 +136,7 @@ def data_side(run: Path, units: int, streams: int) -> list[tuple[str, float]]:
                       ("health/r0", "its health")):
         t, _ = timed(lambda: answer(catalog, key))
         rows.append((what, t))
-    unit = catalog.runs()[0].records[0].unit
+    unit = catalog.runs()[0].trials[0].unit
     t, _ = timed(lambda: answer(catalog, f"unit/r0/{unit}"))
     rows.append(("one unit", t))
     return rows

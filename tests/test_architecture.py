@@ -13,7 +13,9 @@ from pathlib import Path
 from tests.conftest import REPO
 
 # Lowest first. A package may import its own modules and any package before it.
-LAYERS = ["core", "llm", "bench", "agent", "methods", "run", "report", "track", "commands", "view", "testing", "cli"]
+# view sits under commands: the viewer reads runs through core/run_log.py as the report does,
+# and is handed what it needs of a command (a suite's order) by the CLI.
+LAYERS = ["core", "llm", "bench", "agent", "methods", "run", "report", "track", "view", "commands", "testing", "cli"]
 
 
 def package_of(module: str) -> str | None:

@@ -166,6 +166,106 @@ def test_the_link_check_finds_a_broken_link(tmp_path):
     assert [b.rsplit(": ", 1)[1] for b in broken_links([page_md])] == ["nowhere.md", "images/none.png"]
 
 
+# ---------------------------------------------------------------- paths the manual names
+
+PATH_ROOTS = ("reme_cli", "tests", "scripts", "configs", "results", "docs")
+FENCE = re.compile(r"^```(\w*)[^\n]*\n(.*?)^```", re.S | re.M)
+SPAN = re.compile(r"`([^`\n]+)`")
+# Another repository's file: "owner/repo `path`", or "`path` @ commit" / "at commit".
+FOREIGN_BEFORE = re.compile(r"[\w.-]+/[\w.-]+\s+$")
+FOREIGN_AFTER = re.compile(r"^\s*(@|at)\s*[0-9a-f]{7,}")
+
+
+def repo_packages(repo: Path) -> tuple[str, ...]:
+    """reme_cli's packages: the manual also names their files without the reme_cli/ prefix."""
+    return tuple(sorted(p.name for p in (repo / "reme_cli").iterdir() if (p / "__init__.py").is_file()))
+
+
+def named_paths(text: str, packages: tuple[str, ...]) -> list[str]:
+    """The repository paths a page names: in code spans (but another repository's, named
+    beside it) and in plain or text code blocks (layout trees); a shell block's paths are
+    what a command writes, not what must exist."""
+    token = re.compile(r"(?<![\w./@:-])((?:%s)/[\w.\-/<>*{},]*)" % "|".join(PATH_ROOTS + packages))
+    found = []
+    for lang, body in FENCE.findall(text):
+        if lang in ("", "text"):
+            found += token.findall(body)
+    prose = FENCE.sub("", text)
+    for span in SPAN.finditer(prose):
+        line_start = prose.rfind("\n", 0, span.start()) + 1
+        if FOREIGN_BEFORE.search(prose[line_start:span.start()]) or FOREIGN_AFTER.match(prose[span.end():]):
+            continue
+        found += token.findall(span.group(1))
+    return found
+
+
+def path_exists(repo: Path, name: str, packages: tuple[str, ...]) -> bool:
+    """Whether ``name`` names something in ``repo``: ``<name>``, ``NAME`` and ``*`` stand for
+    any name, ``{a,b}`` for either; a ``:line``, ``::test`` or ``#anchor`` tail and a module's
+    ``.attribute`` are not part of the path; a package's path may leave out ``reme_cli/``."""
+    name = re.split(r"::|#|:(?=\d)", name.rstrip(".,;:)"))[0]
+    if name.split("/")[0] in packages and name.split("/")[0] not in PATH_ROOTS:
+        name = f"reme_cli/{name}"
+    pattern = "/".join("*" if re.fullmatch(r"[A-Z_]+", part) else re.sub(r"<[^>]*>", "*", part)
+                       for part in name.rstrip("/").split("/"))
+    alternatives = [pattern]
+    while any("{" in p for p in alternatives):
+        alternatives = [p.replace(m.group(0), choice, 1) for p in alternatives
+                        for m in [re.search(r"\{([^}]*)\}", p)] for choice in m.group(1).split(",")]
+    return all(any(repo.glob(candidate)) or any(repo.glob(re.sub(r"\.\w+$", ".py", candidate)))
+               for candidate in alternatives)
+
+
+def missing_paths(repo: Path, files: list[Path]) -> list[str]:
+    """``file: path`` for each repository path the pages (and mkdocs.yml's nav and hooks) name
+    that is not there."""
+    packages = repo_packages(repo)
+    missing = [f"{f.relative_to(repo)}: {name}" for f in files for name in named_paths(f.read_text(), packages)
+               if not path_exists(repo, name, packages)]
+    mkdocs = yaml.load((repo / "mkdocs.yml").read_text(), Loader=yaml.BaseLoader)
+
+    def pages(nav):
+        for entry in nav:
+            for value in (entry.values() if isinstance(entry, dict) else [entry]):
+                yield from (pages(value) if isinstance(value, list) else [value])
+
+    generated = {str(uri) for uri in script_module("gen_reference.py").PAGES} if repo == REPO else set()
+    missing += [f"mkdocs.yml nav: docs/{page}" for page in pages(mkdocs.get("nav") or [])
+                if not (repo / "docs" / page).is_file() and page not in generated]
+    missing += [f"mkdocs.yml hooks: {hook}" for hook in mkdocs.get("hooks") or [] if not (repo / hook).is_file()]
+    return missing
+
+
+def manual_files(repo: Path) -> list[Path]:
+    return [repo / "README.md", *sorted((repo / "docs").rglob("*.md"))]
+
+
+def test_every_repository_path_the_manual_names_exists():
+    assert missing_paths(REPO, manual_files(REPO)) == []
+    # it reads what it must: the layout trees and the prose's spans, short and long forms
+    named = {n for f in manual_files(REPO) for n in named_paths(f.read_text(), repo_packages(REPO))}
+    assert {"reme_cli/methods/<name>/", "tests/plugins/reme_toy/", "scripts/gen_reference.py"} <= named
+
+
+def test_the_path_check_finds_a_path_that_is_gone(tmp_path):
+    (tmp_path / "reme_cli" / "core").mkdir(parents=True)
+    (tmp_path / "reme_cli" / "core" / "__init__.py").write_text("")
+    for module in ("staging.py", "io.py"):
+        (tmp_path / "reme_cli" / "core" / module).write_text("")
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "index.md").write_text("x")
+    (tmp_path / "mkdocs.yml").write_text("nav:\n  - Home: index.md\n  - Gone: gone.md\n")
+    page_md = tmp_path / "docs" / "page.md"
+    page_md.write_text("`core/staging.replace_dir` `reme_cli/core/staging.py:12` `reme_cli/<pkg>/` "
+                       "`reme_cli/core/{staging,io}.py` `reme_cli/testing/<name>_policy.py` `core/gone.py` "
+                       "`reme_cli/core/{io,gone}.py`\n"
+                       "owner/repo `docs/cookbook/faq.md` and `docs/guide.md` @ c4de781 are another's\n"
+                       "```bash\npython x.py --out results/new.json\n```\n```text\nscripts/gone.sh  a tree\n```\n")
+    assert missing_paths(tmp_path, [page_md]) == [
+        "docs/page.md: scripts/gone.sh", "docs/page.md: reme_cli/testing/<name>_policy.py",
+        "docs/page.md: core/gone.py", "docs/page.md: reme_cli/core/{io,gone}.py", "mkdocs.yml nav: docs/gone.md"]
+
+
 @pytest.mark.script("gen_reference.py")
 def test_gen_reference_writes_the_generated_pages(tmp_path):
     proc = subprocess.run([sys.executable, str(REPO / "scripts" / "gen_reference.py"), "--out", str(tmp_path)],

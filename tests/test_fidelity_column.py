@@ -13,10 +13,9 @@ import pytest
 import yaml
 
 from reme_cli.commands.ablate import plan, run_fidelity
-from reme_cli.commands.report import pool_origin
 from reme_cli.core.config import compose, to_dict
 from reme_cli.methods.reme.fidelity import EXACT_COUNTS, EXACT_SEARCH, FULL_ADDITION
-from reme_cli.report.fidelity import SEED, departures, fidelity_text, flatten
+from reme_cli.report.fidelity import SEED, departures, fidelity_text, flatten, pool_origin
 from reme_cli.report.metrics import run_metrics
 from reme_cli.report.tables import FIDELITY, build_table
 

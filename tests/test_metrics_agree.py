@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import pytest
 
-from reme_cli.commands.report import load_frames
 from reme_cli.bench.scoring import declared_metrics
 from reme_cli.core.config import compose, config_hash, to_dict
 from reme_cli.core.io import append_lines
 from reme_cli.core.registry import BENCHMARKS
+from reme_cli.core.run_log import read_run_log
+from reme_cli.report.frames import load_frames
 from reme_cli.report.metrics import run_metrics
 from reme_cli.run.metrics import final_metrics
 from reme_cli.run.records import TRIALS_FILE, RunDir, UnitRecord
@@ -57,7 +58,7 @@ def test_final_table_and_report_agree_on_the_same_records(tmp_path, benchmark, a
     assert any(not t.ok for t in trials) and any(t.ok for t in trials)  # errors are part of the case
     # As `reme eval` calls it: with what the run's benchmark declares (AppWorld: SGC, difficulty).
     final = final_metrics(trials, K, "dynamic", declared_metrics(BENCHMARKS.get(benchmark)))
-    units, runs = load_frames([run_dir.path])[:2]
+    units, runs = load_frames([read_run_log(run_dir.path)])[:2]
     row = run_metrics(units, runs).iloc[0]
 
     same = pytest.approx  # the same records: equal up to float rounding

@@ -1,17 +1,20 @@
 """The report learns a method's columns from the method, and shows runs as their suite lists them."""
 
 import json
+from pathlib import Path
 
 import pandas as pd
 import pytest
 import yaml
 
 import reme_cli.report.plots as plots
-from reme_cli.commands.report import load_frames, report, suite_order
+from reme_cli.commands.report import report, suite_dir_order, suite_order
 from reme_cli.core.errors import UserError
 from reme_cli.core.registry import METHODS
 from reme_cli.methods.base import Memory
 from reme_cli.report.columns import method_columns, series_labels
+from reme_cli.core.run_log import read_run_log
+from reme_cli.report.frames import load_frames
 from reme_cli.report.metrics import run_metrics
 from reme_cli.report.order import SUITE_RANK
 from reme_cli.report.tables import build_table
@@ -66,6 +69,8 @@ def test_suite_order_lists_runs_as_the_suite_file_does():
     swept = suite_order("alpha_beta")  # a swept variant: one run per point, in sweep order
     assert swept == [f"ab-alpha{a}-beta{b}" for a in (3, 5, 10) for b in (0.3, 0.5)]
     assert suite_order("table1") == ["no_memory", "amem", "langmem", "reme_fixed", "reme_dynamic"]
+    # what `reme view` is handed: a suite directory's runs in its suite's order
+    assert suite_dir_order(Path("runs/ablate/topk-bfcl_v3-qwen3-8b-released")) == TOPK_SUITE
 
 
 def test_bars_rows_and_csv_follow_the_topk_suite_not_string_order(tmp_path, figures):
@@ -184,7 +189,7 @@ def test_run_directories_give_declared_series_and_suite_ranks(tmp_path, plugin):
                                                                                           "mean_utility": 0.5}])
     _run_dir(tmp_path / "runs", "k3", "toy", [{"notes": 7, "pool_size": 99}, {}])
     paths = sorted((tmp_path / "runs").iterdir())
-    _, runs, series = load_frames(paths, TOPK_SUITE)
+    _, runs, series = load_frames([read_run_log(p) for p in paths], TOPK_SUITE)
     assert dict(zip(runs["run_id"], runs[SUITE_RANK])) == {"k10": 5, "k3": 2}
     reme_rows = series[series["run_id"] == "k10"]
     assert list(reme_rows["pool_size"]) == [3, 4] and list(reme_rows["mean_utility"].fillna(-1)) == [-1, 0.5]

@@ -7,9 +7,11 @@ import math
 import pandas as pd
 import pytest
 
-from reme_cli.commands.report import load_frames, report
+from reme_cli.commands.report import report
 from reme_cli.core.config import compose, config_hash, to_dict
 from reme_cli.core.io import append_lines
+from reme_cli.core.run_log import read_run_log
+from reme_cli.report.frames import load_frames
 from reme_cli.report.metrics import run_metrics
 from reme_cli.report.retries import first_trial_table
 from reme_cli.report.tables import FIRST_NOTE, build_table
@@ -128,7 +130,7 @@ def test_records_on_disk_and_a_line_without_first_success_load(tmp_path):
     lines = [unit("a", success=True, first_success=False, attempts=2),
              unit("b", success=False, first_success=False, attempts=3), old]
     run_dir = _run_dir(tmp_path / "run", lines)
-    units, runs = load_frames([run_dir.path])[:2]
+    units, runs = load_frames([read_run_log(run_dir.path)])[:2]
     by_task = units.set_index("task_id")
     assert by_task.loc["c", "first_success"] == True  # noqa: E712 (a numpy bool)
     row = run_metrics(units, runs).iloc[0]

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from reme_cli.core.registry import METHODS
+from reme_cli.core.run_log import COMMIT_LOG
 from reme_cli.llm.embed import make_embedder
 from reme_cli.methods.base import NoMemory
-from reme_cli.methods.state_view import COMMIT_LOG
 from reme_cli.methods.streams import CommitLog
 
 BUILT_IN = ("reme", "amem", "langmem", "langmem_prompt", "ace", "dc", "reasoningbank")

@@ -265,7 +265,8 @@ def test_a_summary_that_raises_keeps_the_units_reward_and_is_counted_everywhere(
     trial's reward stands. Every unit succeeds (ground-truth replay) and none errors; the failed
     summaries are counted in metrics.json, the manifest, the report's runs and the viewer's
     health page; summarizer.max_failed_share (0.2) is still the alarm: 1 of 5 passes, 5 of 5 exits 3."""
-    from reme_cli.commands.report import load_frames
+    from reme_cli.core.run_log import read_run_log
+    from reme_cli.report.frames import load_frames
     from reme_cli.report.metrics import run_metrics
     from reme_cli.view.health import health
     from reme_cli.view.runs import read_run
@@ -284,7 +285,7 @@ def test_a_summary_that_raises_keeps_the_units_reward_and_is_counted_everywhere(
     errors = [tr["summary_error"] for t in trials for tr in t["method"]["trials"] if "summary_error" in tr]
     assert len(errors) == failed and all(e.startswith("ContextOverflow: ") for e in errors)
     assert health(read_run("r", out))["task"]["summaries"] == counted
-    units, runs, _ = load_frames([out])
+    units, runs, _ = load_frames([read_run_log(out)])
     row = run_metrics(units, runs).iloc[0]
     assert (row["n_summaries"], row["n_summary_failures"]) == (TASKS, failed)
     shown = " ".join(proc.stderr.split())

@@ -94,6 +94,22 @@ def test_overview_rows_are_the_runs_own_metrics_with_intervals_and_notes(suite):
     assert "starts from pool p" in rows["fixed"]["fidelity"] and rows["dynamic"]["streams"] == ["s0_r0", "s0_r1"]
 
 
+def test_a_suites_runs_follow_the_order_the_cli_hands_the_viewer(suite):
+    """The viewer knows no suite file (it imports nothing from commands/): `reme view` hands it
+    `reme ablate`'s order; without one, or where it fails, runs go by name."""
+    def order(folder: Path) -> list[str]:
+        if folder.name != suite.name:
+            raise AssertionError(f"asked the order of {folder}, not of the suite")
+        return ["none", "fixed", "dynamic"]
+
+    def labels(catalog: Catalog) -> list[str]:
+        return [row["label"] for row in answer(catalog, "index")["runs"]]
+
+    assert labels(Catalog([suite], order)) == ["none", "fixed", "dynamic"]
+    assert labels(Catalog([suite])) == ["dynamic", "fixed", "none"]
+    assert labels(Catalog([suite], lambda folder: 1 / 0)) == ["dynamic", "fixed", "none"]
+
+
 def test_the_units_table_holds_every_unit_as_recorded(suite):
     catalog = Catalog([suite])
     rows = by_label(catalog)

@@ -515,17 +515,16 @@ def _run_jobs(p: SuitePlan, built: list[PoolJob], console: Console, wait: bool, 
 def import_released(job: PoolJob, console: Console):
     """A suite's released pool, imported once under ``SUITE_DIR/pools/NAME/pool``; a rerun
     keeps it if it came from the same file."""
-    import json
-
     from reme_cli.commands.evaluate import RunResult
     from reme_cli.commands.pool import import_pool
+    from reme_cli.core.run_log import read_pool_header
 
     target = Path(job.cfg.out_dir) / "pool"
-    manifest = target / "manifest.json"
-    if manifest.is_file():
-        built_by = json.loads(manifest.read_text()).get("built_by") or {}
-        if built_by.get("source") != job.source:
-            raise UserError(f"{target} holds a pool imported from {built_by.get('source')!r}, not {job.source}; "
+    header = read_pool_header(target)
+    if header is not None and header.path == target:
+        source = header.built_by.get("source")
+        if source != job.source:
+            raise UserError(f"{target} holds a pool imported from {source!r}, not {job.source}; "
                             "remove that suite directory's pools/ or give the suite another runs_root")
     else:
         import_pool(job.source, target, job.cfg, console)

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +40,6 @@ from reme_cli.llm.answer_health import SUMMARY, answer_tally, failure_message, m
 from reme_cli.run.lifecycle import RunLifecycle, RunResult, Session
 from reme_cli.run.plan import plan_passes, plan_streams
 from reme_cli.run.records import CONFIG_FILE, REPORT_FILE, RunDir
-from reme_cli.run.runner import Runner
 from reme_cli.run.wiring import method_context
 from reme_cli.run.summary import errors_summary, sandbox_notes
 from reme_cli.track.run import RunTracking
@@ -131,9 +129,7 @@ async def _sample_and_learn(cfg: Config, session: Session, bench: Benchmark, str
     async with method_context(cfg, session) as method_ctx:
         state = training_stream(method, method_ctx) if adapts else no_memory()
         # The learn phase summarizes the trajectories read back from the records: kept whole.
-        settings = replace(session.settings, whole_trajectories=True)
-        runner = Runner(bench, client, settings, run_dir, lambda _: state, cfg.llm.concurrency, progress,
-                        health=session.ep.health)
+        runner = session.runner(lambda _: state, cfg.llm.concurrency, whole_trajectories=True)
         await runner.run(streams)
         progress.stop()
         # Before the method's own calls: what sampling cost, and how much of it the response

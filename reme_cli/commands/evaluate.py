@@ -9,7 +9,6 @@ from pathlib import Path
 from rich.console import Console
 from rich.markup import escape
 
-from reme_cli.bench.base import Benchmark
 from reme_cli.bench.registry import make_benchmark, prepare_benchmark
 from reme_cli.bench.scoring import declared_metrics
 from reme_cli.core.config import Config, config_hash
@@ -58,7 +57,7 @@ def evaluate(cfg: Config, console: Console, wait: bool = False) -> RunResult:
     with RunLifecycle(cfg, bench, console, run_dir_for(cfg), kind="eval", wait=wait) as life, \
             RunTracking(cfg.tracker, console, run_dir_for(cfg).name) as track:
         life.run(f"{cfg.benchmark.name} {cfg.model.name} {cfg.eval.mode}",
-                 lambda session: _run(cfg, bench, session, streams),
+                 lambda session: _run(cfg, session, streams),
                  manifest={"task_ids": task_ids,
                            "streams": [[u.key for u in s] for s in streams] if cfg.eval.mode == "dynamic" else None,
                            "units_total": units_total}, on_open=track.opened)
@@ -88,8 +87,8 @@ def evaluate(cfg: Config, console: Console, wait: bool = False) -> RunResult:
     return RunResult(run_dir.path, metrics["errors"], failure)
 
 
-async def _run(cfg: Config, bench: Benchmark, session: Session, streams: list[list[Unit]]) -> None:
-    async with eval_runner(cfg, bench, session, streams) as runner:
+async def _run(cfg: Config, session: Session, streams: list[list[Unit]]) -> None:
+    async with eval_runner(cfg, session, streams) as runner:
         await runner.run(streams)
 
 
@@ -112,17 +111,15 @@ def chains_at_once(cfg: Config, streams: list) -> int:
 
 
 @contextlib.asynccontextmanager
-async def eval_runner(cfg: Config, bench: Benchmark, session: Session,
-                      streams: list[list[Unit]]) -> AsyncIterator[Runner]:
+async def eval_runner(cfg: Config, session: Session, streams: list[list[Unit]]) -> AsyncIterator[Runner]:
     """The runner `reme eval` drives in a started session (``RunLifecycle.run``) over ``streams``:
     the configured memory method behind the seam (``run/wiring.py``). The harness benchmarks
     (scripts/bench_*.py) build theirs here too, so they time what a user runs and cannot drift
     from it."""
     plugin = method_plugin(cfg)
     async with method_context(cfg, session, summarizer=plugin.needs_summarizer) as ctx:
-        yield Runner(bench, session.client, session.settings, session.run_dir, MemoryStreams(plugin, ctx).method_for,
-                     chains_at_once(cfg, streams), session.progress, health=session.ep.health,
-                     env_concurrency=cfg.env.concurrency, batch_size=batch_size(cfg))
+        yield session.runner(MemoryStreams(plugin, ctx).method_for, chains_at_once(cfg, streams),
+                             env_concurrency=cfg.env.concurrency, batch_size=batch_size(cfg))
 
 
 def batch_size(cfg: Config) -> int | None:

@@ -242,7 +242,7 @@ def optimize(overrides: list[str], console: Console, wait: bool = False) -> list
                 if result.errors or result.summarizer_failure:  # stays running: the rerun retries it
                     stopped = True
                     break
-                metrics = RunContent.read(result.path).metrics()
+                metrics = RunContent.read(result.path).tracked_metrics()
                 value = objective_value(metrics, settings.objective, cfg.eval.runs)
                 _tell(study, trial.number, value)
             table = study_table(study, sweep, where)

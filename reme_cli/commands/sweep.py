@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-import yaml
 from rich.console import Console
 from rich.table import Table
 
-from reme_cli.run.records import CONFIG_FILE, METRICS_FILE
+from reme_cli.core.errors import UserError
+from reme_cli.core.run_log import Score, read_run_log
 
 
 def print_sweep(paths: list[Path], console: Console) -> None:
@@ -17,12 +16,15 @@ def print_sweep(paths: list[Path], console: Console) -> None:
     for col in ("run", "model", "mode", "Avg@k %", "Pass@k %", "units", "errors"):
         table.add_column(col)
     for path in paths:
-        m = json.loads((path / METRICS_FILE).read_text())
-        cfg = yaml.safe_load((path / CONFIG_FILE).read_text())
-        k = m["k"]
-        avg, pas = m.get(f"avg@{k}", {}), m.get(f"pass@{k}", {})
-        table.add_row(path.name, cfg["model"]["name"], cfg["eval"]["mode"],
-                      f"{100 * avg.get('mean', 0):.2f} ± {100 * avg.get('std', 0):.2f}",
-                      f"{100 * pas.get('mean', 0):.2f} ± {100 * pas.get('std', 0):.2f}",
-                      str(m["units"]), str(m["errors"]))
+        log = read_run_log(path)
+        m = log.metrics
+        if m is None:
+            raise UserError(f"{log.result_file} is missing: the run did not finish; rerun the same command")
+        table.add_row(path.name, log.config.model, log.config.mode, _pct(m.avg), _pct(m.pass_), str(m.units),
+                      str(m.errors))
     console.print(table)
+
+
+def _pct(score: Score | None) -> str:
+    mean, std = (score.mean, score.std) if score else (0.0, 0.0)
+    return f"{100 * mean:.2f} ± {100 * std:.2f}"

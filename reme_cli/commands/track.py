@@ -16,11 +16,10 @@ from pathlib import Path
 from rich.console import Console
 from rich.markup import escape
 
-from reme_cli.commands.report import find_runs
 from reme_cli.core.config import TrackerCfg, compose
 from reme_cli.core.errors import RunAborted, UserError
+from reme_cli.core.run_log import MANIFEST_FILE, find_runs, read_run_log
 from reme_cli.run.lock import DirLock
-from reme_cli.run.records import MANIFEST_FILE, RunDir
 from reme_cli.track.content import headlines
 from reme_cli.track.group import GroupTracking
 from reme_cli.track.run import log_run
@@ -40,7 +39,7 @@ def sync(dirs: list[Path], overrides: list[str], console: Console) -> list[Path]
         raise UserError("name the tracker to log to: reme track sync DIR... tracker=mlflow (or tracker=wandb)")
     runs = [r for r in find_runs(dirs, kinds=KINDS) if (r / MANIFEST_FILE).is_file()]
     for path in runs:
-        RunDir(path).check()  # a damaged run is named in one line before anything is logged
+        read_run_log(path)  # a damaged run is named in one line before anything is logged
     done: list[Path] = []
     grouped: set[Path] = set()
     for folder in group_dirs(dirs):

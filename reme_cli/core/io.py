@@ -70,6 +70,15 @@ def append_lines(path: Path, records: list[dict[str, Any]]) -> None:
         raise
 
 
+def read_json(path: Path) -> dict[str, Any] | None:
+    """The JSON object in ``path``; None where it is missing, unreadable or not an object."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
 def read_lines(path: Path) -> list[dict[str, Any]]:
     """The whole JSON lines of a file (none if it does not exist); a torn last line, left by
     a crash mid-append, is skipped so that its work is simply redone."""

@@ -1,9 +1,9 @@
 """The typed record of one finished unit (a line of a run's ``trials.jsonl``) and its reader.
 
-It sits at the bottom floor so that every layer can read run records the same way (as
-``inspect_ai.log.read_eval_log``): ``run/`` writes them, a method reads the units of the
-run that built its pool, the report reads them all. Old records (schema 1) are upgraded on
-load.
+It sits at the bottom floor, with the rest of a run's log (``core/run_log.py``: ``RunLog.trials``
+reads them through ``read_trials``), so that every layer reads run records the same way:
+``run/`` writes them, a method reads the units of the run that built its pool, the report
+reads them all. Old records (schema 1) are upgraded on load.
 """
 
 from __future__ import annotations

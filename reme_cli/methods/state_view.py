@@ -19,14 +19,11 @@ Everything is JSON-ready (``to_dict``) and read from files alone: no embedder, n
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from reme_cli.core.io import read_lines
-
-COMMIT_LOG = "commits.jsonl"  # a dynamic stream's commit log (written by methods/streams.py)
+from reme_cli.core.run_log import read_commits, read_pool_header
 
 
 @dataclass
@@ -72,24 +69,16 @@ def stream_changes(where: Path, read: Callable[[str, int, list[dict[str, Any]]],
     """The changes of the stream whose folder is ``where``, each commit-log line turned into a
     ``StateChange`` by ``read(unit, seq, events)``, in commit order; None if ``where`` has no
     commit log (it is a pool, not a stream)."""
-    log = where / COMMIT_LOG
-    if not log.is_file():
-        return None
-    lines = sorted(read_lines(log), key=lambda line: line.get("seq", 0))
-    return [read(line["unit"], line.get("seq", i), line.get("events") or []) for i, line in enumerate(lines)]
+    commits = read_commits(where)
+    return None if commits is None else [read(c.unit, c.seq, c.events) for c in commits]
 
 
 def method_dir(where: Path, method: str, *subdirs: str) -> Path | None:
     """The folder under ``where`` holding a pool of ``method`` (its manifest names it): ``where``
     itself, its ``pool/`` (a ``reme build-pool`` directory), or one of ``subdirs`` (where the
     method's dynamic streams save their state, e.g. ``store``)."""
-    for candidate in (where, where / "pool", *(where / s for s in subdirs)):
-        try:
-            if json.loads((candidate / "manifest.json").read_text()).get("method") == method:
-                return candidate
-        except (OSError, ValueError, AttributeError):
-            continue
-    return None
+    header = read_pool_header(where, *subdirs, method=method)
+    return header.path if header else None
 
 
 def describe_folder(where: Path, method: str, subdirs: tuple[str, ...],

@@ -23,9 +23,7 @@ from typing import Any
 from reme_cli.bench.base import Task
 from reme_cli.core.io import append_lines, keep_units, read_lines
 from reme_cli.methods.base import Episode, Learned, Memory, MethodContext, NoMemory, Solved
-from reme_cli.methods.state_view import COMMIT_LOG
-
-STREAMS_DIR = "streams"
+from reme_cli.core.run_log import COMMIT_LOG, STREAMS_DIR
 
 
 def stream_dir(run_path: Path, stream: tuple[int, int]) -> Path:

@@ -10,22 +10,19 @@ ledger's "Named, not changed") the method says (``Memory.fidelity``: by default,
 authors never published its settings), so no run reads "authors' setup" while one remains.
 
 Beside it, what else a reader must know of a run's numbers: where its pool came from
-(``pool_origin``) and whether a test double scored it (``scored_by_test_double``).
+(``pool_origin``); whether a test double scored it, its manifest says (``Manifest.test_double``).
 """
 
 from __future__ import annotations
 
 import functools
-import json
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from reme_cli.core.run_log import flatten, read_config, read_pool_header
 from reme_cli.methods.base import Memory, find_method
 from reme_cli.methods.hooks import AUTHORS_EMBEDDING, Fidelity, RunFacts
-from reme_cli.run.records import CONFIG_FILE, MANIFEST_FILE
 
 AUTHORS = "authors' setup"
 PAPER_MODELS = {"qwen3-8b", "qwen3-14b", "qwen3-32b"}
@@ -66,16 +63,6 @@ def _reference(benchmark: str, method: str) -> dict[str, Any]:
 def paper_model(params: Mapping[str, Any]) -> str:
     """The paper's model a run's config serves (``model.same_as``: a hosted copy's)."""
     return RunFacts(params, "").paper_model
-
-
-def flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in data.items():
-        if isinstance(value, Mapping):
-            out.update(flatten(value, f"{prefix}{key}."))
-        else:
-            out[f"{prefix}{key}"] = value
-    return out
 
 
 def embedding_name(params: Mapping[str, Any]) -> str:
@@ -141,38 +128,28 @@ def _show(value: Any) -> str:
     return str(value)
 
 
-def pool_built_by(cfg: dict[str, Any], mode: str) -> dict[str, Any] | None:
+def pool_built_by(cfg: Mapping[str, Any], mode: str) -> dict[str, Any] | None:
     """The ``built_by`` record of a run's starting pool (a pool directory or a `reme
     build-pool` folder holding ``pool/``): who made it, from what; None without a pool, or
     where its manifest cannot be read."""
     pool = (cfg.get("memory") or {}).get("pool") if mode != "none" else None
-    if not pool:
-        return None
-    for manifest in (Path(pool) / "pool" / MANIFEST_FILE, Path(pool) / MANIFEST_FILE):
-        try:
-            return json.loads(manifest.read_text()).get("built_by") or {}
-        except (OSError, ValueError, AttributeError):
-            continue
-    return None
+    header = read_pool_header(pool) if pool else None
+    return header.built_by if header else None
 
 
-def pool_origin(cfg: dict[str, Any], mode: str) -> dict[str, Any]:
+def pool_origin(cfg: Mapping[str, Any], mode: str) -> dict[str, Any]:
     """Where a run's starting pool came from, for the fidelity column: ``pool_start``
     released (imported from the authors' file) or built (here; ``pool_params``: the build's
     flattened config, when its build directory is still there), None without a pool."""
+    from reme_cli.core.errors import UserError
+
     built_by = pool_built_by(cfg, mode)
     if built_by is None:
         return {"pool_start": None, "pool_params": None}
     if built_by.get("kind") == "import_official":
         return {"pool_start": "released", "pool_params": None}
     try:
-        params = flatten(yaml.safe_load((Path(built_by.get("run", "")) / CONFIG_FILE).read_text()))
-    except (OSError, ValueError, AttributeError):
+        params = read_config(Path(built_by["run"]), check=False).flat() if built_by.get("run") else None
+    except UserError:  # the build's directory is gone or damaged
         params = None
     return {"pool_start": "built", "pool_params": params}
-
-
-def scored_by_test_double(path: Path) -> bool:
-    """Whether the run was scored against reme's scripted server (its numbers are no model's)."""
-    served = (json.loads((path / MANIFEST_FILE).read_text()).get("server") or {}).get("served_models") or []
-    return any(str(m).startswith("scripted-") for m in served)

@@ -90,24 +90,9 @@ def retried(units: pd.DataFrame) -> pd.Series:
     return more | first_trial(units).ne(as_flag(units["success"]))
 
 
-def task_scores(units: pd.DataFrame) -> pd.DataFrame:
-    """One row per (seed, task_id): ``avg`` = mean success over its runs, ``pass`` = any
-    success; an errored unit counts as a failed run."""
-    scored = counted_units(units)
-    if scored.empty:
-        return pd.DataFrame({"seed": pd.Series(dtype=int), "task_id": pd.Series(dtype=str),
-                             "avg": pd.Series(dtype=float), "pass": pd.Series(dtype=float)})
-    per_task = scores.task_scores(scored)[["avg", "pass"]]
-    return per_task.reset_index().sort_values(["seed", "task_id"], kind="stable").reset_index(drop=True)
-
-
-def seed_scores(units: pd.DataFrame) -> pd.DataFrame:
-    """One row per seed: Avg@k and Pass@k as fractions (means over that seed's tasks)."""
-    per_task = task_scores(units)
-    if per_task.empty:
-        return pd.DataFrame({"seed": pd.Series(dtype=int), "avg": pd.Series(dtype=float),
-                             "pass": pd.Series(dtype=float)})
-    return scores.seed_scores(per_task.set_index(["seed", "task_id"]))[["avg", "pass"]].reset_index()
+def counted_seed_scores(units: pd.DataFrame) -> pd.DataFrame:
+    """Avg@k and Pass@k per seed (``reme_cli.bench.scoring``), an errored unit a failed run."""
+    return scores.seed_scores(scores.task_scores(counted_units(units)))
 
 
 def run_reducers(benchmark: Any) -> tuple[Reducer, ...]:
@@ -133,10 +118,10 @@ def declared_columns(units: pd.DataFrame, k: int, reducers: tuple[Reducer, ...])
 
 def _one_run(run: pd.Series, units: pd.DataFrame) -> dict:
     """The metrics row of one run from its own units."""
-    per_seed = seed_scores(units)
+    per_seed = counted_seed_scores(units)
     avg_mean, avg_std = scores.mean_std(per_seed["avg"])
     pass_mean, pass_std = scores.mean_std(per_seed["pass"])
-    first = seed_scores(units.assign(success=first_trial(units)))  # errored: failed (task_scores)
+    first = counted_seed_scores(units.assign(success=first_trial(units)))
     first_avg_mean, first_avg_std = scores.mean_std(first["avg"])
     first_pass_mean, first_pass_std = scores.mean_std(first["pass"])
     n_errors = int(as_flag(units["error"]).sum())
@@ -147,7 +132,7 @@ def _one_run(run: pd.Series, units: pd.DataFrame) -> dict:
         "pass_mean": pass_mean, "pass_std": pass_std, "n_seeds": len(per_seed),
         "n_tasks": int(units["task_id"].nunique()), "n_units": len(units),
         "n_errors": n_errors, "expected_units": expected, "partial": bool(partial),
-        "per_seed": {int(r.seed): (float(r.avg), float(r["pass"])) for _, r in per_seed.iterrows()},
+        "per_seed": {int(seed): (float(r["avg"]), float(r["pass"])) for seed, r in per_seed.iterrows()},
         **declared_columns(units, int(run["k"]), run_reducers(run.get("benchmark"))),
         "n_retried": int(retried(scored_units(units)).sum()),
         "first_avg_mean": first_avg_mean, "first_avg_std": first_avg_std,

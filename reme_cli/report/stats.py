@@ -17,7 +17,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from reme_cli.report.metrics import task_scores
+from reme_cli.bench.scoring import task_scores
+from reme_cli.report.metrics import counted_units
 
 Metric = Literal["avg", "pass"]
 
@@ -30,8 +31,8 @@ def paired_task_matrix(units_a: pd.DataFrame, units_b: pd.DataFrame,
     seed, so each task contributes the same seeds to both sides and the per-seed metric
     mean equals the mean of these per-task values. Returns (a, b, n_seeds, dropped_pairs).
     """
-    a = task_scores(units_a).set_index(["seed", "task_id"])[metric]
-    b = task_scores(units_b).set_index(["seed", "task_id"])[metric]
+    a = task_scores(counted_units(units_a))[metric]  # an errored unit: a failed run
+    b = task_scores(counted_units(units_b))[metric]
     common = a.index.intersection(b.index)
     seeds = sorted(set(common.get_level_values("seed")))
     both = pd.DataFrame({"a": a.loc[common], "b": b.loc[common]}).reset_index()
@@ -85,7 +86,7 @@ def task_interval(units: pd.DataFrame, metric: Metric = "avg", n_resamples: int 
     """A 95% interval of one run's Avg@k or Pass@k: the tasks resampled (each task's score the
     mean over its seeds), percentile bootstrap as in ``paired_bootstrap``. NaN with fewer than
     two tasks; the point itself when every task scores the same."""
-    per_task = task_scores(units).groupby("task_id")[metric].mean().to_numpy(float)
+    per_task = task_scores(counted_units(units)).groupby(level="task_id")[metric].mean().to_numpy(float)
     if len(per_task) < 2:
         return math.nan, math.nan
     if np.all(per_task == per_task[0]):

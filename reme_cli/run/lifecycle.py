@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -29,7 +29,8 @@ from reme_cli.llm.endpoint import Endpoint, endpoint, make_client
 from reme_cli.run.lock import DirLock
 from reme_cli.run.progress import RunProgress
 from reme_cli.run.records import RunDir
-from reme_cli.run.runner import EpisodeSettings
+from reme_cli.methods.base import MethodFactory
+from reme_cli.run.runner import EpisodeSettings, Runner
 from reme_cli.run.settings import episode_settings, request_record
 
 T = TypeVar("T")
@@ -52,6 +53,16 @@ class Session:
     run_dir: RunDir
     settings: EpisodeSettings
     progress: RunProgress
+    bench: Benchmark
+
+    def runner(self, method_for: MethodFactory, concurrency: int, *, env_concurrency: int | None = None,
+               batch_size: int | None = None, whole_trajectories: bool = False) -> Runner:
+        """The runner of this session's units (`reme eval`'s and `reme build-pool`'s alike):
+        ``method_for`` gives each stream its method, ``concurrency`` streams go at once;
+        ``whole_trajectories`` keeps trajectories uncut (a learn phase reads them back)."""
+        settings = replace(self.settings, whole_trajectories=True) if whole_trajectories else self.settings
+        return Runner(self.bench, self.client, settings, self.run_dir, method_for, concurrency, self.progress,
+                      health=self.ep.health, env_concurrency=env_concurrency, batch_size=batch_size)
 
 
 def sandbox_fields(bench: Benchmark) -> dict[str, Any]:
@@ -128,7 +139,7 @@ class RunLifecycle:
         # Spend and what answered go to the manifest as units end, so a kill -9 loses little of it.
         progress.on_advance = lambda: self._record_llm(run_dir, client)
         try:
-            return await work(Session(ep, client, run_dir, settings, progress))
+            return await work(Session(ep, client, run_dir, settings, progress, self.bench))
         finally:
             await self.bench.aclose()  # a benchmark's processes end with the run's loop
             await client.close()

@@ -1,5 +1,6 @@
-"""The run directory: resolved config, manifest, and append-only unit records (their type
-and reader live in ``core/trials.py``, so that every layer can read them).
+"""The run directory as its run writes it: resolved config, manifest, and append-only unit
+records. Every reader, this one's resume included, reads it through ``core/run_log.py``
+(typed, versioned, and importable from every layer).
 
 A unit's line is written whole and fsync'ed when the unit ends, so ``kill -9`` loses at
 most the units in flight; a torn last line is cut off on reopen, and a unit that appears
@@ -23,15 +24,12 @@ import yaml
 
 from reme_cli.core.errors import UserError
 from reme_cli.core.io import append_lines, now, write_json_atomic
-from reme_cli.core.trials import SCHEMA_VERSION, TRIALS_FILE, UnitRecord, read_trials
+from reme_cli.core.run_log import (CONFIG_FILE, MANIFEST_FILE, MANIFEST_VERSION, METRICS_FILE, REPORT_FILE,
+                                   TRIALS_FILE, RunLog, read_config, read_run_log)
+from reme_cli.core.trials import SCHEMA_VERSION, UnitRecord, read_trials
 
 __all__ = ["CONFIG_FILE", "MANIFEST_FILE", "METRICS_FILE", "REPORT_FILE", "SCHEMA_VERSION", "TRIALS_FILE",
            "JsonlWriter", "RunDir", "UnitRecord", "read_trials"]
-
-CONFIG_FILE = "config.yaml"
-MANIFEST_FILE = "manifest.json"
-METRICS_FILE = "metrics.json"
-REPORT_FILE = "report.json"  # a `reme build-pool` run's result (its build/ directory)
 
 _PACKAGES = ("reme-harness", "bfcl-eval", "openai", "xllamacpp", "llama_cpp_python", "sentence-transformers",
              "faiss-cpu", "hydra-core", "torch", "vllm", "appworld")
@@ -60,21 +58,6 @@ def git_state() -> dict[str, Any]:
     return {"commit": commit or None, "dirty": dirty if commit else None}
 
 
-def _whole(low: int):
-    return lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= low
-
-
-def _name(v: Any) -> bool:
-    return isinstance(v, str) and bool(v)
-
-
-# The keys of a run's config.yaml that resume and reports read, and what each must be.
-_READ_KEYS = (("eval.runs", _whole(1), "a whole number >= 1"), ("eval.seeds", _whole(1), "a whole number >= 1"),
-              ("eval.mode", lambda v: v in ("none", "fixed", "dynamic"), "none, fixed or dynamic"),
-              ("benchmark.name", _name, "a benchmark name"), ("model.name", _name, "a model name"),
-              ("memory.name", _name, "a memory name"))
-
-
 @dataclass
 class RunDir:
     path: Path
@@ -87,8 +70,7 @@ class RunDir:
             raise UserError(f"{run.path} is a file, not a directory: choose another out_dir")
         cfg_file = run.path / CONFIG_FILE
         if cfg_file.exists() or (run.path / MANIFEST_FILE).exists():
-            run.check()
-            old = run.manifest().get("config_hash")
+            old = run.check().manifest.config_hash
             if old != config_hash:
                 raise UserError(
                     f"{run.path} holds a run with a different config (hash {old}, now "
@@ -105,6 +87,7 @@ class RunDir:
                 with open(cfg_file, "w") as f:
                     yaml.safe_dump(config, f, sort_keys=False)
                 write_json_atomic(run.path / MANIFEST_FILE, {
+                    "schema_version": MANIFEST_VERSION,
                     "kind": kind,
                     "status": "created",
                     "config_hash": config_hash,
@@ -122,38 +105,11 @@ class RunDir:
                 raise
         return run
 
-    def check(self) -> None:
-        """Refuse, in one line naming the damaged file and the way out, a run directory whose
-        config.yaml or manifest.json is missing or unreadable (a resume would misjudge it)."""
-        restart = f"or delete {self.path} (or choose another out_dir) to start the run over"
-        for name in (CONFIG_FILE, MANIFEST_FILE):
-            if not (self.path / name).is_file():
-                raise UserError(f"{self.path} is a damaged reme run directory: {name} is missing; "
-                                f"restore it from a copy, {restart}")
-        try:
-            cfg = yaml.safe_load((self.path / CONFIG_FILE).read_text())
-        except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-            why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            raise UserError(f"{self.path / CONFIG_FILE} is damaged ({why}); restore it from a copy, "
-                            f"{restart}") from None
-        sections = ("benchmark", "eval", "model", "memory")  # what resume and report read
-        if not isinstance(cfg, dict) or not all(isinstance(cfg.get(k), dict) for k in sections):
-            raise UserError(f"{self.path / CONFIG_FILE} is damaged (not a reme config); restore it from a copy, "
-                            f"{restart}")
-        for key, ok, want in _READ_KEYS:  # what a report takes from it
-            section, _, leaf = key.partition(".")
-            value = cfg[section].get(leaf)
-            if not ok(value):
-                raise UserError(f"{self.path / CONFIG_FILE}: {key}={value!r} is not {want}; restore it from a "
-                                f"copy, {restart}")
-        try:
-            manifest = json.loads((self.path / MANIFEST_FILE).read_text())
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise UserError(f"{self.path / MANIFEST_FILE} is damaged ({exc}); restore it from a copy, "
-                            f"{restart}") from None
-        if not isinstance(manifest, dict) or not manifest.get("config_hash"):
-            raise UserError(f"{self.path / MANIFEST_FILE} is damaged (no config_hash); restore it from a copy, "
-                            f"{restart}")
+    def check(self) -> RunLog:
+        """The run as ``read_run_log`` reads it: a run directory whose config.yaml or
+        manifest.json is missing or unreadable is refused in one line naming the damaged file
+        and the way out (a resume would misjudge it)."""
+        return read_run_log(self.path)
 
     def check_unedited(self, config: dict[str, Any]) -> None:
         """Refuse to resume a run whose config.yaml says other than the run's config (the
@@ -161,7 +117,7 @@ class RunDir:
         ignore it."""
         from reme_cli.core.config import first_difference, hashed_part
 
-        stored = yaml.safe_load((self.path / CONFIG_FILE).read_text())
+        stored = read_config(self.path).data
         diff = first_difference(hashed_part(stored), hashed_part(config))
         if diff:
             key, was, now_ = diff

@@ -21,19 +21,15 @@ import csv
 import json
 import math
 from collections import defaultdict
-from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from reme_cli.core.trials import UnitRecord, read_trials
+from reme_cli.core.errors import UserError
+from reme_cli.core.run_log import CONFIG_FILE, MANIFEST_FILE, RunLog, UnitRecord, flatten, read_run_log
 from reme_cli.report.columns import method_columns
-from reme_cli.report.fidelity import departures, fidelity_text, flatten, pool_built_by, pool_origin, scored_by_test_double
-from reme_cli.run.records import CONFIG_FILE, MANIFEST_FILE, METRICS_FILE, REPORT_FILE
+from reme_cli.report.fidelity import departures, fidelity_text, pool_built_by, pool_origin
 
-RESULT_FILES = {"eval": METRICS_FILE, "build-pool": REPORT_FILE}
 TEST_DOUBLE = "scripted server"
 SMOKE = "embedded 135M"
 SERIES_PREFIX = "stream/"
@@ -41,63 +37,49 @@ SERIES_PREFIX = "stream/"
 _REPEATED = {"variants"}
 
 
-@dataclass
-class RunContent:
-    """One run directory as a tracker sees it."""
-
-    path: Path
-    kind: str  # eval | build-pool
-    config: dict[str, Any]
-    manifest: dict[str, Any]
-    result: dict[str, Any] | None = None  # metrics.json / report.json, once written
-    records: list[UnitRecord] = field(default_factory=list)
-
-    @classmethod
-    def read(cls, path: Path) -> RunContent:
-        manifest = read_json(path / MANIFEST_FILE) or {}
-        kind = str(manifest.get("kind") or "eval")
-        config = yaml.safe_load((path / CONFIG_FILE).read_text()) or {}
-        return cls(path, kind, config, manifest, read_json(path / RESULT_FILES.get(kind, METRICS_FILE)),
-                   read_trials(path))
+class RunContent(RunLog):
+    """One run directory as a tracker sees it (its log, ``core/run_log.py``)."""
 
     @property
     def mode(self) -> str:
-        return str((self.config.get("eval") or {}).get("mode", "none")) if self.kind == "eval" else "build"
+        return self.config.mode if self.manifest.kind == "eval" else "build"
 
     def params(self) -> dict[str, str]:
-        out = {key: _text(value) for key, value in flatten(self.config).items() if not key.startswith("tracker.")}
-        out["run.hash"] = str(self.manifest.get("config_hash", ""))
-        out["run.kind"] = self.kind
-        out.update({f"packages.{name}": str(v) for name, v in (self.manifest.get("packages") or {}).items()})
-        if (git := self.manifest.get("git") or {}).get("commit"):
+        manifest = self.manifest
+        out = {key: _text(value) for key, value in self.config.flat().items() if not key.startswith("tracker.")}
+        out["run.hash"] = manifest.config_hash
+        out["run.kind"] = manifest.kind
+        out.update({f"packages.{name}": str(v) for name, v in manifest.packages.items()})
+        if (git := manifest.git).get("commit"):
             out["git.commit"] = str(git["commit"]) + ("+dirty" if git.get("dirty") else "")
-        built_by = pool_built_by(self.config, self.mode) if self.kind == "eval" else None
+        built_by = pool_built_by(self.config, self.mode) if manifest.kind == "eval" else None
         out.update({f"pool.{key}": _text(value) for key, value in flatten(built_by or {}).items()})
         return out
 
     def tags(self) -> tuple[dict[str, str], list[str]]:
         """(tags, labels): key -> text, and the short marks a list of runs shows."""
-        tags = {"reme.kind": self.kind, "reme.path": str(self.path.resolve()),
-                "reme.status": str(self.manifest.get("status", "running")),
-                "reme.hash": str(self.manifest.get("config_hash", ""))}
+        manifest = self.manifest
+        tags = {"reme.kind": manifest.kind, "reme.path": str(self.path.resolve()), "reme.status": manifest.status,
+                "reme.hash": manifest.config_hash}
         labels: list[str] = []
-        if self.kind == "eval":
+        if manifest.kind == "eval":
             origin = pool_origin(self.config, self.mode)
-            tags["reme.fidelity"] = fidelity_text(departures(flatten(self.config), pool=origin["pool_start"],
+            tags["reme.fidelity"] = fidelity_text(departures(self.config.flat(), pool=origin["pool_start"],
                                                              pool_params=origin["pool_params"]))
-        if (self.path / MANIFEST_FILE).is_file() and scored_by_test_double(self.path):
+        if manifest.test_double:
             tags["reme.test_double"] = f"{TEST_DOUBLE}: its answers come from a script; the numbers are not model results"
             labels.append(TEST_DOUBLE)
-        if (self.config.get("model") or {}).get("name") == "local":
+        if self.config.model == "local":
             from reme_cli.report.tables import SMOKE_NOTE  # (scipy: only when it is needed)
 
             tags["reme.smoke"] = SMOKE_NOTE
             labels.append(SMOKE)
         return tags, labels
 
-    def metrics(self) -> dict[str, float]:
+    def tracked_metrics(self) -> dict[str, float]:
+        """The numbers a tracker is told: the result file's and the units' tokens and time."""
         out = numbers(self.result or {})
-        ok = [t for t in self.records if t.tokens or t.wall_s]
+        ok = [t for t in self.trials if t.tokens or t.wall_s]
         if ok:
             out["tokens/prompt"] = float(sum(t.tokens.get("prompt", 0) for t in ok))
             out["tokens/completion"] = float(sum(t.tokens.get("completion", 0) for t in ok))
@@ -112,9 +94,9 @@ class RunContent:
         the method's declared series fields and the counts of what a unit added and deleted."""
         if self.mode != "dynamic":
             return []
-        fields = list(method_columns(str((self.config.get("memory") or {}).get("name"))).series)
+        fields = list(method_columns(self.config.method).series)
         rows: dict[int, dict[str, float]] = defaultdict(dict)
-        for t in self.records:
+        for t in self.trials:
             if not t.ok:
                 continue
             stream = f"s{t.seed}_r{t.run}"
@@ -127,8 +109,8 @@ class RunContent:
         return sorted(rows.items())
 
     def artifacts(self) -> list[Path]:
-        names = (CONFIG_FILE, MANIFEST_FILE, RESULT_FILES.get(self.kind, METRICS_FILE))
-        return [self.path / name for name in names if (self.path / name).is_file()]
+        files = (self.path / CONFIG_FILE, self.path / MANIFEST_FILE, self.result_file)
+        return [path for path in files if path.is_file()]
 
 
 def headlines(runs: list[Path]) -> dict[str, float]:
@@ -136,10 +118,13 @@ def headlines(runs: list[Path]) -> dict[str, float]:
     by side in its own tracker run."""
     out: dict[str, float] = {}
     for path in runs:
-        m = read_json(path / METRICS_FILE) or {}
-        for key in (f"avg@{m.get('k')}", f"pass@{m.get('k')}"):
-            if isinstance(m.get(key), dict) and _is_number(m[key].get("mean")):
-                out[f"{path.name}/{key}"] = float(m[key]["mean"])
+        try:
+            m = read_run_log(path).metrics
+        except UserError:  # not a run (yet), or its metrics unreadable: nothing to show of it
+            continue
+        for key, score in ((f"avg@{m.k}", m.avg), (f"pass@{m.k}", m.pass_)) if m else ():
+            if score is not None and _is_number(score.mean):
+                out[f"{path.name}/{key}"] = score.mean
     return out
 
 
@@ -183,10 +168,3 @@ def _span(records: list[UnitRecord]) -> float | None:
         return None
     return round((end - start).total_seconds(), 3)
 
-
-def read_json(path: Path) -> dict[str, Any] | None:
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None

@@ -10,9 +10,8 @@ from typing import Any
 from rich.console import Console
 
 from reme_cli.core.config import TrackerCfg
-from reme_cli.core.io import write_json_atomic
+from reme_cli.core.io import read_json, write_json_atomic
 from reme_cli.track.base import Link
-from reme_cli.track.content import read_json
 
 GROUP_FILE = "tracker.json"
 

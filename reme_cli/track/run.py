@@ -26,23 +26,22 @@ MANIFEST_KEY = "trackers"  # manifest.json: {where: {"name", "run_id", "series"}
 END_STATUS = {"complete": "finished", "incomplete": "failed"}
 
 
-def kept(manifest: dict[str, Any], where: str | None) -> dict[str, Any]:
-    entry = (manifest.get(MANIFEST_KEY) or {}).get(where) if where else None
+def kept(trackers: dict[str, Any], where: str | None) -> dict[str, Any]:
+    entry = trackers.get(where) if where else None
     return entry if isinstance(entry, dict) else {}
 
 
 def begin(link: Link, run_dir: RunDir, name: str, parent: str | None) -> None:
     """Start or continue the run's tracker run and tell it what is known at the start."""
     where = link.where()
-    manifest = run_dir.manifest()
-    entry = kept(manifest, where)
-    if link.start(name, entry.get("run_id"), parent, str(manifest.get("kind") or "eval")) is None:
+    content = RunContent.read(run_dir.path)
+    manifest = content.manifest
+    entry = kept(manifest.trackers, where)
+    if link.start(name, entry.get("run_id"), parent, manifest.kind) is None:
         return
     if entry.get("run_id") != link.run_id:
-        trackers = dict(manifest.get(MANIFEST_KEY) or {})
-        trackers[str(where)] = {"name": link.name, "run_id": link.run_id, "series": False}
+        trackers = {**manifest.trackers, str(where): {"name": link.name, "run_id": link.run_id, "series": False}}
         run_dir.update_manifest(**{MANIFEST_KEY: trackers})
-    content = RunContent.read(run_dir.path)
     link.call("log_params", content.params())
     link.call("set_tags", *content.tags())
 
@@ -53,24 +52,24 @@ def conclude(link: Link, run_dir: RunDir) -> None:
     if not link.live:
         return
     content = RunContent.read(run_dir.path)
-    metrics = content.metrics()
+    metrics = content.tracked_metrics()
     link.call("set_tags", *content.tags())
     link.call("log_metrics", metrics)
     where = link.where()
-    entry = kept(content.manifest, where)
-    complete = content.manifest.get("status") == "complete"
-    if complete and not entry.get("series"):  # once: a tracker keeps every point it is sent
+    manifest = content.manifest
+    entry = kept(manifest.trackers, where)
+    if manifest.status == "complete" and not entry.get("series"):  # once: a tracker keeps every point it is sent
         for step, values in content.series():
             link.call("log_metrics", values, step)
         if link.live:
-            trackers = dict(content.manifest.get(MANIFEST_KEY) or {})
-            trackers[str(where)] = {**entry, "name": link.name, "run_id": link.run_id, "series": True}
+            trackers = {**manifest.trackers, str(where): {**entry, "name": link.name, "run_id": link.run_id,
+                                                          "series": True}}
             run_dir.update_manifest(**{MANIFEST_KEY: trackers})
     for path in content.artifacts():
         link.call("log_artifact", path, "")
     with tempfile.TemporaryDirectory(prefix="reme-track-") as tmp:
         link.call("log_artifact", write_metrics_csv(metrics, Path(tmp) / "metrics.csv"), "")
-    link.end(END_STATUS.get(str(content.manifest.get("status")), "killed"))
+    link.end(END_STATUS.get(manifest.status, "killed"))
 
 
 def log_run(cfg: TrackerCfg, console: Console, path: Path, parent: str | None = None) -> str | None:

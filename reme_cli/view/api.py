@@ -24,7 +24,7 @@ PER_RUN: dict[str, Callable[[Run], Any]] = {"units": units_table, "memory": memo
 def answer(catalog: Catalog, key: str, live: bool = True) -> Any:
     """The answer to ``key``; KeyError if there is no such page."""
     if key == "index":
-        return index(catalog.runs(), catalog.dirs, live)
+        return index(catalog.runs(), catalog.dirs, live, catalog.suite_order)
     kind, _, rest = key.partition("/")
     if kind in PER_RUN:
         run = catalog.run(rest)
@@ -40,5 +40,5 @@ def every_key(catalog: Catalog) -> list[str]:
     keys = ["index"]
     for run in catalog.runs():
         keys += [f"{kind}/{run.id}" for kind in PER_RUN]
-        keys += [f"unit/{run.id}/{t.unit}" for t in run.records]
+        keys += [f"unit/{run.id}/{t.unit}" for t in run.trials]
     return keys

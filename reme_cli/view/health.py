@@ -47,7 +47,7 @@ def _rewritten(run: Run) -> dict[str, int] | None:
     """How many retrievals ran the LLM rewrite, and how many used its text (an unusable answer
     falls back to the plain experiences); None when no record says (rewrite off)."""
     asked = used = 0
-    for t in run.records:
+    for t in run.trials:
         method = t.method or {}
         trials = method.get("trials") if isinstance(method.get("trials"), list) else None
         for r in (trials if trials is not None else [method]):
@@ -61,7 +61,7 @@ def _along(run: Run) -> dict[str, list]:
     """Task side along a stream: per position, over the run's streams, the success rate, mean
     steps and mean seconds."""
     by_pos: dict[int, list] = defaultdict(list)
-    for t in run.records:
+    for t in run.trials:
         if t.ok:
             by_pos[t.position].append(t)
     out: dict[str, list] = {"position": [], "success": [], "steps": [], "wall_s": [], "n": []}
@@ -76,18 +76,18 @@ def _along(run: Run) -> dict[str, list]:
 
 
 def health(run: Run) -> dict[str, Any]:
-    ok = [t for t in run.records if t.ok]
+    ok = [t for t in run.trials if t.ok]
     solved = [t for t in ok if t.success]
     task_side = {
-        "units": len(run.records), "errors": len(run.records) - len(ok),
+        "units": len(run.trials), "errors": len(run.trials) - len(ok),
         "success": sum(t.success for t in ok) / len(ok) if ok else None,
         "steps": _spread([float(t.interactions) for t in ok]),
         "time_to_solve_s": _spread([t.wall_s for t in solved]),
         "along_stream": _along(run),
         # Summaries the method asked for, and those that raised (their trials kept their reward).
-        "summaries": summary_failures(merge(*(t.summarizer_answers for t in run.records))),
+        "summaries": summary_failures(merge(*(t.summarizer_answers for t in run.trials))),
     }
-    memory = memory_page(run) if run.mode != "none" else None
+    memory = memory_page(run) if run.config.mode != "none" else None
     streams = []
     for s in (memory or {}).get("streams", []):
         numbers, ids = s["numbers"], s["present"]
@@ -98,10 +98,10 @@ def health(run: Run) -> dict[str, Any]:
             "adds": sum(timeline["added"]) if timeline else 0, "deletes": sum(timeline["deleted"]) if timeline else 0,
             "timeline": timeline,
         })
-    retrieval = [t for t in ok if t.retrieved_ids or t.retrieval_s is not None] if run.mode != "none" else []
+    retrieval = [t for t in ok if t.retrieved_ids or t.retrieval_s is not None] if run.config.mode != "none" else []
     latencies = [t.retrieval_s for t in retrieval if t.retrieval_s is not None]
     memory_side = None
-    if run.mode != "none":
+    if run.config.mode != "none":
         memory_side = {
             "streams": streams,
             "utility": _spread([u for s in (memory or {}).get("streams", []) for u in _utility(s["numbers"], s["present"])]),
@@ -110,4 +110,4 @@ def health(run: Run) -> dict[str, Any]:
             "latency_s": _spread(latencies),
             "rewritten": _rewritten(run),
         }
-    return {"run": run.id, "mode": run.mode, "task": task_side, "memory": memory_side}
+    return {"run": run.id, "mode": run.config.mode, "task": task_side, "memory": memory_side}

@@ -17,7 +17,7 @@ from reme_cli.view.runs import Run
 def _stream_units(run: Run) -> dict[str, list[str]]:
     """unit -> the ids its record says it retrieved (every trial that retrieved)."""
     out: dict[str, list[str]] = {}
-    for t in run.records:
+    for t in run.trials:
         ids = list(t.retrieved_ids)
         trials = (t.method or {}).get("trials")
         for trial in trials if isinstance(trials, list) else []:
@@ -33,13 +33,13 @@ def _start(run: Run) -> tuple[Path | None, StateView | None]:
 
 
 def _streams(run: Run) -> list[tuple[Path, StateView | None]]:
-    return [(s, run.describe(s)) for s in run.streams()] if run.mode == "dynamic" else []
+    return [(s, run.describe(s)) for s in run.streams()] if run.config.mode == "dynamic" else []
 
 
 def _committed(run: Run, view: StateView | None) -> list[StateChange]:
     """The stream's changes of units that have a record: a unit whose record was never written
     (killed between its commit and its record) is redone on resume, so it changed nothing."""
-    done = {t.unit for t in run.records if t.ok}
+    done = {t.unit for t in run.trials if t.ok}
     return [c for c in (view.changes or []) if c.unit in done] if view else []
 
 
@@ -147,17 +147,17 @@ def _item_dict(item: StateItem) -> dict[str, Any]:
 
 
 def memory_page(run: Run) -> dict[str, Any]:
-    if run.mode == "none":
+    if run.config.mode == "none":
         return {"method": "none", "mode": "none", "streams": [], "items": {}, "start": None}
     if run.plugin() is None:
-        return {"method": run.memory, "mode": run.mode, "streams": [], "items": {}, "start": None,
-                "note": f"memory method {run.memory!r} is not installed here: its state cannot be read"}
+        return {"method": run.config.method, "mode": run.config.mode, "streams": [], "items": {}, "start": None,
+                "note": f"memory method {run.config.method!r} is not installed here: its state cannot be read"}
     where, start = _start(run)
     start_info = None
     if start is not None:
         start_info = {"path": str(where), "summary": start.summary, "text": start.text,
                       "ids": [i.id for i in start.items]}
-    if run.mode == "fixed":
+    if run.config.mode == "fixed":
         streams = [_fixed_lives(run, start)]
     else:
         streams = []
@@ -166,7 +166,7 @@ def memory_page(run: Run) -> dict[str, Any]:
             streams.append({"name": walk["name"], "summary": view.summary if view else {},
                             "text": _final_text(view), **{k: walk[k] for k in ("numbers", "present", "order",
                                                                               "lives", "timeline")}})
-    return {"method": run.memory, "mode": run.mode, "start": start_info,
+    return {"method": run.config.method, "mode": run.config.mode, "start": start_info,
             "start_note": None if start is not None else _no_start(run),
             "items": {i: _item_dict(item) for i, item in item_catalog(run).items()}, "streams": streams}
 
@@ -176,7 +176,7 @@ def _final_text(view: StateView | None) -> str | None:
 
 
 def _no_start(run: Run) -> str:
-    pool = (run.config.get("memory") or {}).get("pool")
+    pool = run.config.pool
     if not pool:
         return "the run started from the method's empty (or built-in) memory"
     return f"memory.pool={pool} is not found from here: its items show as the streams added them"

@@ -11,18 +11,18 @@ from typing import Any
 import pandas as pd
 import yaml
 
-from reme_cli.commands.report import suite_order, unit_columns, unit_row
-from reme_cli.report.fidelity import flatten
 from reme_cli.core.config import config_dir, experiment_memory
 from reme_cli.core.io import now
+from reme_cli.core.run_log import flatten, read_pool_header
+from reme_cli.report.frames import unit_columns, unit_row
 from reme_cli.report.metrics import declared_reducers, reducer_columns, run_metrics
 from reme_cli.report.order import natural_key
 from reme_cli.report.stats import task_interval
-from reme_cli.view.runs import Run, read_json
+from reme_cli.view.runs import Run, SuiteOrder
 
 
 def units_frame(run: Run) -> pd.DataFrame:
-    return pd.DataFrame([unit_row(run.id, t) for t in run.records], columns=unit_columns())
+    return pd.DataFrame([unit_row(run.id, t) for t in run.trials], columns=unit_columns())
 
 
 def own_means() -> list[str]:
@@ -33,10 +33,9 @@ def own_means() -> list[str]:
 def scores(run: Run) -> dict[str, Any]:
     """The run's metrics as the report computes them, and a task-bootstrap interval of each."""
     units = units_frame(run)
-    frame = pd.DataFrame([{"run_id": run.id, "benchmark": run.config["benchmark"]["name"],
-                           "seeds": run.config["eval"]["seeds"], "k": run.config["eval"]["runs"],
-                           "tasks": len(run.manifest.get("task_ids") or []) or units["task_id"].nunique(),
-                           "status": run.manifest.get("status", "running")}])
+    frame = pd.DataFrame([{"run_id": run.id, "benchmark": run.config.benchmark, "seeds": run.config.seeds,
+                           "k": run.config.k, "tasks": len(run.manifest.task_ids) or units["task_id"].nunique(),
+                           "status": run.manifest.status}])
     row = run_metrics(units, frame).iloc[0].to_dict()
     scored = units[~units["error"].eq(True)]
     out = {k: _num(row[k]) for k in ("avg_mean", "avg_std", "pass_mean", "pass_std", "first_avg_mean",
@@ -77,7 +76,7 @@ def fidelity_notes(run: Run) -> list[str]:
     where its memory started, and where it follows the paper's text rather than what the
     authors ran."""
     cfg, notes = run.config, []
-    if run.test_double:
+    if run.manifest.test_double:
         notes.append("scripted server (a test double): not a model result")
     if cfg["model"].get("name") == "local":
         notes.append("embedded 135M CPU model: smoke-level scores")
@@ -86,25 +85,24 @@ def fidelity_notes(run: Run) -> list[str]:
         notes.append(f"benchmark.release={bench['release']}")
     if cfg.get("experiment") not in (None, "default"):
         notes.append(f"experiment={cfg['experiment']}")
-    if run.mode != "none":
+    if run.config.mode != "none":
         notes.append(_start_note(run))
-    if run.memory == experiment_memory(PAPER_TEXT):  # the paper's method, whose words it holds
+    if run.config.method == experiment_memory(PAPER_TEXT):  # the paper's method, whose words it holds
         values = flatten(cfg)
         paper = [k for k, v in _paper_text_keys().items()
-                 if k.startswith("memory.") and values.get(k) == v and run.mode == "dynamic"]
+                 if k.startswith("memory.") and values.get(k) == v and run.config.mode == "dynamic"]
         if paper:
             notes.append("the paper's text on " + ", ".join(k.removeprefix("memory.") for k in paper))
     return notes
 
 
 def _start_note(run: Run) -> str:
-    pool = (run.config.get("memory") or {}).get("pool")
+    pool = run.config.pool
     if not pool:
         return "starts without a pool (the method's own empty or initial memory)"
     where = run.start_state_dir()
-    built_by = {}
-    for manifest in ((where / "manifest.json", where / "pool" / "manifest.json") if where else ()):
-        built_by = read_json(manifest).get("built_by") or built_by
+    header = read_pool_header(where) if where else None
+    built_by = header.built_by if header else {}
     source = built_by.get("source") or built_by.get("reembedded_from") or built_by.get("rekeyed_from")
     return f"starts from pool {Path(pool).name}" + (f" ({source})" if source else "") + \
         ("" if where else " (not found from here)")
@@ -115,32 +113,33 @@ def run_row(run: Run) -> dict[str, Any]:
     return {
         "id": run.id, "label": run.label, "setting": run.setting, "path": str(run.path),
         "suite": str(run.suite) if run.suite else None, "suite_name": run.suite.name if run.suite else None,
-        "benchmark": cfg["benchmark"]["name"], "model": cfg["model"]["name"], "mode": run.mode,
-        "memory": run.memory, "k": cfg["eval"]["runs"], "seeds": cfg["eval"]["seeds"],
-        "status": run.manifest.get("status", "running"), "test_double": run.test_double,
+        "benchmark": cfg.benchmark, "model": cfg.model, "mode": run.config.mode,
+        "memory": run.config.method, "k": cfg.k, "seeds": cfg.seeds,
+        "status": run.manifest.status, "test_double": run.manifest.test_double,
         "fidelity": fidelity_notes(run), "streams": [s.name for s in run.streams()],
-        "has_memory": run.mode != "none",
+        "has_memory": run.config.mode != "none",
         **run.cached("scores", lambda: scores(run)),
     }
 
 
-def _order(runs: list[Run]) -> list[Run]:
-    """Suites together, each in the order its file lists its variants; lone runs by name."""
+def _order(runs: list[Run], suite_order: SuiteOrder | None) -> list[Run]:
+    """Suites together, each in the order its file lists its variants (``suite_order``); lone
+    runs by name."""
     ranks: dict[Path, dict[str, int]] = {}
     for run in runs:
         if run.suite and run.suite not in ranks:
             try:
-                ranks[run.suite] = {label: i for i, label in enumerate(suite_order(run.suite.name.split("-")[0]))}
+                ranks[run.suite] = {label: i for i, label in enumerate(suite_order(run.suite) if suite_order else [])}
             except Exception:  # a suite file of the user's, not found by name here: name order
                 ranks[run.suite] = {}
     return sorted(runs, key=lambda r: (str(r.suite or ""), ranks.get(r.suite, {}).get(r.label, math.inf),
                                        natural_key(r.label)))
 
 
-def index(runs: list[Run], dirs: list[Path], live: bool) -> dict[str, Any]:
+def index(runs: list[Run], dirs: list[Path], live: bool, suite_order: SuiteOrder | None = None) -> dict[str, Any]:
     """The page's entry: every run's row, in order, and what the page was made from."""
-    return {"runs": [run_row(r) for r in _order(runs)], "sources": [str(d) for d in dirs], "generated_at": now(),
-            "live": live}
+    return {"runs": [run_row(r) for r in _order(runs, suite_order)], "sources": [str(d) for d in dirs],
+            "generated_at": now(), "live": live}
 
 
 def units_table(run: Run) -> dict[str, list]:
@@ -149,7 +148,7 @@ def units_table(run: Run) -> dict[str, list]:
     cols: dict[str, list] = {k: [] for k in ("unit", "task", "seed", "run", "position", "success", "first",
                                              "attempts", "stop", "steps", "wall_s", "tokens", "retrieved",
                                              "best_score", "retrieval_s")}
-    for t in sorted(run.records, key=lambda t: (t.seed, t.run, t.position, natural_key(t.task_id))):
+    for t in sorted(run.trials, key=lambda t: (t.seed, t.run, t.position, natural_key(t.task_id))):
         cols["unit"].append(t.unit)
         cols["task"].append(t.task_id)
         cols["seed"].append(t.seed)

@@ -1,52 +1,38 @@
 """The runs `reme view` shows: found under the given directories, read from their files, and
 read again only when those files change (a run that is still going shows its new units on
-reload). Nothing here writes anything or takes a lock: a viewer only reads."""
+reload). Every run is read through ``core/run_log.py``, as `reme report` reads it. Nothing here
+writes anything or takes a lock: a viewer only reads."""
 
 from __future__ import annotations
 
-import json
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from reme_cli.commands.report import find_runs, scored_by_test_double
 from reme_cli.core.errors import UserError
 from reme_cli.core.registry import METHODS
+from reme_cli.core.run_log import COMMIT_LOG, CONFIG_FILE, MANIFEST_FILE, STREAMS_DIR, TRIALS_FILE, RunLog, find_runs
 from reme_cli.methods.base import Memory
-from reme_cli.methods.state_view import COMMIT_LOG, StateView
-from reme_cli.methods.streams import STREAMS_DIR
+from reme_cli.methods.state_view import StateView
 from reme_cli.report.columns import method_columns
-from reme_cli.run.records import CONFIG_FILE, MANIFEST_FILE, TRIALS_FILE, RunDir, UnitRecord
 
 _WATCHED = (CONFIG_FILE, MANIFEST_FILE, TRIALS_FILE)
 RESCAN_S = 1.0
 
 
 @dataclass
-class Run:
-    """One run directory as read at one moment (``signature``: the files it was read from)."""
+class Run(RunLog):
+    """One run directory as read at one moment (``signature``: the files it was read from), and
+    what pages computed from it."""
 
-    id: str  # r0, r1, ...: stable for one set of directories, safe in a URL
-    path: Path
-    signature: tuple
-    config: dict[str, Any]
-    manifest: dict[str, Any]
-    records: list[UnitRecord]
+    id: str = ""  # r0, r1, ...: stable for one set of directories, safe in a URL
+    signature: tuple = ()
     suite: Path | None = None  # the `reme ablate` suite directory it belongs to
-    _cache: dict[str, Any] = field(default_factory=dict)  # what pages computed from it
-
-    @property
-    def mode(self) -> str:
-        return self.config["eval"]["mode"]
-
-    @property
-    def memory(self) -> str:
-        return "none" if self.mode == "none" else str(self.config["memory"].get("name", "none"))
+    _cache: dict[str, Any] = field(default_factory=dict)
 
     @property
     def label(self) -> str:
@@ -56,25 +42,16 @@ class Run:
     @cached_property
     def setting(self) -> str:
         """The report's row label of the run's method and mode ("ReMe (fixed)")."""
-        params = {f"memory.{k}": v for k, v in (self.config.get("memory") or {}).items()}
-        return method_columns(self.memory).setting_label(self.mode, params)
-
-    @property
-    def test_double(self) -> bool:
-        return scored_by_test_double(self.path) if (self.path / MANIFEST_FILE).is_file() else False
-
-    def streams(self) -> list[Path]:
-        """The run's dynamic streams' folders, in name order."""
-        root = self.path / STREAMS_DIR
-        return sorted(p for p in root.iterdir() if p.is_dir()) if root.is_dir() else []
+        params = {f"memory.{k}": v for k, v in self.config.section("memory").items()}
+        return method_columns(self.config.method).setting_label(self.config.mode, params)
 
     def plugin(self) -> type[Memory] | None:
         """The run's memory method, if it is installed here (a viewer of someone else's runs
         may lack their plug-in: their records still show)."""
-        if self.mode == "none" or not METHODS.has(self.memory):
+        if self.config.mode == "none" or not METHODS.has(self.config.method):
             return None
         try:
-            plugin = METHODS.get(self.memory)
+            plugin = METHODS.get(self.config.method)
         except UserError:
             return None
         return plugin if isinstance(plugin, type) and issubclass(plugin, Memory) else None
@@ -83,15 +60,14 @@ class Run:
         """Where the run's start state is: a pool the run derived for itself (ReMe re-keyed or
         re-embedded it into the run directory), else ``memory.pool`` resolved against the
         directory the run was started from (``out_dir`` says where that was)."""
-        if self.mode == "none":
+        if self.config.mode == "none":
             return None
         derived = sorted(p for p in self.path.glob("pool-*") if p.is_dir())
         if derived:
             return derived[0]
-        pool = (self.config.get("memory") or {}).get("pool")
-        if not pool:
+        if not self.config.pool:
             return None
-        pool = Path(pool)
+        pool = Path(self.config.pool)
         if pool.is_absolute():
             return pool if pool.exists() else None
         for base in self._bases():
@@ -153,20 +129,24 @@ def suite_of(path: Path) -> Path | None:
 
 
 def read_run(run_id: str, path: Path) -> Run:
-    """A run directory as it is now; a damaged one is refused in one line (``RunDir.check``)."""
-    run_dir = RunDir(path)
-    sig = signature(path)
-    run_dir.check()
-    config = yaml.safe_load((path / CONFIG_FILE).read_text())
-    manifest = run_dir.manifest()
-    return Run(run_id, path, sig, config, manifest, run_dir.trials(), suite_of(path))
+    """A run directory as it is now; a damaged one is refused in one line (``read_run_log``)."""
+    sig = signature(path)  # before the files are read: a change meanwhile is read again
+    run = Run.read(path, id=run_id, signature=sig, suite=suite_of(path))
+    run.trials  # noqa: B018 - read now, under the signature just taken
+    return run
+
+
+SuiteOrder = Callable[[Path], list[str]]  # a suite directory -> its run labels, in the suite's order
 
 
 class Catalog:
     """The runs under ``dirs``, re-read when their files change (thread-safe: the server
-    answers requests from several threads)."""
+    answers requests from several threads). ``suite_order`` tells the order a suite lists
+    its runs (the command line passes `reme ablate`'s); without it, or where it raises, runs
+    sort by name."""
 
-    def __init__(self, dirs: list[Path]):
+    def __init__(self, dirs: list[Path], suite_order: SuiteOrder | None = None):
+        self.suite_order = suite_order
         self.dirs = [Path(d) for d in dirs]
         for d in self.dirs:
             if not d.exists():
@@ -209,10 +189,3 @@ class Catalog:
                 return run
         raise KeyError(run_id)
 
-
-def read_json(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}

@@ -26,7 +26,7 @@ def _retrieved(run: Run, ids: list[str], scores: list[float], recorded: dict[str
             numbers, source = recorded[rid], "recorded at retrieval"
         elif before is not None and rid in before:
             numbers, source = before[rid], "replayed from the commit log, before this unit's commit"
-        elif item is not None and run.mode == "fixed":
+        elif item is not None and run.config.mode == "fixed":
             numbers, source = item.numbers, "the start state (fixed mode changes nothing)"
         out.append({"id": rid, "score": scores[i] if i < len(scores) else None,
                     "title": item.title if item else None, "text": item.text if item else None,
@@ -36,7 +36,7 @@ def _retrieved(run: Run, ids: list[str], scores: list[float], recorded: dict[str
 
 
 def unit_detail(run: Run, unit: str) -> dict[str, Any]:
-    record = next((t for t in run.records if t.unit == unit), None)
+    record = next((t for t in run.trials if t.unit == unit), None)
     if record is None:
         raise KeyError(unit)
     data = record.to_dict()

@@ -16,7 +16,7 @@ from reme_cli.core.errors import UserError
 from reme_cli.core.io import append_lines, read_lines
 from reme_cli.core.plugin import Section
 from reme_cli.core.staging import replace_dir
-from reme_cli.core.trials import read_trials
+from reme_cli.core.run_log import read_trials
 from reme_cli.llm.embed import make_embedder_for
 from reme_cli.methods.ace import texts
 from reme_cli.methods.ace.playbook import METHOD, Playbook
