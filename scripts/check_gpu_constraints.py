@@ -32,9 +32,9 @@ from packaging.version import Version
 
 ROOT = Path(__file__).resolve().parent.parent  # the project checked, unless --root names another
 OUT_NAME = "constraints-gpu.txt"
-# Every extra but `gpu` (which is vLLM itself), so any flag combination of install.sh --gpu
-# installs from one consistent set.
-EXTRAS = ("local", "engine-wheel", "engine-source", "baselines", "mlflow", "wandb", "sweep", "dev", "cluster")
+# The extras resolved with vLLM: every extra the project declares but `gpu` (which is vLLM
+# itself), so any flag combination of install.sh --gpu installs from one consistent set.
+GPU_EXTRA = "gpu"
 PYTHON = "3.11"
 # vLLM's wheels are manylinux_2_28; glibc 2.35 (Ubuntu 22.04) is the oldest common GPU-box
 # base that takes every wheel of the set. pip does not widen a manylinux_2_X tag to older
@@ -144,23 +144,28 @@ def read_pins(text: str) -> dict[str, str]:
     return out
 
 
-def constraints_text(packages: dict[str, Package], vllm: str, extra_pins: dict[str, str]) -> str:
+def constraints_text(packages: dict[str, Package], vllm: str, extra_pins: dict[str, str],
+                     extras: list[str] | None = None) -> str:
     lines = [f"{p.name}=={p.version}" for p in packages.values()]
     lines += [f"{name}=={version}" for name, version in extra_pins.items()]
     return (
-        f"# The GPU package set: vllm=={vllm} with reme's own requirements (extras {','.join(EXTRAS)}),\n"
+        f"# The GPU package set: vllm=={vllm} with reme's own requirements (extras {','.join(extras or [])}),\n"
         f"# resolved together by scripts/check_gpu_constraints.py --write (CPython {PYTHON}, manylinux\n"
         "# x86-64); scripts/install.sh --gpu installs with -c constraints-gpu.txt instead of\n"
         "# constraints.txt. Regenerate it with that script, never by hand.\n"
         + "\n".join(sorted(lines, key=str.lower)) + "\n")
 
 
+def other_extras(pyproject: dict) -> list[str]:
+    return [e for e in pyproject["project"]["optional-dependencies"] if e != GPU_EXTRA]
+
+
 def project_requirements(pyproject: dict) -> tuple[str, list[str]]:
     """(the pinned vLLM requirement, every other requirement of reme and its extras)."""
     project = pyproject["project"]
-    (vllm,) = project["optional-dependencies"]["gpu"]
+    (vllm,) = project["optional-dependencies"][GPU_EXTRA]
     reqs = list(project["dependencies"])
-    for extra in EXTRAS:
+    for extra in other_extras(pyproject):
         reqs += project["optional-dependencies"][extra]
     return vllm, reqs
 
@@ -260,7 +265,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def run(write: bool, vllm_version: str | None, root: Path = ROOT) -> int:
     out = root / OUT_NAME
-    vllm, reqs = project_requirements(tomllib.loads((root / "pyproject.toml").read_text()))
+    pyproject = tomllib.loads((root / "pyproject.toml").read_text())
+    vllm, reqs = project_requirements(pyproject)
     if vllm_version:
         vllm = f"vllm=={vllm_version}"
     version = pinned_version(Requirement(vllm))
@@ -280,7 +286,7 @@ def run(write: bool, vllm_version: str | None, root: Path = ROOT) -> int:
         combined = read_report(report)
         problems = inconsistencies(combined, [vllm, *reqs], report["environment"])
         problems += downgrades(alone, combined)
-        fresh = constraints_text(combined, version, extra_pins)
+        fresh = constraints_text(combined, version, extra_pins, other_extras(pyproject))
         committed = out.read_text() if out.exists() else ""
         if not problems and write:
             write_atomic(out, fresh)

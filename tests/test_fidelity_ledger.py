@@ -323,6 +323,42 @@ def check_full_addition(planned) -> None:
     assert "full" in {j.cfg.memory.addition for j in p.runs}
 
 
+def _vllm_and_hosted():
+    from reme_cli.core.config import compose
+
+    return compose(["model=qwen3-8b"]), compose(["model=qwen3-8b-dashscope"])
+
+
+def check_hosted_seed(planned) -> None:
+    vllm, hosted = _vllm_and_hosted()
+    assert (vllm.model.sampling.seed, hosted.model.sampling.seed) == (None, 0)
+
+
+def check_thinking_switch(planned) -> None:
+    vllm, hosted = _vllm_and_hosted()
+    assert (vllm.model.thinking_switch, hosted.model.thinking_switch) == ("chat_template_kwargs", "enable_thinking")
+
+
+def check_stream(planned) -> None:
+    vllm, hosted = _vllm_and_hosted()
+    assert (vllm.llm.stream, hosted.llm.stream) == ("never", "always")
+
+
+def check_parallel_tool_calls(planned) -> None:
+    vllm, hosted = _vllm_and_hosted()
+    assert (vllm.model.parallel_tool_calls, hosted.model.parallel_tool_calls) == (None, True)
+
+
+def check_context_length(planned) -> None:
+    vllm, hosted = _vllm_and_hosted()
+    assert vllm.model.n_ctx == hosted.model.n_ctx == 32768 and vllm.model.max_model_len is None
+
+
+def check_max_retries(planned) -> None:
+    vllm, hosted = _vllm_and_hosted()
+    assert (vllm.llm.max_retries, hosted.llm.max_retries) == (6, 20)
+
+
 CHECKS = {
     "pools the tables start from": check_pools,
     "`embedding=`": check_embedding,
@@ -332,7 +368,13 @@ CHECKS = {
     "what build-pool summarizes": check_whole_build_trajectories,
     "retrieval": check_exact_search,
     "f and u": check_exact_counts,
-    "the request seed": check_seed,
+    "the request seed (vLLM)": check_seed,
+    "`model.sampling.seed=`": check_hosted_seed,
+    "`model.thinking_switch=`": check_thinking_switch,
+    "`llm.stream=`": check_stream,
+    "`model.parallel_tool_calls=`": check_parallel_tool_calls,
+    "context length (`model.n_ctx=`, `model.max_model_len=`)": check_context_length,
+    "`llm.max_retries=`": check_max_retries,
     "training-task wording": check_training_wording,
     "Table 5's other retrieval keys": check_table5_keys,
     "Table 2's trajectory-level pool": check_trajectory_pool,
