@@ -28,6 +28,9 @@ def pytest_configure(config: pytest.Config) -> None:
 
     if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
+    from tests import tiers  # the fast tier and the rule that keeps it fast
+
+    config.pluginmanager.register(tiers, "reme-tiers")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

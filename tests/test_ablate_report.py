@@ -84,6 +84,7 @@ def test_a_bad_start_fails_the_plan(tmp_path):
         plan(str(two), GPU)
 
 
+@pytest.mark.slow
 def test_a_model_without_a_released_pool_is_told_to_build_it(reme):
     proc = reme("ablate", "table1", "model=local", "--dry-run")
     assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1
@@ -138,6 +139,7 @@ def test_a_user_suite_is_just_a_file(reme):
     assert proc.returncode == 2 and "variant x (mode fixed) needs a pool" in proc.stderr
 
 
+@pytest.mark.slow
 def test_a_suite_starts_from_the_released_pool_of_its_benchmark_and_model(reme, server):
     suite = reme.cwd / "released.yaml"
     suite.write_text("table: topk\npools: {released: official, named: 'official:bfcl/qwen3-14b'}\n"
@@ -168,6 +170,7 @@ def test_a_suite_starts_from_the_released_pool_of_its_benchmark_and_model(reme, 
     assert proc.returncode == 2 and "no bundled pool named 'official:bfcl/qwen3-7b'" in proc.stderr
 
 
+@pytest.mark.slow
 def test_ablate_table1_built_here_runs_reports_and_resumes(reme, server):
     args = ("ablate", "table1", "model=qwen3-8b", "embedding=minilm", "benchmark.release=current",
             f"llm.base_url={server.base_url}", "llm.model=replay", "benchmark.limit=2", "eval.runs=4",
@@ -204,6 +207,7 @@ def test_ablate_table1_built_here_runs_reports_and_resumes(reme, server):
     assert {p: p.read_text() for p in suite.glob("runs/*/trials.jsonl")} == before
 
 
+@pytest.mark.slow
 def test_report_on_two_runs_prints_table1_beside_the_paper(reme, server):
     common = ["model=qwen3-8b", "embedding=minilm", f"llm.base_url={server.base_url}", "llm.model=replay", "benchmark.limit=2",
               "eval.runs=4", "eval.seeds=2"]
@@ -222,6 +226,7 @@ def test_report_on_two_runs_prints_table1_beside_the_paper(reme, server):
 
 
 @pytest.mark.parametrize("launcher", ["joblib", "submitit-local"])
+@pytest.mark.slow
 def test_a_suite_runs_as_separate_jobs_through_a_launcher(reme, server, launcher):
     args = ("ablate", "table1", "model=qwen3-8b", "embedding=minilm", "benchmark.release=current",
             f"llm.base_url={server.base_url}", "llm.model=replay", "benchmark.limit=1", "eval.runs=1",

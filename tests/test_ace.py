@@ -73,6 +73,7 @@ def planted(workdir):
     return workdir / "planted"
 
 
+@pytest.mark.slow
 def test_build_pool_reflects_attempts_until_success_and_merges_the_adds(built):
     report = json.loads((built / "build" / "report.json").read_text())
     assert report["method"] == "ace" and report["trajectories"] == 6 and report["unit_errors"] == 0
@@ -94,6 +95,7 @@ def test_build_pool_reflects_attempts_until_success_and_merges_the_adds(built):
     assert "[cms-00001] helpful=3 harmful=0 :: Scripted insight for:" in text
 
 
+@pytest.mark.slow
 def test_live_offline_adaptation_retries_a_failing_task_with_its_reflection_and_resumes_after_kill(workdir, server):
     """The default build (memory.offline_attempts=live): ACE runs its own attempts, training
     tasks in split order, each until it passes, at most 5 times, every attempt reflected on
@@ -175,6 +177,7 @@ def dynamic_runs(workdir, server, built, planted):
     assert all(p.returncode == 0 for p in procs), [p.stderr[-2000:] for p in procs]
 
 
+@pytest.mark.slow
 def test_fixed_mode_injects_the_built_playbook_whole_and_never_changes_it(workdir, built, fixed_runs):
     before, _ = fixed_runs
     trials = _trials(workdir / "fixed")
@@ -188,11 +191,13 @@ def test_fixed_mode_injects_the_built_playbook_whole_and_never_changes_it(workdi
     assert not (workdir / "fixed" / "streams").exists()
 
 
+@pytest.mark.slow
 def test_fixed_mode_without_a_pool_is_refused_in_one_line(fixed_runs):
     _, proc = fixed_runs
     assert "needs memory.pool=DIR" in proc.stderr.strip().splitlines()[-1]
 
 
+@pytest.mark.slow
 def test_a_planted_playbook_is_injected_exactly(workdir, fixed_runs):
     (trial,) = _trials(workdir / "planted_fixed")
     assert trial["guidance"] == FRAME_HEAD + (
@@ -204,6 +209,7 @@ def test_a_planted_playbook_is_injected_exactly(workdir, fixed_runs):
     assert trial["method"]["playbook"]["ops_applied"] == 0
 
 
+@pytest.mark.slow
 def test_after_a_task_the_reflector_tags_and_the_curator_adds(workdir, planted, dynamic_runs):
     (trial,) = _trials(workdir / "planted_dyn")
     m = trial["method"]
@@ -220,6 +226,7 @@ def test_after_a_task_the_reflector_tags_and_the_curator_adds(workdir, planted, 
     assert _bullets(planted)["shr-00001"]["helpful"] == 0  # the pool is not written
 
 
+@pytest.mark.slow
 def test_dynamic_mode_grows_the_built_playbook_task_by_task(workdir, dynamic_runs):
     trials = sorted(_trials(workdir / "dyn"), key=lambda t: t["position"])
     assert [t["method"]["applied"] for t in trials] == [["cms-00005"], ["cms-00006"]]
@@ -228,10 +235,15 @@ def test_dynamic_mode_grows_the_built_playbook_task_by_task(workdir, dynamic_run
     assert len(_bullets(workdir / "dyn" / "streams" / "s0_r0" / "playbook")) == 6
 
 
+@pytest.mark.slow
 def test_dynamic_without_a_pool_starts_from_the_initial_playbook(workdir, dynamic_runs):
     (trial,) = _trials(workdir / "online")
     assert trial["retrieved_ids"] == [] and "## VERIFICATION CHECKLIST\n\n" in trial["guidance"]
     assert trial["method"]["applied"] == ["cms-00001"]
+
+
+
+@pytest.mark.slow
 
 
 
@@ -265,6 +277,7 @@ def test_resume_after_kill_equals_an_uninterrupted_run_and_a_cached_rerun_is_ide
         (workdir / "planted_dyn_again" / "streams" / "s0_r0" / "playbook" / "playbook.json").read_text()
 
 
+@pytest.mark.slow
 def test_a_playbook_too_large_for_its_share_is_cut_at_bullets_and_recorded(workdir, large, fixed_runs):
     bullets = large
     (trial,) = _trials(workdir / "guarded")

@@ -54,6 +54,7 @@ def built(workdir, server):
     return workdir / "built"
 
 
+@pytest.mark.slow
 def test_build_pool_turns_training_trajectories_into_linked_evolved_notes(built):
     report = json.loads((built / "build" / "report.json").read_text())
     assert report["method"] == "amem" and report["trajectories"] == 8 and report["unit_errors"] == 0
@@ -68,6 +69,7 @@ def test_build_pool_turns_training_trajectories_into_linked_evolved_notes(built)
     assert report["amem"]["llm_calls"] == 4 + 3  # 4 analyses, 3 evolutions (the first note has no neighbour)
 
 
+@pytest.mark.slow
 def test_fixed_mode_injects_the_retrieved_notes_and_replay_still_scores_100(workdir, server, built):
     _reme(workdir, server, "eval", "--mode", "fixed", "memory=amem", "memory.pool=built", "memory.top_k=2",
           "benchmark.limit=3", "eval.runs=1", "eval.seeds=1", "out_dir=fixed")
@@ -83,6 +85,7 @@ def test_fixed_mode_injects_the_retrieved_notes_and_replay_still_scores_100(work
     assert not (workdir / "fixed" / "streams").exists()
 
 
+@pytest.mark.slow
 def test_dynamic_mode_adds_each_task_as_a_note_and_evolves_neighbours(workdir, server, built):
     _reme(workdir, server, "eval", "--mode", "dynamic", "memory=amem", "memory.pool=built", "benchmark.limit=3",
           "eval.runs=1", "eval.seeds=1", "out_dir=dyn")
@@ -119,6 +122,7 @@ def test_a_planted_note_is_found_by_its_own_query(workdir):
     assert again.search(texts[1], 1)[0][0].id == "n1"
 
 
+@pytest.mark.slow
 def test_dynamic_resume_after_kill_matches_an_uninterrupted_run(workdir, server, built):
     common = ["eval", "--mode", "dynamic", "memory=amem", "memory.pool=built", "benchmark.limit=3", "eval.runs=2",
               "eval.seeds=1", "llm.cache=false", *SCRIPTED, f"llm.base_url={server}"]
@@ -136,6 +140,7 @@ def test_dynamic_resume_after_kill_matches_an_uninterrupted_run(workdir, server,
             _state(workdir / "dyn_whole" / "streams" / stream / "store")
 
 
+@pytest.mark.slow
 def test_with_the_response_cache_a_dynamic_run_replays_identically(workdir, server, built):
     args = ["eval", "--mode", "dynamic", "memory=amem", "memory.pool=built", "benchmark.limit=3", "eval.runs=1",
             "eval.seeds=1", "llm.cache=true"]
@@ -147,6 +152,7 @@ def test_with_the_response_cache_a_dynamic_run_replays_identically(workdir, serv
         _state(workdir / "cached_b" / "streams" / "s0_r0" / "store")
 
 
+@pytest.mark.slow
 def test_a_pool_of_another_method_is_refused_in_one_line(workdir, server, built, tmp_path):
     proc = _reme(workdir, server, "eval", "--mode", "fixed", "memory=amem", f"memory.pool={tmp_path}",
                  "benchmark.limit=1", "eval.runs=1", "eval.seeds=1", f"out_dir={tmp_path / 'x'}", check=False)
@@ -158,6 +164,7 @@ def test_a_pool_of_another_method_is_refused_in_one_line(workdir, server, built,
     assert not (tmp_path / "x").exists() and not (tmp_path / "y").exists()
 
 
+@pytest.mark.slow
 def test_the_embedded_model_builds_an_amem_pool_and_uses_it(reme, embedded_server):
     """On the embedded model: a build (notes from its successful trajectories only), A-Mem's
     two calls answered by it (the small model rarely solves a task, so they are also made

@@ -80,6 +80,7 @@ def test_a_failed_task_adds_no_note_and_calls_no_llm(embedder):
 FAILS, FAILS_TRAINING = "multi_turn_base_2", "multi_turn_base_5"  # replayed wrong (eval, training)
 
 
+@pytest.mark.slow
 def test_through_the_cli_only_successes_become_notes_and_at_most_k_are_injected(tmp_path):
     import json
 

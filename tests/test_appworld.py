@@ -52,6 +52,7 @@ def supervisors(run_pid: int) -> list[int]:
     return sorted(p for p in mine if parents[p] not in mine)  # not an episode's process (a child of one)
 
 
+@pytest.mark.slow
 def test_gold_solutions_score_100_and_a_wrong_one_fails_exactly_its_task(reme, toy_world, gold):
     # Three episodes side by side, each with a supervisor of its own: every process stopped at exit.
     proc, seen = run_watched(["eval", *common(toy_world, gold), "llm.concurrency=3", "out_dir=gold"], reme.cwd)
@@ -93,6 +94,7 @@ def test_missing_data_is_one_line_with_the_download_command(reme, tmp_path):
     assert not (reme.cwd / "run").exists()
 
 
+@pytest.mark.slow
 def test_a_worker_killed_mid_episode_is_recorded_and_the_rerun_completes(toy_world, tmp_path):
     with scripted_server_process("--policy", "appworld-gold", "--appworld-root", str(toy_world),
                                  "--delay", "3") as url:
@@ -122,6 +124,7 @@ def test_a_worker_killed_mid_episode_is_recorded_and_the_rerun_completes(toy_wor
     assert all(r["success"] and r["error"] is None for r in trials(tmp_path / "run").values())
 
 
+@pytest.mark.slow
 def test_the_released_appworld_pool_in_fixed_mode_and_a_dynamic_run(reme, toy_world, gold):
     reme("pool", "import", "official:appworld/qwen3-8b", "--out", "pool", check=True)
     reme("eval", "--mode", "fixed", *common(toy_world, gold), "memory.pool=pool", "out_dir=fixed", check=True)
@@ -133,6 +136,7 @@ def test_the_released_appworld_pool_in_fixed_mode_and_a_dynamic_run(reme, toy_wo
     assert (reme.cwd / "dynamic" / "streams" / "s0_r0" / "commits.jsonl").exists()
 
 
+@pytest.mark.slow
 def test_the_embedded_model_runs_an_episode_to_the_end(reme, toy_world):
     proc = reme("eval", "benchmark=appworld", f"benchmark.data_dir={toy_world}", "benchmark.split=train",
                 "benchmark.task_ids=[toy0002_1]", "benchmark.max_interactions=2",
@@ -159,6 +163,7 @@ def test_appworld_asks_for_code_actions_and_no_thinking_over_the_models_settings
     assert episode_settings(compose(["benchmark=appworld"]), Bench()).protocol.name == "code"  # the CPU model too
 
 
+@pytest.mark.slow
 def test_build_pool_on_appworld_then_its_pool_in_fixed_mode_scores_100_and_the_report_has_sgc(reme, toy_world, gold):
     reme("build-pool", *common(toy_world, gold), "build.samples=2", "out_dir=built", check=True)
     build = json.loads((reme.cwd / "built" / "build" / "report.json").read_text())
@@ -180,6 +185,7 @@ def test_build_pool_on_appworld_then_its_pool_in_fixed_mode_scores_100_and_the_r
     assert levels and all(f"difficulty {d}" in md for d in levels)
 
 
+@pytest.mark.slow
 def test_ace_dc_and_reasoningbank_learn_online_from_code_trajectories(reme, toy_world, gold):
     """The three methods on AppWorld's code actions, each dynamic from its empty start on one
     task: ACE injects the authors' AppWorld playbook verbatim and merges the Curator's ADD; DC's
@@ -203,6 +209,7 @@ def test_ace_dc_and_reasoningbank_learn_online_from_code_trajectories(reme, toy_
     assert rb["judge"]["verdict"] == "success" == rb["checker"] and rb["bank_items"] == 1
 
 
+@pytest.mark.slow
 def test_the_baselines_run_on_appworld_and_table1_plans_there(reme, toy_world, gold):
     """A-Mem builds notes from code trajectories and serves them in fixed mode; table1's
     plan on AppWorld has all five settings."""

@@ -74,6 +74,7 @@ def first_requests(srv: ScriptedServer, task_id: str) -> list[list[dict]]:
             and not any(m["role"] == "assistant" for m in r["body"]["messages"])]
 
 
+@pytest.mark.slow
 def test_the_first_request_carries_the_authors_system_and_user_message_with_and_without_guidance(reme, toy_world):
     """And benchmark.agent=compact sends reme's own words instead."""
     task_id = "toy0001_1"
@@ -96,6 +97,7 @@ def test_the_first_request_carries_the_authors_system_and_user_message_with_and_
     assert "Experience 1:\n When to use:" in fixed[1]["content"] and "Experience 1 :" not in fixed[1]["content"]
 
 
+@pytest.mark.slow
 def test_a_later_trial_on_appworld_sees_the_earlier_trials_summary_as_experience_items(reme, toy_world):
     """Dynamic mode, a task that always fails (complete_task with a wrong answer): trials 2
     and 3 are guided by the previous trial's failure analysis, labelled as the authors'

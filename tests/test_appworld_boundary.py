@@ -24,6 +24,8 @@ from tests.test_appworld import common
 from tests.test_appworld_sandbox import (VENV_SITE, WALK, aw_eval, by_unit, outputs,  # noqa: F401 - a fixture
                                          payloads, sneak)
 
+pytestmark = pytest.mark.slow  # starts a process (tests/tiers.py)
+
 
 def host_uid(pid: int) -> int | None:
     try:

@@ -35,6 +35,8 @@ from reme_cli.testing.scripted_server import Reply, ScriptedServer
 from tests.conftest import descendants, reme_popen, run_reme, run_watched, scripted_server_process, still_running
 from tests.test_appworld import common, trials
 
+pytestmark = pytest.mark.slow  # starts a process (tests/tiers.py)
+
 FINISH = "apis.supervisor.complete_task()"
 WRONG = "apis.supervisor.complete_task(answer='wrong')"
 SECRET = f"sk-test-SECRET-{uuid.uuid4().hex}"

@@ -169,6 +169,7 @@ def paper_replay():
         yield url
 
 
+@pytest.mark.slow
 def test_a_plain_eval_runs_the_paper_release_as_the_authors_agent_did(reme, paper_replay):
     common = ["model=qwen3-8b", "embedding=minilm", f"llm.base_url={paper_replay}", "llm.model=replay",
               "llm.cache=false", "eval.runs=1", "eval.seeds=1",
@@ -191,6 +192,7 @@ def test_a_plain_eval_runs_the_paper_release_as_the_authors_agent_did(reme, pape
     assert authors["multi_turn_base_180"]["checker"]["turns_scored"] == 4  # of 6 turns, 2 without calls
 
 
+@pytest.mark.slow
 def test_every_request_carries_the_turns_tools_as_the_authors_agent_sent_them(reme):
     """The tools each request of a plain eval carries: at turn k the note k times, no response."""
     with ScriptedServer(BFCLReplayPolicy()) as srv:  # task 0's ground truth is the same in both releases
@@ -222,6 +224,7 @@ def test_dynamic_streams_walk_the_split_in_file_order_unless_shuffled():
     assert compose(["eval.mode=dynamic", "memory=reme"]).eval.task_order == "file"
 
 
+@pytest.mark.slow
 def test_every_worker_chain_runs_at_once_whatever_llm_concurrency(reme, tmp_path):
     """AppWorld's dynamic suite has 3 seeds x 4 runs x 8 workers = 96 chains against the Qwen3
     configs' 64 requests in flight; each chain runs from the start (the requests queue)."""
@@ -260,6 +263,7 @@ class SlowOn:
         return self.inner.reply(body, headers)
 
 
+@pytest.mark.slow
 def test_appworld_runs_its_dynamic_tasks_in_batches_with_a_barrier_and_bfcl_does_not(reme):
     """65971baf run_appworld.py:58-107: batches of 8 consecutive tasks, every task of a batch
     gathered (ray.get) before the next batch starts; run_bfcl.py:51-71: worker i walks

@@ -259,6 +259,7 @@ def authors_build(tmp_path_factory):
     return tmp_path / "built", summarizer
 
 
+@pytest.mark.slow
 def test_build_pool_sends_the_authors_success_failure_and_validation_prompts(authors_build):
     """The scripted server receives the authors' prompts, filled as the service fills them."""
     built, summarizer = authors_build
@@ -280,6 +281,7 @@ def test_build_pool_sends_the_authors_success_failure_and_validation_prompts(aut
 
 
 @pytest.mark.script("compare_pools.py")
+@pytest.mark.slow
 def test_compare_pools_sets_a_built_pool_beside_the_released_one(authors_build, capsys):
     built, _ = authors_build
     pool = [json.loads(ln) for ln in (built / "pool" / "experiences.jsonl").read_text().splitlines()]
@@ -295,6 +297,7 @@ def test_compare_pools_sets_a_built_pool_beside_the_released_one(authors_build, 
     assert set(kept) == {0.5} and 0 < kept[0.5] < released
 
 
+@pytest.mark.slow
 def test_the_embedded_models_grammar_answers_go_through_the_authors_reading(embedded_server):
     """The real 135M model (briefly: one failure analysis and its validations): llama.cpp
     accepts the grammars and every answer parses as the service parses it. What it says is

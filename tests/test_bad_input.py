@@ -235,11 +235,13 @@ def outcomes(tmp_path_factory, server, base) -> dict[str, subprocess.CompletedPr
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+@pytest.mark.slow
 def test_bad_input_is_one_line_and_its_exit_code(case: Case, outcomes):
     line = assert_one_line(outcomes[case.id], case.code)
     assert case.says in line
 
 
+@pytest.mark.slow
 def test_a_damaged_record_is_named_and_nothing_is_written(tmp_path, server, base):
     ctx = Ctx(tmp_path, server.base_url, base)
     run = _unit_line(ctx)
@@ -274,6 +276,7 @@ def _sandboxed(tmp_path: Path, mounts: list[str], args: list[str],
                           env=env, capture_output=True, text=True, timeout=300)
 
 
+@pytest.mark.slow
 def test_a_read_only_parent_is_refused_before_anything_runs(tmp_path, server):
     (tmp_path / "ro").mkdir()
     proc = _sandboxed(tmp_path, ["--ro-bind", str(tmp_path / "ro"), str(tmp_path / "ro")],
@@ -283,6 +286,7 @@ def test_a_read_only_parent_is_refused_before_anything_runs(tmp_path, server):
     assert not list((tmp_path / "ro").iterdir())
 
 
+@pytest.mark.slow
 def test_a_read_only_run_directory_is_refused_and_left_as_it_was(tmp_path, server, base):
     run = Path(shutil.copytree(base, tmp_path / "run"))
     before = {p.name: p.read_bytes() for p in run.iterdir()}
@@ -295,6 +299,7 @@ def test_a_read_only_run_directory_is_refused_and_left_as_it_was(tmp_path, serve
     assert not (tmp_path / ".run.lock").exists()
 
 
+@pytest.mark.slow
 def test_a_full_disk_stops_the_run_with_exit_4_and_an_interrupted_manifest(tmp_path, server):
     # 3 pages: the lock, config.yaml and manifest.json fit; the manifest's replacement (a new
     # file) does not, so it is rewritten in place; a unit's record does not fit either.

@@ -49,6 +49,7 @@ def test_the_paper_release_is_gorilla_ea13468s_and_installed_beside_the_pinned_o
     assert (release_dir("paper") / f"bfcl_eval-{RELEASES['paper']}.dist-info").is_dir()
 
 
+@pytest.mark.slow
 def test_both_releases_score_100_percent_and_differ_only_in_release(reme, servers):
     for release in ("current", "paper"):
         reme("eval", *COMMON, f"llm.base_url={servers[release]}", f"benchmark.release={release}",
@@ -72,6 +73,7 @@ def test_both_releases_score_100_percent_and_differ_only_in_release(reme, server
     assert configs["paper"] == configs["current"]
 
 
+@pytest.mark.slow
 def test_the_paper_releases_one_broken_task_fails_replay_there_only(reme, servers):
     """Test task 154 in 2025.7.17 has a 6-turn ground truth for a 5-turn question (fixed in
     2025.10.2.2): replaying it cannot pass on paper, and passes on current."""
@@ -84,6 +86,7 @@ def test_the_paper_releases_one_broken_task_fails_replay_there_only(reme, server
     assert (trial["paper"]["checker"]["turns_recorded"], trial["paper"]["checker"]["turns_expected"]) == (5, 6)
 
 
+@pytest.mark.slow
 def test_a_version_is_downloaded_on_first_use_then_reused(reme, servers, local_index):
     args = ("eval", *COMMON, f"llm.base_url={servers['paper']}", f"benchmark.release={RELEASES['paper']}")
     first = reme(*args, "out_dir=first", env=local_index, check=True)
@@ -102,6 +105,7 @@ def test_a_version_is_downloaded_on_first_use_then_reused(reme, servers, local_i
     ("1999.1.1", True, "bfcl-eval 1999.1.1 (benchmark.release=1999.1.1) is not on PyPI; its releases run from"),
     ("2025.6.16", False, "could not download bfcl-eval 2025.6.16 (pip: "),
 ])
+@pytest.mark.slow
 def test_a_release_that_cannot_be_had_is_one_line(reme, local_index, release, reachable, message):
     env = local_index if reachable else {**local_index, "PIP_FIND_LINKS": str(reme.cwd / "nothing-here")}
     proc = reme("eval", *COMMON, f"llm.base_url={OFFLINE}", f"benchmark.release={release}", env=env)
@@ -134,12 +138,14 @@ def test_a_task_reworded_after_the_paper_is_listed_by_bfcl_diff(reme):
     assert f"{len(rows)} of 200 tasks differ" in proc.stdout
 
 
+@pytest.mark.slow
 def test_a_paper_suite_plans_on_the_paper_release(reme):
     proc = reme("ablate", "table1", "model=qwen3-8b", "embedding=minilm", "llm.base_url=http://127.0.0.1:9/v1",
                 "--dry-run", check=True)
     assert "runs/ablate/table1-bfcl_v3-qwen3-8b" in proc.stdout
 
 
+@pytest.mark.slow
 def test_a_plain_eval_without_the_paper_release_unpacked_offline_is_one_line(reme, local_index):
     """Every BFCL command runs the paper release by default: a venv set up without
     scripts/install.sh, offline, is told in one line how to get it."""

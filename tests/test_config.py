@@ -98,6 +98,7 @@ def test_bad_config_is_a_user_error(overrides, fragment):
     ["pool", "import", "/nonexistent.jsonl", "--out", "run"],
     ["pool", "stats", "/nonexistent"],
 ])
+@pytest.mark.slow
 def test_cli_bad_input_one_line_no_traceback_no_run_dir(reme, args):
     proc = reme(*args, *(["out_dir=run"] if args[0] != "pool" else []))
     assert proc.returncode != 0

@@ -69,6 +69,7 @@ def built(workdir, server):
     return workdir
 
 
+@pytest.mark.slow
 def test_build_pool_folds_the_training_tasks_into_one_cheatsheet_in_split_order(built):
     report = json.loads((built / "cu" / "build" / "report.json").read_text())
     assert report["unit_errors"] == 0 and report["dc"]["curator_calls"] == 3
@@ -96,6 +97,7 @@ def _planted(workdir: Path) -> str:
     return text
 
 
+@pytest.mark.slow
 def test_fixed_mode_shows_the_cheatsheet_whole_or_cut_at_items_and_rs_synthesizes_per_task(built, server):
     planted = _planted(built)
     _together(built, server,
@@ -138,6 +140,7 @@ def _dynamic(variant: list[str], limit: int, runs: int, cache: bool, out: str) -
             "eval.seeds=1", f"llm.cache={str(cache).lower()}", out]
 
 
+@pytest.mark.slow
 def test_dynamic_mode_rewrites_after_each_task_resumes_after_kill_and_replays_from_cache(built, server):
     cu = ["memory.pool=cu"]
     rs = [RS, "memory.pool=rs", "memory.top_k=4"]
@@ -209,6 +212,7 @@ def test_the_curators_answer_is_read_as_the_authors_read_it():
     assert not extract_cheatsheet("<cheatsheet>\n</cheatsheet>", "old").usable
 
 
+@pytest.mark.slow
 def test_a_pool_without_what_the_variant_reads_is_refused_in_one_line(built, server, tmp_path):
     proc = run_reme(_args(server, "eval", "--mode", "fixed", "memory=dc", "memory.pool=rs", "benchmark.limit=1", *ONE,
                           f"out_dir={tmp_path / 'x'}"), built)

@@ -267,6 +267,7 @@ def test_the_path_check_finds_a_path_that_is_gone(tmp_path):
 
 
 @pytest.mark.script("gen_reference.py")
+@pytest.mark.slow
 def test_gen_reference_writes_the_generated_pages(tmp_path):
     proc = subprocess.run([sys.executable, str(REPO / "scripts" / "gen_reference.py"), "--out", str(tmp_path)],
                           cwd=tmp_path, capture_output=True, text=True, timeout=120)

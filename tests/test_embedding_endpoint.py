@@ -128,6 +128,7 @@ def test_a_missing_key_is_one_line_before_anything_is_written(reme, monkeypatch)
     assert not (reme.cwd / "pool").exists()
 
 
+@pytest.mark.slow
 def test_a_run_embeds_through_the_endpoint_records_it_and_never_the_key(reme):
     env = {"DASHSCOPE_API_KEY": SECRET}
     with ScriptedServer(AgentAndSummarizerPolicy(BFCLReplayPolicy(), ScriptedSummarizerPolicy())) as srv:

@@ -14,6 +14,8 @@ import time
 from pathlib import Path
 
 
+import pytest
+
 from reme_cli.llm.client import Replica, pick_replica
 from reme_cli.bench.bfcl.scripted import BFCLReplayPolicy
 from reme_cli.testing.scripted_server import ScriptedServer
@@ -71,6 +73,7 @@ def reme_cli(tmp_path: Path, env: dict, *args: str, timeout: float = 300) -> sub
     return reme_process(args, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=timeout)
 
 
+@pytest.mark.slow
 def test_a_gpu_model_config_without_base_url_starts_and_stops_vllm(tmp_path):
     env = stand_in(tmp_path)
     proc = reme_cli(tmp_path, env, "eval", "model=qwen3-8b", "llm.cache=false", "benchmark.limit=2",
@@ -85,6 +88,7 @@ def test_a_gpu_model_config_without_base_url_starts_and_stops_vllm(tmp_path):
     assert stand_ins_running(tmp_path) == []  # stopped at exit
 
 
+@pytest.mark.slow
 def test_a_managed_vllm_that_dies_stops_the_run_with_one_line(tmp_path):
     env = stand_in(tmp_path, delay=0.3)
     run = reme_popen(["eval", "model=qwen3-8b", "llm.cache=false",
@@ -104,6 +108,7 @@ def test_a_managed_vllm_that_dies_stops_the_run_with_one_line(tmp_path):
     assert "managed vLLM server died (signal 9 (SIGKILL))" in line and "vllm_server.log" in line
 
 
+@pytest.mark.slow
 def test_no_vllm_on_path_is_one_line(tmp_path):
     env = {**os.environ, "PATH": "/usr/bin:/bin", "REME_CACHE_DIR": str(tmp_path / "cache")}
     proc = reme_cli(tmp_path, env, "eval", "model=qwen3-8b", "benchmark.limit=1", "out_dir=run")
@@ -119,6 +124,7 @@ def test_pick_replica_prefers_the_least_loaded_replica_that_is_up():
     assert pick_replica([a, b, c]) in (a, b)  # all down: the first to come back
 
 
+@pytest.mark.slow
 def test_two_replicas_share_the_load_and_a_run_survives_one_dying(tmp_path):
     with ScriptedServer(BFCLReplayPolicy(), delay=0.05) as a:
         other = scripted_popen(["--policy", "bfcl-replay", "--delay", "0.05"], stdout=subprocess.PIPE, text=True,

@@ -372,6 +372,7 @@ def _first_user(request: dict) -> str:
     return next(m["content"] for m in request["body"]["messages"] if m["role"] == "user")
 
 
+@pytest.mark.slow
 def test_the_released_pool_by_default_sends_exactly_the_authors_text(reme, server, official_pool):
     n = len(server.requests)
     reme("eval", "--mode", "fixed", "model=qwen3-8b", "embedding=minilm",
@@ -390,6 +391,7 @@ def test_the_released_pool_by_default_sends_exactly_the_authors_text(reme, serve
     assert not any("Rank the candidates" in k or "Rewrite them" in k for k in kinds)  # rerank/rewrite off
 
 
+@pytest.mark.slow
 def test_paper_text_reranks_and_rewrites_through_the_cli(reme, server, official_pool):
     n = len(server.requests)
     reme("eval", "--mode", "fixed", "experiment=paper_text", "model=qwen3-8b", "embedding=minilm", f"llm.base_url={server.base_url}",

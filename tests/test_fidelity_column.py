@@ -30,6 +30,7 @@ def counted(monkeypatch):
     monkeypatch.setattr(ablate, "_units", lambda cfg, samples=None, notes=None: (2, 2 * cfg.benchmark.max_interactions))
 
 
+@pytest.mark.slow
 def test_table5_dry_run_builds_no_pool_and_rekeys_the_released_one(reme):
     proc = reme("ablate", "table5", *GPU, "--dry-run", check=True, env={"COLUMNS": "250"})
     text = re.sub(r"[\s│┃]+", " ", proc.stderr)
@@ -143,6 +144,7 @@ def test_pool_origin_reads_the_pools_manifest(tmp_path):
     assert pool_origin({"memory": {"name": "none"}}, "none")["pool_start"] is None
 
 
+@pytest.mark.slow
 def test_table1_dry_run_names_every_remaining_departure_per_run(reme):
     """The issue's "done when": `reme ablate table1 model=qwen3-8b --dry-run` names, per run,
     what is left between it and the authors' setup."""

@@ -6,8 +6,12 @@ import signal
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from tests import forkserver
 from tests.conftest import reme_process, scripted_popen
+
+pytestmark = pytest.mark.slow  # starts a process (tests/tiers.py)
 
 
 def _parent(pid: int) -> int:

@@ -43,6 +43,7 @@ def flag(argv: list[str], name: str) -> str:
     return argv[argv.index(name) + 1]
 
 
+@pytest.mark.slow
 def test_a_summarizer_of_another_size_gets_a_managed_server_of_its_own(tmp_path):
     """Table 4's 32B row on one node: build-pool with the executor's server and the
     summarizer's side by side, each on its own GPUs, both stopped at the end."""
@@ -72,6 +73,7 @@ def test_a_summarizer_of_another_size_gets_a_managed_server_of_its_own(tmp_path)
     (8, 81559, "qwen3-32b", ["llm.replicas=auto"], [("2", "0,1"), ("2", "2,3"), ("2", "4,5"), ("2", "6,7")]),
     (8, 81559, "qwen3-8b", ["llm.replicas=2", "model.tensor_parallel=4"], [("4", "0,1,2,3"), ("4", "4,5,6,7")]),
 ])
+@pytest.mark.slow
 def test_a_managed_server_gets_its_tensor_parallelism_and_its_own_gpus(tmp_path, gpus, mib, model, extra, expected):
     env = {**stand_in(tmp_path, gpus=gpus, mib=mib), "STAND_IN_STARTS": str(tmp_path / "starts.jsonl")}
     proc = reme_here(tmp_path, env, "eval", f"model={model}", *QUICK, *extra, "out_dir=run")
@@ -88,6 +90,7 @@ def test_a_managed_server_gets_its_tensor_parallelism_and_its_own_gpus(tmp_path,
     assert stand_ins_running(tmp_path) == []
 
 
+@pytest.mark.slow
 def test_cuda_visible_devices_narrows_the_gpus_a_managed_server_may_use(tmp_path):
     env = {**stand_in(tmp_path, gpus=8), "STAND_IN_STARTS": str(tmp_path / "starts.jsonl"),
            "CUDA_VISIBLE_DEVICES": "6,7"}
@@ -107,6 +110,7 @@ def test_cuda_visible_devices_narrows_the_gpus_a_managed_server_may_use(tmp_path
     (1, 81559, ["model.serve_args=[--tensor-parallel-size,2]"], "set model.tensor_parallel=N instead"),
     (1, 81559, ["model.tensor_parallel=two"], "model.tensor_parallel='two': give auto or a whole number"),
 ])
+@pytest.mark.slow
 def test_a_node_that_cannot_hold_the_servers_is_one_line(tmp_path, gpus, mib, overrides, message):
     env = {**stand_in(tmp_path, gpus=gpus, mib=mib), "STAND_IN_STARTS": str(tmp_path / "starts.jsonl")}
     if gpus == 0:
@@ -124,6 +128,7 @@ def test_a_node_that_cannot_hold_the_servers_is_one_line(tmp_path, gpus, mib, ov
     (2, "qwen3-32b", "0.0.0.0", "2", "0,1"),
     (8, "qwen3-14b", "0.0.0.0", "1", "0"),
 ])
+@pytest.mark.slow
 def test_reme_serve_binds_the_host_asked_and_sizes_vllm_to_the_node(tmp_path, gpus, model, host, tp, cuda):
     env = stand_in(tmp_path, gpus=gpus)
     proc = reme_here(tmp_path, env, "serve", f"model={model}", "--host", host, "--port", "8011", "--dry-run")
@@ -143,6 +148,7 @@ def test_reme_serve_prints_a_command_without_a_gpu_only_when_told_the_tensor_par
     assert proc.returncode == 0 and flag(proc.stdout.split(), "--tensor-parallel-size") == "2"
 
 
+@pytest.mark.slow
 def test_a_server_gets_the_users_environment_without_reme_own_variables(tmp_path, monkeypatch):
     from reme_cli.core.config import compose
     from reme_cli.llm.vllm_server import managed
@@ -178,6 +184,7 @@ def test_a_variable_the_user_set_reaches_the_server_even_if_reme_also_wants_it(t
     assert user_env()["HF_HUB_OFFLINE"] == "1"
 
 
+@pytest.mark.slow
 def test_a_server_started_by_a_reme_child_process_drops_the_parents_variables_too(tmp_path):
     """reme's own variables, set in an ablate process, reach the jobs it starts; a server one
     of them starts still must not get them."""
@@ -203,6 +210,7 @@ variants:
 
 
 @pytest.mark.parametrize("launcher", ["inline", "joblib"])
+@pytest.mark.slow
 def test_the_jobs_of_a_suite_share_one_managed_server(tmp_path, launcher, monkeypatch):
     env = {**stand_in(tmp_path, gpus=2), "STAND_IN_STARTS": str(tmp_path / "starts.jsonl")}
     monkeypatch.setenv("REME_CACHE_DIR", env["REME_CACHE_DIR"])  # the plan below composes as the CLI did
@@ -230,6 +238,7 @@ def test_the_jobs_of_a_suite_share_one_managed_server(tmp_path, launcher, monkey
     assert again["config_hash"] == manifests["first"]["config_hash"] and again["server"]["kind"] == "managed-vllm"
 
 
+@pytest.mark.slow
 def test_stopping_a_suite_stops_its_shared_server(tmp_path):
     env = {**stand_in(tmp_path, delay=0.3, gpus=1), "STAND_IN_STARTS": str(tmp_path / "starts.jsonl")}
     (tmp_path / "two.yaml").write_text(SUITE)
@@ -254,6 +263,7 @@ def test_stopping_a_suite_stops_its_shared_server(tmp_path):
     (0, ["model.tensor_parallel=4"], 4),     # a number holds on any machine
     (0, [], 1),                              # auto with no GPU here: cost.gpus=N says otherwise
 ])
+@pytest.mark.slow
 def test_the_cost_estimate_counts_the_gpus_a_managed_server_would_get(tmp_path, monkeypatch, gpus, overrides, expected):
     from reme_cli.core.config import compose
     from reme_cli.run.cost import Assumptions, gpus_per_server

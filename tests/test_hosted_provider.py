@@ -293,6 +293,7 @@ def test_the_pacer_holds_a_run_to_its_requests_per_minute(monkeypatch):
 # ------------------------------------------------------------------------------- the CLI
 
 
+@pytest.mark.slow
 def test_bfcl_replay_scores_100_through_the_provider_and_no_file_holds_the_key(reme, provider):
     since = len(provider.requests)
     proc = reme("eval", "--mode", "none", *HOSTED, f"llm.base_url={provider.base_url}", "benchmark.limit=5",
@@ -315,6 +316,7 @@ def test_bfcl_replay_scores_100_through_the_provider_and_no_file_holds_the_key(r
     assert "SECRET" not in proc.stderr + proc.stdout
 
 
+@pytest.mark.slow
 def test_a_wrong_key_stops_the_run_at_once_in_one_line(reme, provider):
     since = len(provider.requests)
     proc = reme("eval", "--mode", "none", *HOSTED, f"llm.base_url={provider.base_url}", "benchmark.limit=3",
@@ -326,6 +328,7 @@ def test_a_wrong_key_stops_the_run_at_once_in_one_line(reme, provider):
     assert _files_holding(reme.cwd, "sk-wrong-key-4646") == []
 
 
+@pytest.mark.slow
 def test_a_budget_stops_a_run_resumably_and_the_spend_adds_up(reme, provider):
     priced = [*HOSTED, f"llm.base_url={provider.base_url}", "benchmark.limit=4", "eval.seeds=1", "eval.runs=1",
               "model.price.input=200", "model.price.output=800", "model.price.thinking_output=2000",
@@ -343,6 +346,7 @@ def test_a_budget_stops_a_run_resumably_and_the_spend_adds_up(reme, provider):
     assert len(_trials(reme.cwd / "run")) == 4
 
 
+@pytest.mark.slow
 def test_the_dry_run_prices_a_table_and_the_hosted_rows_keep_the_authors_setup(reme):
     priced = reme("ablate", "table1", "model=qwen3-8b-dashscope", "model.price.input=0.5", "model.price.output=2",
                   "model.price.thinking_output=5", "model.price.source=https://example.test/price-list",
@@ -371,6 +375,7 @@ def base_pool(tmp_path_factory):
     return small_reme_pool(tmp_path_factory.mktemp("hosted_pool"))  # two experiences, MiniLM vectors
 
 
+@pytest.mark.slow
 def test_reme_dynamic_on_three_tasks_survives_kill_9_exactly(tmp_path, base_pool):
     """A ReMe dynamic run with a hosted executor and a hosted summarizer of its own, killed
     with SIGKILL after its first unit and resumed, records what an uninterrupted run records."""

@@ -52,6 +52,7 @@ def test_install_hints_name_the_projects_own_command():
 
 @pytest.mark.script("install.sh")  # the whole install takes minutes: CI's install step runs it
 @pytest.mark.parametrize("args", [["--bogus"], ["--gpu", "--cuda"], ["--dev", "gpu"]])
+@pytest.mark.slow
 def test_install_sh_refuses_an_unknown_flag_in_one_line_before_installing(args):
     proc = subprocess.run(["bash", str(REPO / "scripts" / "install.sh"), *args],
                           capture_output=True, text=True, timeout=30)
@@ -62,6 +63,7 @@ def test_install_sh_refuses_an_unknown_flag_in_one_line_before_installing(args):
 
 
 @pytest.mark.script("install.sh")
+@pytest.mark.slow
 def test_install_sh_refuses_an_old_python_in_one_line_before_installing(tmp_path):
     python = tmp_path / "python"  # a stand-in Python 3.10 first on PATH: nothing may be installed into it
     python.write_text('#!/bin/sh\n[ "$1" = -V ] && { echo "Python 3.10.12"; exit 0; }\n'
@@ -140,6 +142,7 @@ def test_gpu_constraints_match_the_projects_pins():
         assert pins and all(gpu[name] == version for name, version in pins.items()), nodeps
 
 
+@pytest.mark.slow
 def test_a_stub_wheel_carries_the_sdists_metadata_to_pip(tmp_path):
     """The stand-in for an sdist-only package (llama-cpp-python) must be read by pip as that
     package, its extras included (offline: --no-index)."""
@@ -214,6 +217,7 @@ def torch_indexes(tmp_path_factory, base_venv):
 
 @pytest.mark.script("install_torch.sh")
 @pytest.mark.parametrize("machine", ["cpu", "cpu_index_unreachable", "gpu"])
+@pytest.mark.slow
 def test_install_torch_takes_the_cpu_build_unless_a_gpu_is_visible(tmp_path, torch_indexes, base_venv, machine):
     root, url = torch_indexes
     venv = tmp_path / "venv"
@@ -386,6 +390,7 @@ def _engine_line(proc: subprocess.CompletedProcess) -> str:
 
 @pytest.mark.script("install_llama.sh")
 @pytest.mark.script("pip_install.sh")  # sourced by install_llama.sh
+@pytest.mark.slow
 def test_install_takes_the_portable_wheel(engine_venv):
     proc = engine_venv.run(index="portable")
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -399,6 +404,7 @@ def test_install_takes_the_portable_wheel(engine_venv):
     ("no libgomp", "xllamacpp does not load (ImportError: libgomp.so.1: cannot open shared object file"),
     ("avx512", f"the xllamacpp {XLL} wheel is built for AVX-512 CPUs, not portable"),
 ])
+@pytest.mark.slow
 def test_a_wheel_that_is_missing_or_unusable_is_named_and_removed(engine_venv, wheel, why):
     """With REME_LLAMA_ENGINE=xllamacpp (no fallback), so that the reason shows without a
     build; in the default mode this reason is the engine line's, and the build follows."""
@@ -409,6 +415,7 @@ def test_a_wheel_that_is_missing_or_unusable_is_named_and_removed(engine_venv, w
     assert "xllamacpp" not in engine_venv.installed()  # an sdist build was never tried, or the wheel removed
 
 
+@pytest.mark.slow
 def test_without_a_wheel_llama_cpp_python_is_built_portable_with_its_server(engine_venv):
     proc = engine_venv.run(index="none")
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -421,6 +428,7 @@ def test_without_a_wheel_llama_cpp_python_is_built_portable_with_its_server(engi
     assert engine_venv.source_build() == (flags, f"llama-cpp-python=={LLAMA} {flags}")
 
 
+@pytest.mark.slow
 def test_a_wheel_that_fails_the_smoke_check_is_replaced_by_the_source_build(engine_venv):
     assert engine_venv.run(index="crashing").returncode == 0
     assert "xllamacpp" in engine_venv.installed()
@@ -439,6 +447,7 @@ def test_a_wheel_that_fails_the_smoke_check_is_replaced_by_the_source_build(engi
 
 
 @pytest.mark.parametrize("script", ["install.sh", "install_llama.sh"])
+@pytest.mark.slow
 def test_an_unknown_engine_is_refused_in_one_line_before_installing(script):
     args = [str(REPO / "constraints.txt")] if script == "install_llama.sh" else []
     proc = subprocess.run(["bash", str(REPO / "scripts" / script), *args], capture_output=True, text=True,

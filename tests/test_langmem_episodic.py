@@ -99,6 +99,7 @@ def built(workdir, server):
     return workdir / "built", _manager_requests(server, since)
 
 
+@pytest.mark.slow
 def test_build_pool_extracts_episodes_of_successful_trajectories_with_the_guides_schema(built):
     out, requests = built
     trials = _lines(out / "build" / "trials.jsonl")
@@ -125,6 +126,7 @@ def _rendered(pool: dict[str, dict], ids: list[str]) -> str:
     return episodes.render([pool[i]["content"] for i in ids])
 
 
+@pytest.mark.slow
 def test_fixed_mode_injects_exactly_the_episodes_found_by_the_task_query(workdir, server, built):
     out, _ = built
     before = (out / "pool" / "episodes.jsonl").read_text()
@@ -142,6 +144,7 @@ def test_fixed_mode_injects_exactly_the_episodes_found_by_the_task_query(workdir
     assert (out / "pool" / "episodes.jsonl").read_text() == before  # fixed mode never writes the pool
 
 
+@pytest.mark.slow
 def test_dynamic_mode_adds_after_a_success_and_not_after_a_failure(workdir, server, built):
     out, _ = built
     since = len(server.requests)
@@ -164,6 +167,7 @@ def test_dynamic_mode_adds_after_a_success_and_not_after_a_failure(workdir, serv
                if k in [a for p in trials[:i] for a in p["method"]["added"]])
 
 
+@pytest.mark.slow
 def test_dynamic_resume_after_kill_matches_an_uninterrupted_run(workdir, built):
     proc = scripted_popen(["--policy", "bfcl-replay+summarizer", "--corrupt", FAILS, FAILS_TRAINING, "--delay", "0.05"],
                           stdout=subprocess.PIPE, text=True, cwd=REPO)
@@ -190,6 +194,7 @@ def test_dynamic_resume_after_kill_matches_an_uninterrupted_run(workdir, built):
             (workdir / "whole" / "streams" / stream / "store" / "episodes.jsonl").read_text()
 
 
+@pytest.mark.slow
 def test_a_pool_of_another_method_is_refused_in_one_line(workdir, server, built, tmp_path):
     proc = _reme(workdir, server, "eval", "--mode", "fixed", f"memory.pool={tmp_path}", "benchmark.limit=1",
                  "eval.runs=1", "eval.seeds=1", f"out_dir={tmp_path / 'x'}", check=False)
@@ -197,6 +202,7 @@ def test_a_pool_of_another_method_is_refused_in_one_line(workdir, server, built,
     assert not (tmp_path / "x").exists()
 
 
+@pytest.mark.slow
 def test_the_embedded_model_builds_a_langmem_pool_and_uses_it(tmp_path, embedded_server):
     small = ["benchmark.max_interactions=2", "llm.concurrency=1", f"llm.base_url={embedded_server.base_url}",
              "benchmark.task_ids=[multi_turn_base_1]", "benchmark.release=current"]  # in this process
@@ -217,6 +223,7 @@ def test_the_embedded_model_builds_a_langmem_pool_and_uses_it(tmp_path, embedded
     assert trial["guidance"] == _rendered({p["key"]: p["value"] for p in pool}, trial["retrieved_ids"])
 
 
+@pytest.mark.slow
 def test_the_manager_runs_on_the_embedded_model(tmp_path, embedded_server):
     """The agent replays (so its trajectories succeed) and the manager's calls go to the
     embedded model: LangMem's extraction request, served by a real llama.cpp server."""

@@ -80,6 +80,7 @@ def _questions(server) -> dict[str, str]:
 # --------------------------------------------------------------------------- end to end
 
 
+@pytest.mark.slow
 def test_build_pool_then_fixed_then_dynamic(workdir, server):
     before = len(server.requests)
     proc = reme(workdir, "build-pool", *_args(server.base_url, "benchmark.limit=3", "build.samples=2",
@@ -157,6 +158,7 @@ def test_pools_of_other_methods_are_refused_in_one_line(workdir, server):
         assert ("not a LangMem pool" in errors[0]) if memory == "langmem_prompt" else ("pool" in errors[0])
 
 
+@pytest.mark.slow
 def test_a_planted_prompt_is_exactly_what_is_injected(workdir, server):
     planted = "PLANTED rule: cd into the folder first, then call mv {source, destination} — never guess names."
     pool = workdir / "planted" / "pool"
@@ -173,6 +175,7 @@ def test_a_planted_prompt_is_exactly_what_is_injected(workdir, server):
     assert firsts and all(f.startswith("Task:\n") and f.endswith("\n\n" + trial["guidance"]) for f in firsts)
 
 
+@pytest.mark.slow
 def test_cached_dynamic_run_replays_identically(workdir, server):
     common = ["eval", "--mode", "dynamic", *_args(server.base_url, "memory.pool=built", "benchmark.limit=2",
                                                   "eval.runs=2", "eval.seeds=1", "memory.batch_size=1")]
@@ -205,6 +208,7 @@ def slow_url():
     proc.wait()
 
 
+@pytest.mark.slow
 def test_dynamic_resume_after_kill_matches_an_uninterrupted_run(workdir, server, slow_url):
     def args(out: str) -> list[str]:
         return ["eval", "--mode", "dynamic",
@@ -298,6 +302,7 @@ def test_transport_errors_are_never_swallowed(kind):
     assert llm.calls == 1  # and nothing more was sent once it broke
 
 
+@pytest.mark.slow
 def test_without_the_extra_memory_langmem_says_how_to_install_in_one_line(tmp_path):
     code = ("import sys, runpy; sys.modules['langmem'] = None; "
             "import reme_cli.methods.langmem.prompt.method as m; "  # the module imports without LangMem
@@ -320,6 +325,7 @@ def test_without_the_extra_memory_langmem_says_how_to_install_in_one_line(tmp_pa
 # --------------------------------------------------------------------------- the embedded model
 
 
+@pytest.mark.slow
 def test_embedded_model_builds_a_langmem_pool_and_evaluates_with_it(tmp_path, embedded_server):
     small = ["benchmark.max_interactions=2", "llm.concurrency=1", f"llm.base_url={embedded_server.base_url}",
              "benchmark.release=current"]  # in this process

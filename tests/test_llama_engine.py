@@ -148,6 +148,7 @@ def _launch(port: int, model: str, log) -> subprocess.Popen:
 
 
 @needs_xllamacpp
+@pytest.mark.slow
 def test_the_launcher_serves_the_model_and_exits_cleanly_on_sigterm(tmp_path):
     port = _free_port()
     with open(tmp_path / "log", "wb") as log:
@@ -183,6 +184,7 @@ def test_the_launcher_serves_the_model_and_exits_cleanly_on_sigterm(tmp_path):
 
 @needs_xllamacpp
 @pytest.mark.parametrize("case", ["port taken", "junk model"])
+@pytest.mark.slow
 def test_a_launcher_that_cannot_serve_ends_with_one_error_line(tmp_path, case):
     taken = socket.socket()
     taken.bind(("127.0.0.1", 0))
@@ -203,6 +205,7 @@ def test_a_launcher_that_cannot_serve_ends_with_one_error_line(tmp_path, case):
     assert ("address already in use" in line) == (case == "port taken"), line
 
 
+@pytest.mark.slow
 def test_an_engine_that_does_not_load_says_why_in_one_line(tmp_path):
     """A wheel whose shared library is missing a system library (libgomp.so.1 on a bare image):
     the import fails inside the launcher, and LocalServer says so in one line."""
@@ -238,6 +241,7 @@ def _reme_schemas() -> dict[str, dict]:
 
 
 @needs_xllamacpp
+@pytest.mark.slow
 def test_llama_cpp_takes_every_schema_reme_sends_as_a_compact_grammar(embedded_server):
     """One short greedy answer per schema from the real server (xllamacpp): each grammar is
     accepted (an unsupported schema would be HTTP 400), and the answer is JSON on one line

@@ -10,8 +10,12 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from reme_cli.llm.local_engine import choose
 from tests.conftest import processes, reme_popen, reme_process
+
+pytestmark = pytest.mark.slow  # starts a process (tests/tiers.py)
 
 ENGINE = choose()  # the llama.cpp engine reme starts here
 SMALL = ["eval.runs=1", "eval.seeds=1", "benchmark.max_interactions=2", "llm.concurrency=1"]

@@ -53,6 +53,7 @@ def server(tmp_path_factory):
     assert server_processes(s.port) == []
 
 
+@pytest.mark.slow
 def test_serves_the_model_alias_and_logs_to_file(server, capfd):
     with urllib.request.urlopen(server.base_url + "/models", timeout=5) as r:
         ids = [m["id"] for m in json.load(r)["data"]]
@@ -64,6 +65,7 @@ def test_serves_the_model_alias_and_logs_to_file(server, capfd):
     assert "llama" not in out + err  # the server's chatter stays in its log
 
 
+@pytest.mark.slow
 def test_constrained_tool_call_is_valid_json_obeying_the_enum(server):
     from openai import OpenAI
 
@@ -81,6 +83,7 @@ def test_constrained_tool_call_is_valid_json_obeying_the_enum(server):
     assert all(c["name"] in {"cd", "ls", "mkdir"} and isinstance(c["arguments"], dict) for c in step["tool_calls"])
 
 
+@pytest.mark.slow
 def test_assistant_content_null_is_an_error_on_llama_cpp_python_and_empty_content_works_on_both(server):
     """Why reme sends "" for an assistant message without text: llama-cpp-python refuses null
     (llama.cpp's C++ server takes it)."""
@@ -98,6 +101,7 @@ def test_assistant_content_null_is_an_error_on_llama_cpp_python_and_empty_conten
     client.chat.completions.create(model=server.model_name, messages=messages, max_tokens=2)
 
 
+@pytest.mark.slow
 def test_stop_leaves_no_process_and_is_idempotent(tmp_path):
     s = LocalServer(log_path=tmp_path / "log")
     with s:
@@ -110,6 +114,7 @@ def test_stop_leaves_no_process_and_is_idempotent(tmp_path):
     s.stop()
 
 
+@pytest.mark.slow
 def test_a_port_taken_before_the_server_binds_it_is_retried(tmp_path, monkeypatch):
     import socket
 
@@ -135,6 +140,7 @@ def test_missing_model_file_is_a_one_line_user_error(tmp_path):
     assert "nope.gguf" in str(e.value) and "\n" not in str(e.value)
 
 
+@pytest.mark.slow
 def test_broken_model_file_reports_the_server_log_in_one_line(tmp_path):
     junk = tmp_path / "junk.gguf"
     junk.write_bytes(b"not a gguf file" * 100)
@@ -146,6 +152,7 @@ def test_broken_model_file_reports_the_server_log_in_one_line(tmp_path):
     assert not s.running and server_processes(s.port) == []
 
 
+@pytest.mark.slow
 def test_missing_llama_cpp_server_says_how_to_install(tmp_path):
     # The source engine installed without the [server] extra: llama_cpp imports, llama_cpp.server does not.
     (tmp_path / "llama_cpp").mkdir()
@@ -185,6 +192,7 @@ CHILD = textwrap.dedent("""
 
 
 @pytest.mark.parametrize("how", ["SIGINT", "SIGTERM", "atexit"])
+@pytest.mark.slow
 def test_parent_exit_stops_the_server(how):
     """Ctrl-C (KeyboardInterrupt through the `with`), SIGTERM, and a plain exit all stop it."""
     env = {**os.environ, "PYTHONPATH": str(REPO)}

@@ -107,6 +107,7 @@ def test_deletion_rule_at_its_boundaries():
     assert not deletable(exp(9, 0), off)
 
 
+@pytest.mark.slow
 def test_fixed_mode_records_retrieval_and_injects_guidance(workdir, base_pool, server):
     before = len(server.requests)
     reme(workdir, "eval", "--mode", "fixed", *_args(server, f"memory.pool={base_pool}", "memory.top_k=2",
@@ -122,6 +123,7 @@ def test_fixed_mode_records_retrieval_and_injects_guidance(workdir, base_pool, s
     assert any(t["guidance"] in text and not text.startswith(t["guidance"]) for t in trials for text in firsts)
 
 
+@pytest.mark.slow
 def test_dynamic_refines_deterministically_and_events_rebuild_the_pool(workdir, base_pool, server, embedder):
     """The paper's text (reflection lessons, one task after another): a cached rerun makes
     the same pool. (With several workers the commit order varies from run to run.)"""
@@ -199,6 +201,7 @@ def slow_server():
     proc.wait()
 
 
+@pytest.mark.slow
 def test_dynamic_resume_after_kill_matches_an_uninterrupted_run(workdir, base_pool, slow_server):
     args = ["eval", "--mode", "dynamic",
             *_args(slow_server, f"memory.pool={base_pool}", "benchmark.limit=4", "eval.runs=2", "eval.seeds=1",
@@ -224,6 +227,7 @@ def _credited_by_hand(trials: list[dict]) -> dict[str, tuple[int, int]]:
     return fu
 
 
+@pytest.mark.slow
 def test_authors_protocol_with_four_workers_survives_kill_and_resume(workdir, base_pool, slow_server):
     """FAQ num_trials=3 and run_bfcl.py's 4 workers sharing one run's pool, killed with
     SIGKILL mid-run and resumed: the failing task's first trial fails and its failure
@@ -273,6 +277,7 @@ def test_authors_protocol_with_four_workers_survives_kill_and_resume(workdir, ba
     assert untimed(restored) == untimed(final)
 
 
+@pytest.mark.slow
 def test_experiment_scope_shares_one_pool_across_runs_and_resumes(workdir, base_pool, slow_server):
     """eval.scope=experiment: run 1 starts from the pool run 0 left."""
     common = [*_args(slow_server, f"memory.pool={base_pool}", "benchmark.limit=3", "eval.runs=2", "eval.seeds=1",
@@ -295,6 +300,7 @@ def test_experiment_scope_shares_one_pool_across_runs_and_resumes(workdir, base_
         _pool_state(whole / "streams" / "s0_r0" / "pool")
 
 
+@pytest.mark.slow
 def test_build_pool_survives_junk_and_its_pool_serves_fixed_eval(workdir, server):
     with ScriptedServer(ScriptedSummarizerPolicy(junk_every=3)) as summarizer:
         proc = reme(workdir, "build-pool", *_args(server, "benchmark.limit=3", "build.samples=2",
@@ -316,6 +322,7 @@ def test_build_pool_survives_junk_and_its_pool_serves_fixed_eval(workdir, server
     assert _trials(workdir / "fixed_built")[0]["retrieved_ids"]
 
 
+@pytest.mark.slow
 def test_build_pool_resume_after_kill(workdir, slow_server):
     args = ["build-pool",
             *_args(slow_server, "benchmark.limit=3", "build.samples=3", "llm.cache=false",

@@ -529,6 +529,7 @@ def test_pool_import_lists_the_bundled_pools_and_needs_a_source(reme) -> None:
     assert not (reme.cwd / "x").exists()
 
 
+@pytest.mark.slow
 def test_the_bundled_model_loads_when_it_first_embeds_and_not_for_cached_texts(tmp_path: Path) -> None:
     """A run whose texts are all in the embedding cache (a resume, a rerun) never imports
     sentence-transformers or torch (~9 s of CPU), not even to choose the default device

@@ -7,7 +7,11 @@ that every part runs on the real model, not what the method is worth."""
 import json
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import run_reme_together
+
+pytestmark = pytest.mark.slow  # starts a process (tests/tiers.py)
 
 # The pinned release (benchmark.release=current): the runs stay in the test process, where the
 # paper's would re-execute reme; tests/test_local_model_e2e.py runs the embedded model on it.

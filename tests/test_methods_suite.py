@@ -9,7 +9,11 @@ from __future__ import annotations
 import csv
 import json
 
+import pytest
+
 from reme_cli.testing.scripted_server import ScriptedServer, make_policy
+
+pytestmark = pytest.mark.slow  # starts a process (tests/tiers.py)
 
 ROWS = {"no_memory": "No Memory", "reme_fixed": "ReMe (fixed)", "reme_dynamic": "ReMe (dynamic)", "amem": "A-Mem",
         "langmem": "LangMem", "ace_offline": "ACE (fixed)", "ace_online": "ACE (dynamic)",

@@ -20,6 +20,8 @@ from reme_cli.report.metrics import run_metrics
 from reme_cli.run.metrics import final_metrics
 from reme_cli.run.records import TRIALS_FILE, RunDir, UnitRecord
 
+pytestmark = pytest.mark.slow  # starts a process (tests/tiers.py)
+
 SEEDS, K, TASKS = 3, 3, ["a_1", "a_2", "b_1", "b_2", "c_1"]
 
 

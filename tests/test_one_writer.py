@@ -65,6 +65,7 @@ def test_a_second_holder_is_refused_with_the_holders_pid(tmp_path):
         pass
 
 
+@pytest.mark.slow
 def test_a_lock_whose_process_died_is_taken_over(tmp_path):
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
@@ -76,6 +77,7 @@ def test_a_lock_whose_process_died_is_taken_over(tmp_path):
 
 
 @pytest.mark.parametrize("machine", ["another-node/pid:[4026531836]", None], ids=["other machine", "unknown"])
+@pytest.mark.slow
 def test_a_lock_from_a_node_sharing_this_host_name_is_respected_while_its_heartbeat_is_fresh(tmp_path, machine):
     # Cluster nodes can share a host name: a pid that is dead here may be alive there.
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
@@ -122,6 +124,7 @@ def slower_url():
         yield url
 
 
+@pytest.mark.slow
 def test_two_evals_on_one_run_directory_leave_every_unit_once(tmp_path, slower_url):
     args = ("eval", *REPLAY, f"llm.base_url={slower_url}", "benchmark.limit=4", "eval.runs=2", "eval.seeds=1",
             "llm.concurrency=2", "out_dir=run")
@@ -138,6 +141,7 @@ def test_two_evals_on_one_run_directory_leave_every_unit_once(tmp_path, slower_u
     assert len(got) == len(set(got)) == 8
 
 
+@pytest.mark.slow
 def test_wait_queues_behind_the_holder_instead_of_refusing(tmp_path, slow_url):
     args = ("eval", *REPLAY, f"llm.base_url={slow_url}", "benchmark.limit=2", "eval.runs=2", "eval.seeds=1",
             "out_dir=run")
@@ -171,12 +175,14 @@ def args_out(args: tuple[str, ...], tmp_path: Path) -> Path:
     return tmp_path / next(a.split("=", 1)[1] for a in args if a.startswith("out_dir="))
 
 
+@pytest.mark.slow
 def test_sigterm_against_an_external_server_leaves_interrupted_and_the_rerun_completes(tmp_path, slow_url):
     args = ("eval", *REPLAY, f"llm.base_url={slow_url}", "benchmark.limit=6", "eval.runs=2", "eval.seeds=1",
             "llm.concurrency=2", "out_dir=run")
     _sigterm_then_resume(tmp_path, args, tmp_path / "run", tmp_path / "run" / "trials.jsonl", 12)
 
 
+@pytest.mark.slow
 def test_sigterm_during_build_pool_then_resume(tmp_path, slow_url):
     args = ("build-pool", *REPLAY, f"llm.base_url={slow_url}", "benchmark.limit=3", "build.samples=2",
             "llm.concurrency=2", "out_dir=pool")
@@ -184,6 +190,7 @@ def test_sigterm_during_build_pool_then_resume(tmp_path, slow_url):
     assert (tmp_path / "pool" / "pool" / "manifest.json").exists()
 
 
+@pytest.mark.slow
 def test_sigterm_during_a_dynamic_run_then_resume(tmp_path, slow_url):
     run_reme(["pool", "import", "official:bfcl/qwen3-8b", "--out", "pool"], tmp_path,
              env={"REME_CACHE_DIR": str(tmp_path / "cache")}, check=True)
@@ -192,6 +199,7 @@ def test_sigterm_during_a_dynamic_run_then_resume(tmp_path, slow_url):
     _sigterm_then_resume(tmp_path, args, tmp_path / "run", tmp_path / "run" / "trials.jsonl", 8)
 
 
+@pytest.mark.slow
 def test_sigterm_sent_again_while_the_run_stops_still_leaves_interrupted(tmp_path, slow_url):
     """A joblib suite killed with -9 sends each job its parent-death SIGTERM once per thread
     of the suite that exits (measured: 1 to 3, as the threads die): a repeat that arrives

@@ -23,6 +23,7 @@ SWEEP = ["--mode", "fixed", "hydra/sweeper=optuna", "memory.top_k=choice(5,3,1)"
          "hydra.sweeper.n_trials=3", "hydra.sweeper.objective=tokens/prompt", "hydra.sweeper.direction=minimize"]
 
 
+@pytest.mark.slow
 def test_a_three_trial_sweep_over_top_k_resumes_after_an_interrupt_and_reports_the_best(tmp_path):
     run_reme(["pool", "import", "official:bfcl/qwen3-8b", "--out", "pool", "model=qwen3-8b", "embedding=minilm"],
              tmp_path, check=True)
@@ -118,6 +119,7 @@ def test_the_optuna_sweeper_is_for_eval_multiruns_only(reme):
     assert build.returncode == 2 and "searches the runs of `reme eval -m`" in build.stderr
 
 
+@pytest.mark.slow
 def test_a_dry_run_prints_one_trials_estimate_and_runs_nothing(reme):
     proc = reme("eval", "-m", "--mode", "fixed", "memory.pool=nowhere", "hydra/sweeper=optuna",
                 "memory.top_k=range(1,11)", "hydra.sweeper.n_trials=4", "hydra.sweeper.dry_run=true",

@@ -92,6 +92,7 @@ def test_a_method_needs_a_config_class_that_is_a_section():
     assert methods().register("good")(Good) is Good
 
 
+@pytest.mark.slow
 def test_the_cli_refuses_a_benchmark_missing_a_hook_in_one_line(tmp_path):
     (tmp_path / "half_bench.py").write_text(
         "from dataclasses import dataclass\n"

@@ -62,6 +62,7 @@ def test_nothing_under_reme_cli_names_the_plugin():
     assert hits == []
 
 
+@pytest.mark.slow
 def test_toy_benchmark_memory_and_protocol_run_end_to_end_with_resume(site, toy_server, tmp_path):
     args = ["eval", "--mode", "dynamic", "benchmark=toy", "memory=toy", "model=qwen3-8b",
             f"llm.base_url={toy_server.base_url}", "llm.model=toy", "model.tool_protocol=toy",
@@ -92,6 +93,7 @@ def test_toy_benchmark_memory_and_protocol_run_end_to_end_with_resume(site, toy_
     assert trials(run)[:2] == [json.loads(l) for l in lines[:2]]  # finished units untouched
 
 
+@pytest.mark.slow
 def test_fixed_mode_by_default_when_a_memory_is_named_and_bad_names_list_the_plugins(site, toy_server, tmp_path):
     proc = reme(site, tmp_path, "eval", "benchmark=toy", "memory=toy", "model=qwen3-8b",
                 f"llm.base_url={toy_server.base_url}", "llm.model=toy", "model.tool_protocol=toy",
@@ -104,6 +106,7 @@ def test_fixed_mode_by_default_when_a_memory_is_named_and_bad_names_list_the_plu
     assert missing.returncode == 2 and "'bfcl_v3'" in missing.stderr and "'toy'" in missing.stderr
 
 
+@pytest.mark.slow
 def test_workers_share_one_stream_state_commit_in_order_and_resume_exactly(site, toy_server, tmp_path):
     """The seam, with the toy method's few lines: eval.dynamic_workers=2 walks the stream
     with two workers sharing one state; every commit is one log line in commit order; a

@@ -17,6 +17,8 @@ from reme_cli.core.errors import UserError
 from tests.conftest import REPO, scripted_popen
 from tests.test_plugin_toy import reme, site, toy_server  # noqa: F401 - pytest fixtures
 
+pytestmark = pytest.mark.slow  # starts a process (tests/tiers.py)
+
 
 def test_pool_stats_and_show_read_a_toy_stream_through_its_describe(site, toy_server, tmp_path):  # noqa: F811
     proc = reme(site, tmp_path, "eval", "--mode", "dynamic", "benchmark=toy", "memory=toy", "model=qwen3-8b",

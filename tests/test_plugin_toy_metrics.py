@@ -14,6 +14,8 @@ import pytest
 
 from tests.test_plugin_toy import reme, site, toy_server  # noqa: F401 - the fixtures, shared
 
+pytestmark = pytest.mark.slow  # starts a process (tests/tiers.py)
+
 ARGS = ["eval", "benchmark=toy", "benchmark.max_interactions=2", "model=qwen3-8b", "llm.model=toy",
         "model.tool_protocol=toy", "eval.runs=2", "eval.seeds=1", "out_dir=run"]
 

@@ -90,6 +90,7 @@ def first_runs(workdir, server, built, planted):
     return workdir
 
 
+@pytest.mark.slow
 def test_build_pool_judges_each_training_trajectory_and_extracts_with_the_matching_prompt(built):
     report = json.loads((built / "build" / "report.json").read_text())
     assert report["method"] == "reasoningbank" and report["trajectories"] == 3 and report["unit_errors"] == 0
@@ -108,6 +109,7 @@ def test_build_pool_judges_each_training_trajectory_and_extracts_with_the_matchi
     assert report["summarizer_answers"]["reasoningbank_judge"]["calls"] == 3
 
 
+@pytest.mark.slow
 def test_fixed_mode_injects_the_planted_item_exactly(first_runs, planted):
     trials = {t["task_id"]: t for t in _trials(first_runs / "fixed")}
     hit = trials[PLANTED_FOR]
@@ -121,6 +123,7 @@ def test_fixed_mode_injects_the_planted_item_exactly(first_runs, planted):
     assert len(_records(planted)) == 4  # fixed mode never writes the pool
 
 
+@pytest.mark.slow
 def test_dynamic_mode_extracts_a_failure_item_after_a_failed_task(first_runs, built):
     trials = sorted(_trials(first_runs / "dyn"), key=lambda t: t["position"])
     store = {r["id"]: r for r in _records(first_runs / "dyn" / "streams" / "s0_r0" / "store")}
@@ -143,6 +146,7 @@ def test_dynamic_mode_extracts_a_failure_item_after_a_failed_task(first_runs, bu
     assert {r["query"] for r in store.values()} >= {r["query"] for r in _records(built / "pool")}
 
 
+@pytest.mark.slow
 def test_resume_after_kill_and_a_cached_rerun_equal_the_uninterrupted_run(first_runs, server):
     workdir = first_runs
     env = reme_env(workdir / ".reme_cache")
@@ -164,6 +168,7 @@ def test_resume_after_kill_and_a_cached_rerun_equal_the_uninterrupted_run(first_
             _records(workdir / "dyn" / "streams" / "s0_r0" / "store"), out
 
 
+@pytest.mark.slow
 def test_dynamic_mode_without_a_pool_starts_from_an_empty_bank(workdir, server):
     """The authors' test-time setting (the methods suite's reasoningbank_online row): the
     first task finds nothing, its items join the bank, and the next task retrieves them.
@@ -187,6 +192,7 @@ def test_a_bad_judge_setting_is_refused_in_one_line():
         ReasoningBankConfig(judge="oracle").check()
 
 
+@pytest.mark.slow
 def test_an_interrupted_build_resumes_after_its_last_finished_task(workdir, server, built):
     """A build killed before its last task's line: the rerun mines that task only (a finished
     task's line is kept as written, here marked by hand) and assembles the same pool."""

@@ -43,6 +43,7 @@ def test_a_record_round_trips_and_unknown_keys_are_ignored():
     assert UnitRecord.from_dict({**rec.to_dict(), "added_in_a_later_version": 1}) == rec
 
 
+@pytest.mark.slow
 def test_a_run_directory_with_old_and_new_lines_reads_typed(tmp_path):
     run = RunDir.open(tmp_path / "run", {"a": 1}, "hash", kind="eval")
     new = UnitRecord(unit="s0/r0/t2", task_id="t2", seed=0, run=0, stop_reason="answered")
@@ -133,6 +134,7 @@ def test_a_run_written_by_an_earlier_version_reads_as_one_typed_log(tmp_path):
     assert t.schema_version == SCHEMA_VERSION and t.method["lessons"] == ["check the folder first"]
 
 
+@pytest.mark.slow
 def test_a_new_run_directory_says_its_manifest_version(tmp_path):
     RunDir.open(tmp_path / "run", CONFIG, "hash", kind="eval")
     assert json.loads((tmp_path / "run" / "manifest.json").read_text())["schema_version"] == MANIFEST_VERSION

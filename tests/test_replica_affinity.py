@@ -9,6 +9,8 @@ import json
 import os
 from collections import defaultdict
 
+import pytest
+
 from reme_cli.llm.client import ChatClient, episode_affinity
 from reme_cli.bench.bfcl.scripted import BFCLReplayPolicy
 from reme_cli.testing.scripted_server import FixedPolicy, ScriptedServer
@@ -84,6 +86,7 @@ def test_an_episode_moves_only_when_its_replica_fails():
     assert sorted(answered) == [3, 3]
 
 
+@pytest.mark.slow
 def test_a_run_keeps_each_episode_on_one_replica(tmp_path):
     with ScriptedServer(BFCLReplayPolicy(), delay=0.02) as a, ScriptedServer(BFCLReplayPolicy(), delay=0.02) as b:
         env = {**os.environ, "REME_CACHE_DIR": str(tmp_path / "cache"), "PYTHONPATH": str(REPO)}

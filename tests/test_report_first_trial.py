@@ -119,6 +119,7 @@ def _run_dir(path, lines: list[dict]) -> RunDir:
     return run_dir
 
 
+@pytest.mark.slow
 def test_records_on_disk_and_a_line_without_first_success_load(tmp_path):
     def unit(task, **fields):
         return UnitRecord(unit=f"s0/r0/{task}", task_id=task, seed=0, run=0, stop_reason="answered",

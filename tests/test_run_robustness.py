@@ -42,6 +42,7 @@ def error_lines(stderr: str) -> list[str]:
 # ------------------------------------------------------------------ exit codes
 
 
+@pytest.mark.slow
 def test_all_units_finished_exits_0_and_errored_units_exit_3_with_errors_grouped(reme):
     with ScriptedServer(BFCLReplayPolicy()) as ok:
         proc = reme("eval", *REPLAY, f"llm.base_url={ok.base_url}", "benchmark.limit=2", "eval.runs=1",
@@ -70,6 +71,7 @@ def test_bad_input_exits_2_without_a_traceback(reme):
 # ------------------------------------------------------------------ circuit breaker
 
 
+@pytest.mark.slow
 def test_a_server_that_hangs_up_trips_the_breaker_within_bounded_time(tmp_path):
     with scripted_server_process("--refuse-chat") as url:
         t0 = time.monotonic()
@@ -92,6 +94,7 @@ def test_a_server_that_hangs_up_trips_the_breaker_within_bounded_time(tmp_path):
 # ------------------------------------------------------------------ stop reasons
 
 
+@pytest.mark.slow
 def test_context_overflow_is_a_failed_result_not_an_error_and_a_rerun_changes_nothing(reme):
     policy = FaultPolicy(BFCLReplayPolicy(), overflow={"multi_turn_base_2"})
     with ScriptedServer(policy) as srv:
@@ -115,6 +118,7 @@ def test_context_overflow_is_a_failed_result_not_an_error_and_a_rerun_changes_no
     assert "stop reasons: answered 2, context_overflow 1" in proc.stderr
 
 
+@pytest.mark.slow
 def test_a_reply_cut_off_by_max_tokens_is_truncated(reme):
     with ScriptedServer(FaultPolicy(BFCLReplayPolicy(), truncate={"multi_turn_base_0"})) as srv:
         reme("eval", *REPLAY, f"llm.base_url={srv.base_url}", THREE, "eval.runs=1", "out_dir=run", check=True)
@@ -128,6 +132,7 @@ def test_a_reply_cut_off_by_max_tokens_is_truncated(reme):
 
 @pytest.mark.parametrize("limit, reason", [("benchmark.max_steps_per_turn=1", "turn_step_limit"),
                                            ("benchmark.max_interactions=1", "interaction_limit")])
+@pytest.mark.slow
 def test_step_limits_are_recorded_as_their_stop_reason(reme, limit, reason):
     with ScriptedServer(BFCLReplayPolicy()) as srv:
         reme("eval", *REPLAY, f"llm.base_url={srv.base_url}", "benchmark.task_ids=[multi_turn_base_0]",
@@ -137,6 +142,7 @@ def test_step_limits_are_recorded_as_their_stop_reason(reme, limit, reason):
     assert t["interactions"] == 1 and len(t["trajectory"]["turns"]) == 1  # the episode ended there
 
 
+@pytest.mark.slow
 def test_max_tokens_larger_than_the_servers_context_is_refused(reme):
     with ScriptedServer(BFCLReplayPolicy(), max_model_len=4096) as srv:
         proc = reme("eval", *REPLAY, f"llm.base_url={srv.base_url}", "benchmark.limit=1",
@@ -189,6 +195,7 @@ def _batched_runner(run_dir, order: list[str], breaks: str | None, delays: dict[
     return runner
 
 
+@pytest.mark.slow
 def test_batches_wait_for_skipped_and_finished_units_and_a_dying_chain_holds_none_back(tmp_path):
     """run.runner.Batches: a batch starts when every unit of the one before has finished or was
     skipped on resume; a chain that stops on an error releases its later batches, so the other

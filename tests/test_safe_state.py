@@ -101,6 +101,7 @@ def user_project(path: Path) -> dict[str, bytes]:
     return files_under(path)
 
 
+@pytest.mark.slow
 def test_appworld_setup_refuses_a_folder_it_cannot_prove_is_its_own_before_any_venv_work(tmp_path, monkeypatch):
     from reme_cli.bench.appworld import venv as setup
 
@@ -152,6 +153,7 @@ def test_appworld_setup_refuses_a_folder_it_cannot_prove_is_its_own_before_any_v
     assert stamp["appworld"] == setup.APPWORLD_VERSION and stamp["status"] == "complete"
 
 
+@pytest.mark.slow
 def test_appworld_setup_without_network_is_one_line_exit_4_and_touches_no_folder(reme):
     """The packages are fetched before the venv folder is made: a machine without a package
     index stops there."""
@@ -279,6 +281,7 @@ def test_a_langmem_pool_emptied_is_refused(tmp_path):
     ("config deleted", "config.yaml is missing"),
     ("config corrupt", "config.yaml is damaged"),
 ])
+@pytest.mark.slow
 def test_a_damaged_run_directory_is_named_with_the_way_back(finished_run, server, tmp_path, damage, named):
     run = tmp_path / "run"
     shutil.copytree(finished_run, run)
@@ -301,11 +304,13 @@ def test_a_damaged_run_directory_is_named_with_the_way_back(finished_run, server
 # ------------------------------------------------------------------ reports
 
 
+@pytest.mark.slow
 def test_report_with_a_bad_table_writes_nothing(finished_run, tmp_path):
     refused(run_reme(["report", str(finished_run), "--out", "rep", "--table", "bogus"], tmp_path), "bogus")
     assert not (tmp_path / "rep").exists() and not list(tmp_path.glob(".rep*"))
 
 
+@pytest.mark.slow
 def test_report_replaces_only_a_folder_whose_every_file_it_can_prove_it_wrote(finished_run, tmp_path):
     run_reme(["report", str(finished_run), "--out", "rep"], tmp_path, check=True)
     first = files_under(tmp_path / "rep")
@@ -347,6 +352,7 @@ def test_report_replaces_only_a_folder_whose_every_file_it_can_prove_it_wrote(fi
         assert files_under(tmp_path / folder) == kept
 
 
+@pytest.mark.slow
 def test_a_report_out_that_is_a_link_is_written_through_and_the_link_kept(finished_run, tmp_path):
     (tmp_path / "real").mkdir()
     (tmp_path / "link").symlink_to(tmp_path / "real")
@@ -357,6 +363,7 @@ def test_a_report_out_that_is_a_link_is_written_through_and_the_link_kept(finish
         assert not [p.name for p in tmp_path.iterdir() if ".old-" in p.name or ".building-" in p.name]
 
 
+@pytest.mark.slow
 def test_two_reports_into_one_folder_do_not_mix(finished_run, tmp_path):
     env_cmd = ["report", str(finished_run), "--out", "rep"]
     procs = [reme_popen([*env_cmd, *extra], cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
@@ -372,6 +379,7 @@ def test_two_reports_into_one_folder_do_not_mix(finished_run, tmp_path):
 # ------------------------------------------------------------------ staging left by killed runs
 
 
+@pytest.mark.slow
 def test_a_rerun_of_build_pool_removes_the_staging_a_killed_build_left(workdir, server, tmp_path):
     out = tmp_path / "built"
     out.mkdir()
@@ -389,6 +397,7 @@ def test_a_rerun_of_build_pool_removes_the_staging_a_killed_build_left(workdir, 
     shutil.rmtree(live)
 
 
+@pytest.mark.slow
 def test_import_staging_left_by_a_killed_import_is_removed_only_when_marked(tmp_path):
     out = tmp_path / "ipk"
     stale = stale_staging(out, "importing")

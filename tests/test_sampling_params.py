@@ -85,6 +85,7 @@ def run_replay(tmp_path, srv, *extra: str, out: str = "run") -> list[dict]:
     return [r["body"] for r in srv.requests if r["path"].endswith("/chat/completions")]
 
 
+@pytest.mark.slow
 def test_a_run_sends_the_authors_parameters_and_records_what_it_sent(tmp_path):
     with ScriptedServer(BFCLReplayPolicy()) as srv:
         bodies = run_replay(tmp_path, srv, out="authors")
@@ -103,6 +104,7 @@ def test_a_run_sends_the_authors_parameters_and_records_what_it_sent(tmp_path):
                                                "max_tokens": 8192}
 
 
+@pytest.mark.slow
 def test_the_models_reasoning_goes_back_as_reasoning_content_and_is_recorded(tmp_path):
     with ScriptedServer(ThinkingReplay()) as srv:
         kept = run_replay(tmp_path, srv, out="kept")

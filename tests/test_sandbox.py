@@ -42,6 +42,7 @@ def test_the_bundled_bwrap_comes_before_the_systems_and_reme_bwrap_before_both(m
     assert [(c.source, c.path) for c in sandbox.candidates()] == [("REME_BWRAP", str(tmp_path / "my-bwrap"))]
 
 
+@pytest.mark.slow
 def test_a_bwrap_that_cannot_start_here_gives_way_to_the_next_which_is_recorded(monkeypatch, tmp_path):
     # What the bundled bwrap meets where unprivileged user namespaces need an AppArmor profile.
     (tmp_path / "bin").mkdir(mode=0o755)  # as root, run by another uid than the owner
@@ -70,6 +71,7 @@ def test_where_no_wheel_and_no_system_bwrap_exist_the_error_says_how_to_get_one(
         sandbox.find_binary(sandbox.Bwrap())
 
 
+@pytest.mark.slow
 def test_bwrap_starts_with_nothing_of_reme_s_environment(monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-SECRET")
     monkeypatch.setenv("LANG", "C.UTF-8")
@@ -92,6 +94,7 @@ def test_a_plan_of_an_appworld_suite_needs_neither_its_data_nor_a_sandbox(reme, 
     assert not (reme.cwd / "run").exists()
 
 
+@pytest.mark.slow
 def test_app_descriptions_are_read_from_the_installed_file_and_no_appworld_code_runs(toy_world, monkeypatch):
     from reme_cli.bench.appworld import agent as appworld_agent
     from reme_cli.bench.appworld.benchmark import AppWorldBenchmark
@@ -109,6 +112,7 @@ def test_app_descriptions_are_read_from_the_installed_file_and_no_appworld_code_
     assert all(f'"name": "{name}"' in task.meta["system_prompt"] for name in apps)
 
 
+@pytest.mark.slow
 def test_the_sandbox_is_never_host_root_and_proc_is_read_only(tmp_path):
     """reme as root (as CI runs): each sandbox runs as an unprivileged host uid of its own,
     and reads what it is given even where that uid could not reach it by path (a folder
@@ -150,6 +154,7 @@ def _tree(root: int) -> list[int]:
     return found
 
 
+@pytest.mark.slow
 def test_a_layout_that_cannot_start_is_named_not_a_missing_bubblewrap(tmp_path):
     """bwrap works here: when the layout does not, the one line says bwrap's own words and
     the layout, and no install hint. (Round two bound a venv under /tmp at its host path,

@@ -207,6 +207,7 @@ def test_fixed_policy_models_health_and_delay():
         assert len(srv.requests) == 1
 
 
+@pytest.mark.slow
 def test_process_mode_prints_url_first_and_serves_until_killed():
     proc = subprocess.Popen(
         [
@@ -246,6 +247,7 @@ def test_process_mode_prints_url_first_and_serves_until_killed():
         proc.stderr.close()
 
 
+@pytest.mark.slow
 def test_process_mode_rejects_unknown_corrupt_id():
     proc = subprocess.run(
         [

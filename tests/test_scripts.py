@@ -30,6 +30,8 @@ from reme_cli.run.cost import read_calibration
 from tests import test_install
 from tests.conftest import REPO, script_module, scripted_server_process
 
+pytestmark = pytest.mark.slow  # starts a process (tests/tiers.py)
+
 SCRIPTS = REPO / "scripts"
 script = pytest.mark.script  # @script("NAME"): the smoke test of scripts/NAME
 HARNESS_DELAY = 0.02  # the stand-in server's seconds per request in bench_harness.py's smoke run

@@ -9,7 +9,11 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import REPO
+
+pytestmark = pytest.mark.slow  # starts a process (tests/tiers.py)
 
 DESK = ".." + "/" + "shared"  # spelled in two parts so this file does not name it
 

@@ -18,6 +18,8 @@ from reme_cli.bench.replay import TASK_HEADER
 from reme_cli.testing.scripted_server import (DONE_TEXT, AgentAndSummarizerPolicy, Reply, ScriptedServer,
                                               ScriptedSummarizerPolicy, conversation_position)
 
+pytestmark = pytest.mark.slow  # starts a process (tests/tiers.py)
+
 HUGE = 10_000_000
 REPLAY = ["model=qwen3-8b", "embedding=minilm", "llm.model=huge", "llm.cache=false", "eval.seeds=1",
           "eval.runs=1", "benchmark.task_ids=[multi_turn_base_0]", "benchmark.release=current", "out_dir=run"]

@@ -185,6 +185,7 @@ def _failure_lines(stderr: str) -> list[str]:
 
 
 @pytest.mark.parametrize("healthy", [True, False], ids=["healthy", "out-of-budget"])
+@pytest.mark.slow
 def test_dynamic_eval_counts_answers_per_role_and_exits_3_when_they_fail(workdir, pool, healthy):
     out = workdir / f"eval-{healthy}"
     with _server(ScriptedSummarizerPolicy() if healthy else OutOfBudget()) as srv:
@@ -216,6 +217,7 @@ def test_dynamic_eval_counts_answers_per_role_and_exits_3_when_they_fail(workdir
 
 
 @pytest.mark.parametrize("healthy", [True, False], ids=["healthy", "out-of-budget"])
+@pytest.mark.slow
 def test_build_pool_counts_answers_per_role_and_exits_3_when_they_fail(workdir, healthy):
     out = workdir / f"built-{healthy}"
     with _server(ScriptedSummarizerPolicy() if healthy else OutOfBudget()) as srv:
@@ -260,6 +262,7 @@ class Overflowing:
 
 
 @pytest.mark.parametrize("first", [1, None], ids=["one-summary", "every-summary"])
+@pytest.mark.slow
 def test_a_summary_that_raises_keeps_the_units_reward_and_is_counted_everywhere(workdir, pool, first):
     """65971baf bfcl_agent.py:192-211: a failed summary_task_memory call is an empty list, the
     trial's reward stands. Every unit succeeds (ground-truth replay) and none errors; the failed
@@ -298,6 +301,7 @@ def test_a_summary_that_raises_keeps_the_units_reward_and_is_counted_everywhere(
         assert f"summaries failed: 1 of {TASKS}" in shown and _failure_lines(proc.stderr) == []
 
 
+@pytest.mark.slow
 def test_build_pool_skips_the_candidates_of_a_task_whose_summary_raises(workdir):
     """init_task_memory_pool.py:122-127,160-174: a group whose summary_task_memory call failed
     is recorded as an error and adds nothing; the other groups go on."""

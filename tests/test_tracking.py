@@ -56,6 +56,7 @@ def trials(run: Path) -> list[dict]:
     return [json.loads(line) for line in (run / "trials.jsonl").read_text().splitlines() if line.strip()]
 
 
+@pytest.mark.slow
 def test_an_eval_logs_params_metrics_tags_series_and_files_to_mlflow(reme, server, pool):
     proc = reme("eval", "--mode", "dynamic", *REPLAY, *SMALL, "eval.seeds=2", f"llm.base_url={server.base_url}",
                 f"memory.pool={pool}", "tracker=mlflow", check=True)
@@ -108,6 +109,7 @@ def test_the_tracker_is_out_of_the_run_hash():
     assert compose(["tracker=mlflow", "runs_root=/data/runs"]).tracker.uri == "sqlite:////data/runs/mlflow.db"
 
 
+@pytest.mark.slow
 def test_kill_9_and_resume_keep_one_mlflow_run(tmp_path):
     with scripted_server_process("--policy", "bfcl-replay", "--delay", "0.15") as url:
         args = ["eval", *REPLAY, f"llm.base_url={url}", "benchmark.limit=6", "eval.runs=2", "eval.seeds=1",
@@ -130,6 +132,7 @@ def test_kill_9_and_resume_keep_one_mlflow_run(tmp_path):
     assert after.data.metrics["units"] == 12 and after.data.metrics["avg_at_2/mean"] == 1.0
 
 
+@pytest.mark.slow
 def test_an_ablate_suite_is_one_parent_run_with_a_child_per_run(reme, server):
     suite = reme.cwd / "mine.yaml"
     suite.write_text("table: topk\npools: {released: official}\n"
@@ -174,6 +177,7 @@ def wandb_records(run_file: Path) -> list:
     return out
 
 
+@pytest.mark.slow
 def test_wandb_offline_writes_a_run_whose_summary_holds_the_metrics(reme, server, pool):
     proc = reme("eval", "--mode", "fixed", *REPLAY, *SMALL, "eval.seeds=1", f"llm.base_url={server.base_url}",
                 f"memory.pool={pool}", "tracker=wandb", check=True)
@@ -195,6 +199,7 @@ def test_wandb_offline_writes_a_run_whose_summary_holds_the_metrics(reme, server
     assert json.loads((folder / "files" / "metrics.json").read_text()) == metrics
 
 
+@pytest.mark.slow
 def test_an_unreachable_tracker_costs_one_warning_and_the_run_exits_0(reme, server):
     proc = reme("eval", *REPLAY, *SMALL, "eval.seeds=2", f"llm.base_url={server.base_url}", "tracker=mlflow",
                 "tracker.uri=http://127.0.0.1:9", "tracker.timeout=2")
@@ -213,6 +218,7 @@ def test_a_missing_tracker_package_is_refused_before_anything_runs(reme, monkeyp
     assert not (reme.cwd / "run").exists()
 
 
+@pytest.mark.slow
 def test_track_sync_logs_finished_runs_after_the_fact_once(reme, server):
     proc = reme("eval", *REPLAY, *SMALL, "eval.seeds=1", f"llm.base_url={server.base_url}", check=True)
     run = last_path(proc, reme.cwd)

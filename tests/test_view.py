@@ -76,6 +76,8 @@ def known_experiences(suite: Path) -> dict[str, dict]:
 
 # ---------------------------------------------------------------- the data each page gets
 
+@pytest.mark.slow
+
 def test_overview_rows_are_the_runs_own_metrics_with_intervals_and_notes(suite):
     rows = by_label(Catalog([suite]))
     assert set(rows) == set(LABELS)
@@ -94,6 +96,7 @@ def test_overview_rows_are_the_runs_own_metrics_with_intervals_and_notes(suite):
     assert "starts from pool p" in rows["fixed"]["fidelity"] and rows["dynamic"]["streams"] == ["s0_r0", "s0_r1"]
 
 
+@pytest.mark.slow
 def test_a_suites_runs_follow_the_order_the_cli_hands_the_viewer(suite):
     """The viewer knows no suite file (it imports nothing from commands/): `reme view` hands it
     `reme ablate`'s order; without one, or where it fails, runs go by name."""
@@ -110,6 +113,7 @@ def test_a_suites_runs_follow_the_order_the_cli_hands_the_viewer(suite):
     assert labels(Catalog([suite], lambda folder: 1 / 0)) == ["dynamic", "fixed", "none"]
 
 
+@pytest.mark.slow
 def test_the_units_table_holds_every_unit_as_recorded(suite):
     catalog = Catalog([suite])
     rows = by_label(catalog)
@@ -124,6 +128,7 @@ def test_the_units_table_holds_every_unit_as_recorded(suite):
         assert corrupt == ([1, 1] if label == "dynamic" else [0, 0])  # what the grid's comparison reads
 
 
+@pytest.mark.slow
 def test_a_unit_page_tells_each_retrieved_experience_and_its_counts_then(suite):
     catalog = Catalog([suite])
     rows = by_label(catalog)
@@ -152,6 +157,7 @@ def test_a_unit_page_tells_each_retrieved_experience_and_its_counts_then(suite):
             assert record["retrieval_s"] is not None and record["retrieval_s"] >= 0
 
 
+@pytest.mark.slow
 def test_the_memory_page_rebuilds_each_stream_from_its_start_and_commits(suite):
     catalog = Catalog([suite])
     rows = by_label(catalog)
@@ -187,6 +193,7 @@ def test_the_memory_page_rebuilds_each_stream_from_its_start_and_commits(suite):
             sum(i in t["retrieved_ids"] for t in fixed_records)
 
 
+@pytest.mark.slow
 def test_health_counts_what_the_files_say(suite):
     catalog = Catalog([suite])
     rows = by_label(catalog)
@@ -207,6 +214,7 @@ def test_health_counts_what_the_files_say(suite):
     assert none["task"]["summaries"] == {"summaries": 0, "failed": 0}
 
 
+@pytest.mark.slow
 def test_a_run_still_going_shows_new_units_on_reload(suite, tmp_path):
     run = tmp_path / "going"
     shutil.copytree(suite / "runs" / "none", run)
@@ -241,6 +249,7 @@ def served(suite):
     server.server_close()
 
 
+@pytest.mark.slow
 def test_the_server_only_reads_and_only_for_loopback_names(served, suite):
     url = served.url
     status, page = _get(url)
@@ -263,6 +272,7 @@ def test_the_server_only_reads_and_only_for_loopback_names(served, suite):
 
 
 @pytest.mark.parametrize("host", ["127.0.0.1", "0.0.0.0"])
+@pytest.mark.slow
 def test_reme_view_serves_until_interrupted(suite, host):
     """The command as a user runs it: the URL on stdout, the page served, Ctrl-C ends it
     cleanly; served beyond this machine, it says what the page shows and that it has no
@@ -290,6 +300,8 @@ def test_reme_view_serves_until_interrupted(suite, host):
 
 # ---------------------------------------------------------------- export and bad input
 
+@pytest.mark.slow
+
 def test_export_writes_one_file_and_replaces_only_its_own(suite, reme):
     out = reme.cwd / "view.html"
     proc = reme("view", str(suite), "--export", str(out))
@@ -307,6 +319,7 @@ def test_export_writes_one_file_and_replaces_only_its_own(suite, reme):
 
 
 @pytest.mark.parametrize("case", ["missing", "no_run", "damaged", "port", "export_dir"])
+@pytest.mark.slow
 def test_bad_input_is_one_line_and_exit_2(suite, reme, case):
     args = {"missing": ["view", str(reme.cwd / "nope")],
             "no_run": ["view", str(reme.cwd)],
@@ -360,6 +373,7 @@ def shoot(page, name: str) -> None:
         page.screenshot(path=str(Path(where) / f"view-{name}.png"))
 
 
+@pytest.mark.slow
 def test_click_through_a_suite_live(browser, served, suite):
     """Overview -> task grid -> the comparison of two rows -> a unit -> an experience -> back."""
     page = browser.new_page(viewport={"width": 1360, "height": 860})
@@ -417,6 +431,7 @@ def _open_offline(browser, html: Path):
 
 
 @pytest.mark.parametrize("label", ["fixed", "dynamic"])
+@pytest.mark.slow
 def test_an_exported_run_opened_from_disk_offline_shows_every_task_and_retrieval(browser, suite, reme, label):
     out = reme.cwd / f"{label}.html"
     assert reme("view", str(suite / "runs" / label), "--export", str(out)).returncode == 0
@@ -437,6 +452,7 @@ def test_an_exported_run_opened_from_disk_offline_shows_every_task_and_retrieval
     context.close()
 
 
+@pytest.mark.slow
 def test_an_exported_suite_compares_its_rows_offline(browser, suite, reme):
     out = reme.cwd / "suite.html"
     assert reme("view", str(suite), "--export", str(out)).returncode == 0
@@ -450,6 +466,7 @@ def test_an_exported_suite_compares_its_rows_offline(browser, suite, reme):
     context.close()
 
 
+@pytest.mark.slow
 def test_model_output_shows_as_text_never_as_markup(browser, suite, reme):
     """A reply holding HTML and a closing script tag is shown as the characters it is."""
     run = reme.cwd / "hostile"
@@ -470,6 +487,7 @@ def test_model_output_shows_as_text_never_as_markup(browser, suite, reme):
     context.close()
 
 
+@pytest.mark.slow
 @pytest.mark.script("bench_view.py")
 def test_the_view_benchmark_measures_a_synthetic_run(tmp_path, request):
     """scripts/bench_view.py at a small size: every measure is there (the browser's too, when

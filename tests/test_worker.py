@@ -13,6 +13,8 @@ import pytest
 
 from reme_cli.bench.worker import Worker, WorkerCrashed
 
+pytestmark = pytest.mark.slow  # starts a process (tests/tiers.py)
+
 SCRIPT = textwrap.dedent('''
     import json, os, sys, time
     for line in sys.stdin:
