@@ -145,11 +145,11 @@ def read_pins(text: str) -> dict[str, str]:
 
 
 def constraints_text(packages: dict[str, Package], vllm: str, extra_pins: dict[str, str],
-                     extras: list[str] | None = None) -> str:
+                     extras: list[str]) -> str:
     lines = [f"{p.name}=={p.version}" for p in packages.values()]
     lines += [f"{name}=={version}" for name, version in extra_pins.items()]
     return (
-        f"# The GPU package set: vllm=={vllm} with reme's own requirements (extras {','.join(extras or [])}),\n"
+        f"# The GPU package set: vllm=={vllm} with reme's own requirements (extras {','.join(extras)}),\n"
         f"# resolved together by scripts/check_gpu_constraints.py --write (CPython {PYTHON}, manylinux\n"
         "# x86-64); scripts/install.sh --gpu installs with -c constraints-gpu.txt instead of\n"
         "# constraints.txt. Regenerate it with that script, never by hand.\n"

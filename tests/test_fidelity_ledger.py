@@ -8,6 +8,7 @@ configs nor the manual can drift from the other without this failing."""
 
 from __future__ import annotations
 
+import functools
 import re
 from pathlib import Path
 
@@ -323,6 +324,7 @@ def check_full_addition(planned) -> None:
     assert "full" in {j.cfg.memory.addition for j in p.runs}
 
 
+@functools.cache
 def _vllm_and_hosted():
     from reme_cli.core.config import compose
 

@@ -120,8 +120,8 @@ def test_inconsistencies_name_a_requirement_missing_from_the_set():
 
 def test_written_constraints_round_trip_and_keep_the_extra_pins():
     packages = check.read_report(_report(("vllm", "0.33.0"), ("Jinja2", "3.1.6")))
-    text = check.constraints_text(packages, "0.33.0", {"llama_cpp_python": "0.3.36"})
-    assert text.startswith("#") and "vllm==0.33.0" in text
+    text = check.constraints_text(packages, "0.33.0", {"llama_cpp_python": "0.3.36"}, ["local", "dev"])
+    assert text.startswith("#") and "vllm==0.33.0" in text and "(extras local,dev)" in text
     assert check.read_pins(text) == {"vllm": "0.33.0", "jinja2": "3.1.6", "llama-cpp-python": "0.3.36"}
 
 

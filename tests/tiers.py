@@ -25,6 +25,7 @@ from __future__ import annotations
 import _posixsubprocess
 import os
 import subprocess
+import sys
 import threading
 
 import pytest
@@ -81,8 +82,6 @@ def _watch() -> None:
 
 def _in_popen() -> bool:
     """Whether a Popen of this thread is on the stack (its fork-exec is counted already)."""
-    import sys
-
     frame = sys._getframe(2)
     while frame is not None:
         if frame.f_code.co_name == "_execute_child":
@@ -126,13 +125,13 @@ def _spawning_fixtures(item: pytest.Item) -> list[str]:
     return [f"fixture {name!r} (it started {_spawning[d]})" for d, name in used.items() if d in _spawning]
 
 
+_mark_key = pytest.StashKey[int]()  # how many processes this worker had started when the test began
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem):
     item.stash[_mark_key] = _count()
     return (yield)
-
-
-_mark_key = pytest.StashKey[int]()
 
 
 @pytest.hookimpl(wrapper=True)
