@@ -16,6 +16,9 @@ from tests.conftest import REPO
 pytestmark = pytest.mark.slow  # starts a process (tests/tiers.py)
 
 DESK = ".." + "/" + "shared"  # spelled in two parts so this file does not name it
+# Folders every Linux machine has: a checkout cloned into one of them (as users do) may still
+# name them, e.g. the sandbox's own /tmp inside an episode; they say nothing about this machine.
+SYSTEM_FOLDERS = {"/", "/tmp", "/var/tmp", "/dev/shm"}
 
 
 def tracked_files(root: Path) -> list[Path]:
@@ -30,7 +33,7 @@ def tracked_files(root: Path) -> list[Path]:
 def leaks(root: Path) -> list[str]:
     """``file:line: text`` for each line naming the desk or an absolute path above ``root``."""
     above = str(root.resolve().parent)
-    needles = [DESK] + ([above.rstrip("/") + "/"] if above != "/" else [])
+    needles = [DESK] + ([above.rstrip("/") + "/"] if above not in SYSTEM_FOLDERS else [])
     found = []
     for path in tracked_files(root):
         try:
@@ -54,3 +57,14 @@ def test_the_check_catches_planted_paths(tmp_path):
     (repo / "tests" / "desk.py").write_text(f"SPLIT = '{DESK}/reference/split.json'\n")
     (repo / "notes.md").write_text(f"see {tmp_path}/elsewhere/pools.jsonl\n")
     assert sorted(x.split(":")[0] for x in leaks(repo)) == ["notes.md", "tests/desk.py"]
+
+
+def test_a_checkout_in_the_system_temp_folder_may_name_it(tmp_path, monkeypatch):
+    """A clone right under /tmp still flags the desk, but not the sandbox's own /tmp paths."""
+    repo = tmp_path / "checkout"
+    (repo / "tests").mkdir(parents=True)
+    (repo / "tests" / "sandbox.py").write_text("LEAK = '/tmp/reme-leak.txt'\n")
+    (repo / "tests" / "desk.py").write_text(f"SPLIT = '{DESK}/reference/split.json'\n")
+    real_resolve = Path.resolve
+    monkeypatch.setattr(Path, "resolve", lambda self, *a, **k: Path("/tmp/checkout") if self == repo else real_resolve(self, *a, **k))
+    assert [x.split(":")[0] for x in leaks(repo)] == ["tests/desk.py"]
