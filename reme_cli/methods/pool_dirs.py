@@ -4,20 +4,17 @@ names them share these helpers; ``is_pool`` says whether a folder holds a pool r
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from reme_cli.core.errors import UserError
+from reme_cli.core.io import read_json
 
 MANIFEST = "manifest.json"
 
 
 def names_method(path: Path, method: str) -> bool:
     """Whether ``path`` holds a pool whose manifest names ``method``."""
-    try:
-        return json.loads((path / MANIFEST).read_text()).get("method") == method
-    except (OSError, ValueError):
-        return False
+    return (read_json(path / MANIFEST) or {}).get("method") == method
 
 
 def find_pool(path: str | Path, method: str, label: str) -> Path:
@@ -33,11 +30,8 @@ def find_pool(path: str | Path, method: str, label: str) -> Path:
 def is_pool(directory: Path) -> bool:
     """Whether ``directory`` holds a pool reme wrote (a manifest of one of reme's pool formats,
     or one its method says it wrote: ``Memory.wrote_pool``), i.e. one build-pool may replace."""
-    try:
-        manifest = json.loads((directory / MANIFEST).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return False
-    if not isinstance(manifest, dict):
+    manifest = read_json(directory / MANIFEST)
+    if manifest is None:
         return False
     if str(manifest.get("format", "")).startswith("reme-"):
         return True

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import platform
 import subprocess
 import sys
@@ -23,7 +22,7 @@ from typing import Any
 import yaml
 
 from reme_cli.core.errors import UserError
-from reme_cli.core.io import append_lines, now, write_json_atomic
+from reme_cli.core.io import append_lines, now, read_json, write_json_atomic
 from reme_cli.core.run_log import (CONFIG_FILE, MANIFEST_FILE, MANIFEST_VERSION, METRICS_FILE, REPORT_FILE,
                                    TRIALS_FILE, RunLog, read_config, read_run_log)
 from reme_cli.core.trials import SCHEMA_VERSION, UnitRecord, read_trials
@@ -126,10 +125,7 @@ class RunDir:
                             "the change as an override")
 
     def manifest(self) -> dict[str, Any]:
-        try:
-            return json.loads((self.path / MANIFEST_FILE).read_text())
-        except (OSError, json.JSONDecodeError):
-            return {}
+        return read_json(self.path / MANIFEST_FILE) or {}
 
     def update_manifest(self, **fields: Any) -> None:
         data = self.manifest()

@@ -5,12 +5,11 @@ added and deleted. Read from the files alone (no embedder)."""
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from reme_cli.core.io import read_lines
+from reme_cli.core.io import read_json, read_lines
 from reme_cli.methods.reme.pool import EXPERIENCES, MANIFEST
 from reme_cli.methods.state_view import StateChange, StateItem
 
@@ -18,14 +17,9 @@ from reme_cli.methods.state_view import StateChange, StateItem
 def pool_dir(where: Path) -> Path | None:
     """The ReMe pool at ``where`` or its ``pool/`` (a build directory, a dynamic stream's)."""
     for candidate in (where / "pool", where):
-        manifest = candidate / MANIFEST
-        if (candidate / EXPERIENCES).is_file() and manifest.is_file():
-            try:
-                method = json.loads(manifest.read_text()).get("method")
-            except (OSError, ValueError):
-                continue
-            if method in (None, "reme"):
-                return candidate
+        manifest = read_json(candidate / MANIFEST) if (candidate / EXPERIENCES).is_file() else None
+        if manifest is not None and manifest.get("method") in (None, "reme"):
+            return candidate
     return None
 
 
@@ -58,7 +52,7 @@ def change(unit: str, seq: int, events: list[dict[str, Any]]) -> StateChange:
 
 def read(pool: Path) -> tuple[list[StateItem], dict[str, Any], None]:
     items = [item(r) for r in read_lines(pool / EXPERIENCES)]
-    manifest = json.loads((pool / MANIFEST).read_text())
+    manifest = read_json(pool / MANIFEST) or {}
     used = [i.numbers["u"] / i.numbers["f"] for i in items if i.numbers["f"]]
     summary = {
         "experiences": len(items),

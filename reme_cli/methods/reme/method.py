@@ -9,13 +9,13 @@ when it commits (``methods/streams.py``), which also logs them for resume.
 from __future__ import annotations
 
 import asyncio
-import json
 from pathlib import Path
 from typing import Any
 
 from reme_cli.bench.base import Task
 from reme_cli.core.config import Config
 from reme_cli.core.errors import UserError
+from reme_cli.core.io import read_json
 from reme_cli.methods.base import (Applied, Attempt, BuildContext, BuildResult, Episode, Learned, Memory,
                                    MethodContext, Releases, Retrieval, Tried)
 from reme_cli.methods.hooks import CostGuess, Fidelity, RunFacts, SavedState
@@ -52,10 +52,7 @@ def resolve_pool_path(path: str | Path) -> Path:
 
 def _other_method(manifest: Path) -> str | None:
     """The method another memory's pool names in its manifest (ReMe's names none)."""
-    try:
-        method = json.loads(manifest.read_text()).get("method")
-    except (OSError, ValueError):
-        return None
+    method = (read_json(manifest) or {}).get("method")
     return method if method and method != "reme" else None
 
 
