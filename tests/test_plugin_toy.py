@@ -82,6 +82,8 @@ def test_toy_benchmark_memory_and_protocol_run_end_to_end_with_resume(site, toy_
         assert after["guidance"] == f"Last time this worked: {before['method']['remembered']}"
     metrics = json.loads((run / "metrics.json").read_text())
     assert metrics["avg@1"]["mean"] == 1.0 and metrics["errors"] == 0
+    # The benchmark named its own package for the manifest (Benchmark.packages).
+    assert json.loads((run / "manifest.json").read_text())["packages"]["reme-toy"] == "0.1.0"
 
     # Resume: lose the last unit's record; the rerun runs exactly that unit again.
     lines = (run / "trials.jsonl").read_text().splitlines(keepends=True)

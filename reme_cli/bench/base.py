@@ -135,6 +135,9 @@ class Benchmark(Plugin):
     # own, else the protocol's).
     system_prompt: Optional[str] = None
     tool_dialect: ToolDialect = PLAIN_TOOLS  # how its tool schemas are written
+    # The distributions whose versions its runs' manifests record beside reme's own (its
+    # official checker, its environment's package): what its results depend on.
+    packages: ClassVar[tuple[str, ...]] = ()
     # Where model-written code runs, for the manifest (None: it runs none), and its details.
     sandbox: Optional[str] = None
     sandbox_detail: Optional[dict[str, Any]] = None

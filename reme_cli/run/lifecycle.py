@@ -108,7 +108,8 @@ class RunLifecycle:
         run directory once it says "running", before the work (an experiment tracker)."""
         cfg = self.cfg
         with endpoint(cfg) as ep:
-            run_dir = self._run_dir = RunDir.open(self.run_path, to_dict(cfg), config_hash(cfg), kind=self.kind)
+            run_dir = self._run_dir = RunDir.open(self.run_path, to_dict(cfg), config_hash(cfg), kind=self.kind,
+                                                  packages=self.bench.packages)
             # From here on a stop (a SIGTERM from a dying parent arrives at any line) leaves
             # "interrupted", never the "created" or "running" of a run that looks alive.
             try:

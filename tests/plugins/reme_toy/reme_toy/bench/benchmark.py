@@ -58,6 +58,7 @@ class ToyBenchmark(Benchmark):
     name = "toy"
     config_class = ToyConfig
     max_steps_per_turn = None
+    packages = ("reme-toy",)  # its manifests record its own version; nothing in reme lists it
     metrics = METRICS  # Avg@k, Pass@k, and its own: progress, success per target
     labels = LABELS
 
