@@ -1,5 +1,7 @@
 """The multi-turn tool-using episode: user turn, then model <-> tools until the model
-answers without calls, under per-turn and per-task interaction limits.
+answers without calls, under per-turn and per-task interaction limits. The user turns come
+from the benchmark's ``User`` (``bench/users.py``): the task's fixed turns, or a simulated
+user writing each from the conversation so far, until it has no more.
 
 Every turn ends with a stop reason (``Trajectory.turn_stops``), and the episode with that of
 its last turn (``stop_reason``). All but ``error`` are results the checker scores (what was
@@ -17,12 +19,14 @@ the trajectory's ``limits``.
 
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from reme_cli.agent.protocols import ToolProtocol
 from reme_cli.bench.base import Env, Task
+from reme_cli.bench.users import Conversation, FixedTurns, User
 from reme_cli.llm.client import LLM, ContextOverflow
 
 GUIDANCE_HEADER = "Some Related Experience to help you to complete the task"
@@ -159,6 +163,13 @@ def guidance_as_sent(task: Task, guidance: str | None) -> str | None:
     return guidance
 
 
+def conversation(traj: Trajectory, turn: int) -> Conversation:
+    """What the user sees of ``traj`` before it writes turn ``turn``."""
+    return Conversation(turn=turn, messages=tuple(traj.messages), said=tuple(map(tuple, traj.user)),
+                        answers=tuple(steps[-1].text if steps and not steps[-1].calls else None
+                                      for steps in traj.turns))
+
+
 async def run_episode(
     llm: LLM,
     protocol: ToolProtocol,
@@ -172,7 +183,11 @@ async def run_episode(
     max_steps_per_turn: int | None = 20,
     headers: dict[str, str] | None = None,
     history_reasoning: str = "drop",
+    user: User | None = None,
 ) -> Trajectory:
+    """One episode of ``task`` in ``env``; ``user`` writes its user turns (default: the
+    task's fixed turns)."""
+    user = user or FixedTurns(task.turns)
     tools = env.tools()
     traj = Trajectory()
     # A task may bring its own system message (AppWorld's authors' agent: its supervisor's).
@@ -183,7 +198,10 @@ async def run_episode(
     request_extra = protocol.request_kwargs(tools)
 
     step_limit = max_steps_per_turn or max_interactions
-    for turn_index, user_messages in enumerate(task.turns):
+    for turn_index in itertools.count():
+        user_messages = await user.next_turn(conversation(traj, turn_index))
+        if user_messages is None:  # the user has no more to say
+            break
         steps: list[Step] = []
         traj.turns.append(steps)
         traj.user.append([msg["content"] for msg in user_messages])
