@@ -83,7 +83,7 @@ class ToolResult:
     output: str
     error: bool = False
     done: bool = False  # the task is over (AppWorld: the agent called complete_task, or a bound ended it)
-    # A resource bound this action hit (reme_cli.agent.loop.LIMIT_STOPS names them): with
+    # A resource bound this action hit (reme_cli.agent.trajectory.LIMIT_STOPS names them): with
     # done, it ended the episode; without, it was only cut (an output past its cap).
     limit: Optional[str] = None
 
