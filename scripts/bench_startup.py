@@ -5,9 +5,9 @@ RUNS times, the interpreters given with --python taken in turn (A B A B ...: a d
 machine's speed falls on both), and the table gives per command and interpreter the median
 wall seconds and CPU seconds (user + system, the kernel's count of the finished child), the
 CPU ratio to the first interpreter, and the heavy libraries the command imported (one
-`-X importtime` run). Compare two checkouts by giving each one's venv interpreter:
+`-X importtime` run). Compare two checkouts by giving each one's venv interpreter, labelled:
 
-    python scripts/bench_startup.py --python .venv/bin/python --python ../main/.venv/bin/python
+    python scripts/bench_startup.py --python before=../main/.venv/bin/python --python after=.venv/bin/python
 """
 
 from __future__ import annotations
@@ -44,31 +44,35 @@ def heavy_imports(python: str, args: tuple[str, ...], cwd: str) -> list[str]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--python", action="append", help="an interpreter with reme installed (repeatable; "
-                                                          "default: this one); the first is the yardstick")
+    parser.add_argument("--python", action="append", metavar="[LABEL=]PATH",
+                        help="an interpreter with reme installed (repeatable; default: this one); the first is "
+                             "the yardstick")
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--out", type=Path, help="also write the table here")
     opts = parser.parse_args()
-    pythons = opts.python or [sys.executable]
+    pythons = []  # (its name in the table, the interpreter)
+    for spec in opts.python or [sys.executable]:
+        label, _, path = spec.rpartition("=")
+        pythons.append((label or path, path))
     with tempfile.TemporaryDirectory(prefix="reme-startup-") as cwd:
-        for python in pythons:  # one warm-up each: the disk cache, compiled bytecode
+        for _, python in pythons:  # one warm-up each: the disk cache, compiled bytecode
             for args in COMMANDS:
                 timed(python, args, cwd)
-        samples = {(p, c): [] for p in pythons for c in COMMANDS}
+        samples = {(i, c): [] for i in range(len(pythons)) for c in COMMANDS}
         for _ in range(opts.runs):
             for args in COMMANDS:
-                for python in pythons:
-                    samples[(python, args)].append(timed(python, args, cwd))
-        heavy = {(p, c): heavy_imports(p, c, cwd) for p in pythons for c in COMMANDS}
+                for i, (_, python) in enumerate(pythons):
+                    samples[(i, args)].append(timed(python, args, cwd))
+        heavy = {(i, c): heavy_imports(python, c, cwd) for i, (_, python) in enumerate(pythons) for c in COMMANDS}
     rows = ["| command | python | wall s (median) | cpu s (median) | cpu / first | heavy imports |",
             "| --- | --- | --- | --- | --- | --- |"]
     for args in COMMANDS:
-        first = statistics.median(c for _, c in samples[(pythons[0], args)])
-        for python in pythons:
-            wall = statistics.median(w for w, _ in samples[(python, args)])
-            cpu = statistics.median(c for _, c in samples[(python, args)])
-            rows.append(f"| reme {' '.join(args)} | {python} | {wall:.2f} | {cpu:.2f} | {cpu / first:.2f} | "
-                        f"{', '.join(heavy[(python, args)]) or 'none'} |")
+        first = statistics.median(c for _, c in samples[(0, args)])
+        for i, (label, _) in enumerate(pythons):
+            wall = statistics.median(w for w, _ in samples[(i, args)])
+            cpu = statistics.median(c for _, c in samples[(i, args)])
+            rows.append(f"| reme {' '.join(args)} | {label} | {wall:.2f} | {cpu:.2f} | {cpu / first:.2f} | "
+                        f"{', '.join(heavy[(i, args)]) or 'none'} |")
     text = "\n".join([f"{opts.runs} runs each, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}", "",
                       *rows]) + "\n"
     print(text, end="")
