@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
 from reme_cli.agent.loop import Sampling, run_episode
-from reme_cli.agent.trajectory import guidance_as_sent
 from reme_cli.agent.protocols import ToolProtocol
+from reme_cli.agent.trajectory import guidance_as_sent
 from reme_cli.bench.base import Benchmark, Task
 from reme_cli.core.errors import Interrupted, RunAborted, os_error_message
 from reme_cli.core.io import now
