@@ -20,7 +20,8 @@ from rich.console import Console
 from rich.markup import escape
 
 from reme_cli import PROGRAM
-from reme_cli.core.config import compose
+from reme_cli.commands.jobs import expand, search_requested  # light: Hydra's parser is imported when a sweep needs it
+from reme_cli.core.config import Config, compose
 from reme_cli.core.errors import EXIT_UNIT_ERRORS, Interrupted, Reexec, UserError, os_error_message
 from reme_cli.core.registry import DEFAULT_METHOD
 
@@ -120,10 +121,12 @@ class Mode(str, Enum):
     dynamic = "dynamic"
 
 
-def _expand(overrides: list[str], multirun: bool) -> list[list[str]]:
-    from reme_cli.commands.jobs import expand
-
-    return expand(overrides, sweep=multirun)
+def _configs(overrides: list[str], multirun: bool, defaults: tuple[str, ...] = ()) -> list[Config]:
+    """Every job's config, composed and validated before anything runs: a bad override (in
+    any point of a sweep) is refused at once, before a command imports its run machinery
+    (the LLM client, pandas, the trackers), which is why each command imports it after this.
+    ``defaults`` go first, so the user's own overrides win."""
+    return [compose([*defaults, *job]) for job in expand(overrides, sweep=multirun)]
 
 
 def _raise_interrupted(signum: int, frame: object) -> None:
@@ -225,15 +228,17 @@ def eval_cmd(
 
     Example: reme eval -m --mode fixed memory.pool=pools/bfcl_8b hydra/sweeper=optuna 'memory.top_k=range(1,11)' hydra.sweeper.n_trials=6
     """
-    from reme_cli.commands import optuna_sweep
-    from reme_cli.commands.evaluate import evaluate
-
     def body() -> None:
         jobs = _mode_overrides(mode, overrides or [])
-        if multirun and optuna_sweep.requested(jobs):  # a search, not a grid (docs/tracking.md)
+        if multirun and search_requested(jobs):  # a search, not a grid (docs/tracking.md)
+            from reme_cli.commands import optuna_sweep
+
             _finish(optuna_sweep.optimize(jobs, console, wait=wait))
             return
-        _finish([evaluate(compose(job), console, wait=wait) for job in _expand(jobs, multirun)], sweep_table=True)
+        configs = _configs(jobs, multirun)
+        from reme_cli.commands.evaluate import evaluate
+
+        _finish([evaluate(cfg, console, wait=wait) for cfg in configs], sweep_table=True)
 
     _run(body)
 
@@ -290,11 +295,10 @@ def build_pool_cmd(
     """
 
     def body() -> None:
+        configs = _configs(overrides or [], multirun, defaults=("benchmark.split=train", f"memory={DEFAULT_METHOD}"))
         from reme_cli.commands.build_pool import build_pool
 
-        # Defaults first, so the user's own overrides win.
-        _finish([build_pool(compose(["benchmark.split=train", f"memory={DEFAULT_METHOD}"] + job), console, wait=wait)
-                 for job in _expand(overrides or [], multirun)])
+        _finish([build_pool(cfg, console, wait=wait) for cfg in configs])
 
     _run(body)
 

@@ -319,3 +319,19 @@ def test_function_calling_prompts_rewrite_only_the_code_action_lines():
     assert texts.curator(False).count("For tool-calling tasks") == 1
     assert Playbook.parse(texts.initial_playbook(False)).bullets == []
     assert len(Playbook.parse(texts.initial_playbook(True)).bullets) == 8
+
+
+def test_whether_the_agent_acts_with_code_is_asked_of_the_runs_protocol_not_the_benchmarks_name():
+    """The authors' code-action prompts and initial playbook go with a code-action protocol
+    (``benchmark.tool_protocol`` over ``model.tool_protocol``), on whatever benchmark: BFCL
+    made to act with code gets them, AppWorld made to call tools does not."""
+    from reme_cli.core.config import compose
+    from reme_cli.methods.ace.method import initial
+
+    def bullets(*overrides: str) -> int:
+        return len(initial(compose(["memory=ace", "eval.mode=dynamic", *overrides])).bullets)
+
+    assert bullets() == 0 and bullets("model.tool_protocol=json") == 0
+    assert bullets("benchmark=appworld") == 8  # its config asks for code actions
+    assert bullets("benchmark.tool_protocol=code") == 8
+    assert bullets("benchmark=appworld", "benchmark.tool_protocol=openai") == 0

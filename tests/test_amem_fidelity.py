@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from reme_cli.agent.loop import Trajectory
+from reme_cli.agent.trajectory import Trajectory
 from reme_cli.bench.base import Outcome, Task
 from reme_cli.llm.embed import make_embedder
 from reme_cli.methods.amem.method import AMem, AMemConfig, _training_notes

@@ -206,6 +206,79 @@ def test_every_benchmark_is_a_package_and_everything_it_registers_lives_in_it():
     assert [key for key, owner in owners.items() if owner is None] == []
 
 
+# ---------------------------------------------------------------- no plug-in decides by another's name
+
+# A plug-in that compares a name to another plug-in's (ACE once chose its prompts by
+# ``cfg.benchmark.name == "appworld"``) knows that plug-in: the next benchmark with code
+# actions would get the wrong prompts and no error. It asks a seam instead (the run's
+# protocol: ``agent.protocols.acts_with_code``; the benchmark's hooks). Importing another
+# plug-in is refused above (``plugin_crossings``).
+
+
+def plugin_names(root) -> dict[str, str]:
+    """Every name a plug-in goes by -> the plug-in (``floor.package``): what it registers
+    under (``bfcl_v3``, ``langmem_prompt``) and its package's own name (``bfcl``)."""
+    plugins = plugin_packages(root)
+    names = {p.split(".", 1)[1]: p for p in plugins}
+    for key, target in registered_targets().items():
+        owner = plugin_of(target.partition(":")[0], plugins)
+        if owner is not None and key.split(" ", 1)[0] in ("BENCHMARKS", "METHODS"):
+            names[key.split(" ", 1)[1]] = owner
+    return names
+
+
+def _compared_strings(node: ast.Compare) -> list[str]:
+    """The string constants a comparison holds, inside a literal tuple, list or set too
+    (``name in ("a", "b")``)."""
+    found = []
+    for side in (node.left, *node.comparators):
+        items = side.elts if isinstance(side, (ast.Tuple, ast.List, ast.Set)) else [side]
+        found += [i.value for i in items if isinstance(i, ast.Constant) and isinstance(i.value, str)]
+    return found
+
+
+def plugin_name_comparisons(root) -> list[str]:
+    """Each comparison in a plug-in's modules with another plug-in's name."""
+    names, plugins, hits = plugin_names(root), plugin_packages(root), []
+    for path in sorted((root / "reme_cli").rglob("*.py")):
+        own = plugin_of(".".join(path.relative_to(root).with_suffix("").parts), plugins)
+        if own is None:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Compare):
+                hits += [f"{path.relative_to(root).as_posix()}:{node.lineno}: {text!r} ({names[text]})"
+                         for text in _compared_strings(node) if names.get(text, own) != own]
+    return hits
+
+
+def test_no_plugin_decides_by_another_plugins_name():
+    assert plugin_name_comparisons(REPO) == []
+
+
+def test_the_check_sees_a_plugin_comparing_or_importing_another(tmp_path):
+    """The rule can fail: a method comparing the benchmark's name to a benchmark's, a
+    benchmark testing the method's name, and a method importing a benchmark are found; a
+    plug-in naming itself, and a name that is only data, are not."""
+    import shutil
+
+    copy = tmp_path / "repo"
+    shutil.copytree(REPO / "reme_cli", copy / "reme_cli", ignore=shutil.ignore_patterns("__pycache__"))
+    methods, bench = copy / "reme_cli" / "methods", copy / "reme_cli" / "bench"
+    (methods / "amem" / "oops.py").write_text(
+        "def code(cfg):\n    return cfg.benchmark.name == 'appworld'\n"
+        "def calls(cfg):\n    return cfg.benchmark.name not in ('x', 'bfcl_v3')\n"
+        "def own(cfg):\n    return cfg.memory.name == 'amem'\n"
+        "LABEL = 'appworld'\n")
+    (bench / "bfcl" / "oops.py").write_text("def plain(cfg):\n    return 'reme' != cfg.memory.name\n")
+    (methods / "dc" / "oops.py").write_text("from reme_cli.bench.appworld.agent import AGENTS\n")
+    assert plugin_name_comparisons(copy) == [
+        "reme_cli/bench/bfcl/oops.py:2: 'reme' (methods.reme)",
+        "reme_cli/methods/amem/oops.py:2: 'appworld' (bench.appworld)",
+        "reme_cli/methods/amem/oops.py:4: 'bfcl_v3' (bench.bfcl)"]
+    assert "reme_cli.methods.dc.oops -> reme_cli.bench.appworld.agent" in plugin_crossings(
+        module_imports(copy), plugin_packages(copy))
+
+
 def test_outside_a_plugin_only_the_registry_reaches_it():
     assert [e for e in outside_imports(module_imports(REPO), plugin_packages(REPO))
             if e not in OUTSIDE_IMPORTS_ALLOWED] == []
@@ -242,8 +315,6 @@ SHARED_ROOMS = ("core", "llm", "agent", "methods", "run", "report", "track", "co
 NAMES_A_BENCHMARK_BY_NEED = {
     # The registry is where built-ins are named, by where they live, so nothing else need be.
     "reme_cli/core/registry.py": "registers the built-in benchmarks",
-    # Distribution names whose versions every manifest records (provenance, not behaviour).
-    "reme_cli/run/records.py": "the pinned packages a manifest records",
     # `reme --help` says what reme reproduces (BFCL-v3 and AppWorld) and `pool import`'s help
     # gives a released pool's name as its example.
     "reme_cli/cli.py": "help text: what reme reproduces, an example pool name",

@@ -15,7 +15,8 @@ import time
 import pytest
 import yaml
 
-from reme_cli.agent.loop import Sampling, Trajectory, run_episode
+from reme_cli.agent.loop import Sampling, run_episode
+from reme_cli.agent.trajectory import Trajectory
 from reme_cli.bench.bfcl import benchmark as bfcl
 from reme_cli.bench.bfcl.benchmark import BFCLBenchmark
 from reme_cli.bench.bfcl.tool_notes import pre_processing

@@ -13,7 +13,7 @@ import re
 
 import pytest
 
-from reme_cli.agent.loop import Step, Trajectory
+from reme_cli.agent.trajectory import Step, Trajectory
 from reme_cli.bench.base import Outcome, Task
 from reme_cli.llm.client import ChatResult
 from reme_cli.methods.reme import authors_flow as af

@@ -5,7 +5,7 @@ The LLM here records the requests and answers nothing useful."""
 
 import asyncio
 
-from reme_cli.agent.loop import Step, Trajectory
+from reme_cli.agent.trajectory import Step, Trajectory
 from reme_cli.bench.base import Outcome, Task
 from reme_cli.llm.client import ChatResult
 from reme_cli.methods.ace import roles

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from reme_cli.agent.loop import Step, Trajectory, with_guidance
+from reme_cli.agent.trajectory import Step, Trajectory, with_guidance
 from reme_cli.agent.render import render_trajectory
 from reme_cli.bench.base import Outcome, Task
 from reme_cli.llm.client import ChatResult

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from reme_cli.agent.loop import Trajectory
+from reme_cli.agent.trajectory import Trajectory
 from reme_cli.bench.base import Outcome, Task
 from reme_cli.llm.client import ChatResult
 from reme_cli.llm.embed import make_embedder

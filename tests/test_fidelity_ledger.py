@@ -223,7 +223,7 @@ def check_unknown_calls(planned) -> None:
 
 
 def check_truncated_turn(planned) -> None:
-    from reme_cli.agent.loop import STOP_REASONS, TURN_GOES_ON
+    from reme_cli.agent.trajectory import STOP_REASONS, TURN_GOES_ON
 
     assert "truncated" in TURN_GOES_ON and "truncated" in STOP_REASONS
 

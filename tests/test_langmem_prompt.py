@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from reme_cli.agent.loop import GUIDANCE_HEADER
+from reme_cli.agent.trajectory import GUIDANCE_HEADER
 from reme_cli.core.errors import UserError
 from reme_cli.llm.client import ChatResult, ContextOverflow
 from reme_cli.methods.langmem.prompt.config import LangMemPromptConfig
@@ -271,7 +271,7 @@ class _FakeLLM:
 
 
 def _batch():
-    from reme_cli.agent.loop import Step, Trajectory
+    from reme_cli.agent.trajectory import Step, Trajectory
     from reme_cli.bench.base import Outcome, Task
 
     task = Task("t1", [[{"role": "user", "content": "Move report.txt into archive"}]], "Move report.txt into archive")

@@ -82,6 +82,8 @@ def test_toy_benchmark_memory_and_protocol_run_end_to_end_with_resume(site, toy_
         assert after["guidance"] == f"Last time this worked: {before['method']['remembered']}"
     metrics = json.loads((run / "metrics.json").read_text())
     assert metrics["avg@1"]["mean"] == 1.0 and metrics["errors"] == 0
+    # The benchmark named its own package for the manifest (Benchmark.packages).
+    assert json.loads((run / "manifest.json").read_text())["packages"]["reme-toy"] == "0.1.0"
 
     # Resume: lose the last unit's record; the rerun runs exactly that unit again.
     lines = (run / "trials.jsonl").read_text().splitlines(keepends=True)
@@ -143,3 +145,33 @@ def test_workers_share_one_stream_state_commit_in_order_and_resume_exactly(site,
     assert {line["unit"] for line in relog[4:]} == lost
     first_rerun = {t["unit"]: t for t in trials(run)}[relog[4]["unit"]]
     assert first_rerun["guidance"] == f"Last time this worked: {log[3]['events'][0]['last']}"
+
+
+@pytest.mark.slow
+def test_a_simulated_user_writes_each_turn_from_the_conversation_until_it_stops(site, toy_server, tmp_path):
+    """The user-turn seam from outside: the toy benchmark's simulated user (its goal never
+    shown to the agent) asks for one increment a turn and stops when the agent reports the
+    goal; its LLM is served by reme, first by the executor's server, then by an endpoint of
+    its own (the same scripted server, a TEST DOUBLE answering both roles)."""
+    common = ["eval", "--mode", "dynamic", "benchmark=toy", "benchmark.user=simulated", "memory=toy",
+              "model=qwen3-8b", f"llm.base_url={toy_server.base_url}", "llm.model=toy", "model.tool_protocol=toy",
+              "eval.runs=1", "eval.seeds=1"]
+    proc = reme(site, tmp_path, *common, "out_dir=same")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    recs = {t["task_id"]: t for t in trials(tmp_path / "same")}
+    assert all(t["success"] for t in recs.values())
+    for task_id, target in (("toy_0", 1), ("toy_2", 3)):
+        traj = recs[task_id]["trajectory"]
+        # One turn per increment the user asked for, each answered; no turn after its STOP.
+        assert traj["user"] == [["Please add one to the counter."]] * target
+        assert traj["turn_stops"] == ["answered"] * target and recs[task_id]["interactions"] == 2 * target
+        assert [turn[-1]["text"] for turn in traj["turns"]] == [f"DONE at {n}" for n in range(1, target + 1)]
+    # The goal reached the agent only through the user's turns.
+    assert not any("counter to" in said for t in recs.values() for turn in t["trajectory"]["user"] for said in turn)
+
+    own = reme(site, tmp_path, *common, "benchmark.user_model.name=toy-user",
+               f"benchmark.user_model.base_url={toy_server.base_url}", "out_dir=own")
+    assert own.returncode == 0, own.stderr[-3000:]
+    assert {t["unit"]: t["trajectory"]["user"] for t in trials(tmp_path / "own")} == \
+           {t["unit"]: t["trajectory"]["user"] for t in trials(tmp_path / "same")}
+    assert (tmp_path / "cache" / "llm" / "user-toy-user.sqlite").is_file()  # its own client, its own cache

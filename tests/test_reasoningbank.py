@@ -218,7 +218,7 @@ def test_judge_checker_takes_the_benchmarks_verdict_and_an_unreadable_answer_is_
     is counted invalid, as is an extraction without an item."""
     import asyncio
 
-    from reme_cli.agent.loop import Step, Trajectory
+    from reme_cli.agent.trajectory import Step, Trajectory
     from reme_cli.bench.base import Outcome, Task
     from reme_cli.llm.client import ChatResult
     from reme_cli.methods.reasoningbank.induce import InduceStats, induce

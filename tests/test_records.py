@@ -43,6 +43,20 @@ def test_a_record_round_trips_and_unknown_keys_are_ignored():
     assert UnitRecord.from_dict({**rec.to_dict(), "added_in_a_later_version": 1}) == rec
 
 
+def test_a_manifest_records_the_packages_its_benchmark_names_beside_remes_own():
+    """A benchmark names its packages (``Benchmark.packages``): none is listed in run/ (BFCL's
+    checker is installed here, and recorded only for a benchmark that names it)."""
+    from importlib import metadata
+
+    from reme_cli.core.registry import BENCHMARKS
+
+    assert "bfcl-eval" not in records.package_versions()
+    names = (*BENCHMARKS.get("bfcl_v3").packages, "pytest", "no-such-distribution")
+    versions = records.package_versions(names)
+    assert versions["bfcl-eval"] == metadata.version("bfcl-eval") and versions["pytest"] == metadata.version("pytest")
+    assert "no-such-distribution" not in versions and "reme-harness" in versions
+
+
 @pytest.mark.slow
 def test_a_run_directory_with_old_and_new_lines_reads_typed(tmp_path):
     run = RunDir.open(tmp_path / "run", {"a": 1}, "hash", kind="eval")

@@ -447,3 +447,21 @@ def test_authors_bfcl_tools_compares_their_tool_path_with_reme_per_turn(tmp_path
     turns = int(row.split("|")[2])
     assert turns > 1 and row.split("|")[3].strip() == ", ".join(str(k) for k in range(1, turns + 1))
     assert row.rstrip().endswith("| yes |") and proc.stdout.rstrip().endswith("every turn: True")
+
+
+@script("bench_startup.py")
+def test_bench_startup_times_the_answers_that_need_no_run(tmp_path):
+    out = tmp_path / "startup.md"
+    proc = subprocess.run([sys.executable, str(SCRIPTS / "bench_startup.py"), "--runs", "1", "--python",
+                           f"first={sys.executable}", "--python", sys.executable, "--out", str(out)], cwd=REPO,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert out.read_text() == proc.stdout
+    rows = [line.split("|")[1:-1] for line in proc.stdout.splitlines() if line.startswith("| reme ")]
+    assert [r[0].strip() for r in rows] == ["reme eval model=nope"] * 2 + ["reme eval eval.runs=0"] * 2 + \
+        ["reme --help"] * 2 + ["reme eval --help"] * 2
+    assert [r[1].strip() for r in rows[:2]] == ["first", sys.executable]  # a label, else the path
+    for command, python, wall, cpu, ratio, heavy in rows:
+        assert 0 < float(cpu) and 0 < float(wall) < 60
+        assert heavy.strip() == "none"  # what tests/test_cli_startup.py holds it to
+    assert all(float(r[4]) == 1.0 for r in rows[::2])  # the first interpreter is the yardstick

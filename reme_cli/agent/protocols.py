@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from reme_cli.bench.base import PLAIN_TOOLS, ToolDialect
+from reme_cli.core.registry import PROTOCOLS
 from reme_cli.llm.client import ChatResult, ToolCallRequest
 
 _THINK = re.compile(r"<think>.*?</think>\s*", re.DOTALL)
@@ -177,11 +178,22 @@ class CodeProtocol:
         return [{"role": "user", "content": "Output:\n```\n" + "".join(outputs) + "```\n\n"}]
 
 
+def protocol_name(cfg: Any) -> str:
+    """The protocol a run's agent acts through: the benchmark's own where it names one
+    (``benchmark.tool_protocol``; AppWorld: code), else the model's (``model.tool_protocol``)."""
+    return cfg.benchmark.tool_protocol or cfg.model.tool_protocol
+
+
+def acts_with_code(cfg: Any) -> bool:
+    """Whether a run's agent acts with code (its protocol declares ``code_actions``, as
+    ``CodeProtocol`` does) rather than tool calls: what a method's prompts may depend on,
+    asked of the protocol, never of the benchmark's name."""
+    return bool(getattr(PROTOCOLS.get(protocol_name(cfg)), "code_actions", False))
+
+
 def make_protocol(name: str, dialect: ToolDialect = PLAIN_TOOLS) -> ToolProtocol:
     """The protocol ``model.tool_protocol`` names (built-in or registered by a plug-in),
     for a benchmark whose tool schemas follow ``dialect``."""
-    from reme_cli.core.registry import PROTOCOLS
-
     cls = PROTOCOLS.get(name)
     if isinstance(cls, type) and issubclass(cls, JSONProtocol):
         return cls(dialect)

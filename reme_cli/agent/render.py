@@ -7,7 +7,7 @@ import json
 import re
 from typing import Any
 
-from reme_cli.agent.loop import Step, Trajectory
+from reme_cli.agent.trajectory import Step, Trajectory
 from reme_cli.bench.base import Outcome, Task
 from reme_cli.core.text import clip, middle_cut
 

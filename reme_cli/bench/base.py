@@ -12,11 +12,15 @@ from __future__ import annotations
 from abc import abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Optional, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Optional, Protocol
 
 from omegaconf import MISSING
 
+from reme_cli.bench.users import FixedTurns, User, UserModelCfg
 from reme_cli.core.plugin import Plugin, Section
+
+if TYPE_CHECKING:  # the client module imports the OpenAI SDK; a benchmark's class is loaded to validate a config
+    from reme_cli.llm.client import LLM
 
 
 @dataclass
@@ -59,7 +63,8 @@ DEFAULT_PROMPT_FAMILY = "function_calls"
 
 @dataclass(frozen=True)
 class Task:
-    """One benchmark task. ``turns`` holds the user message(s) of each turn."""
+    """One benchmark task. ``turns`` holds the user message(s) of each turn (what the default
+    user, ``FixedTurns``, hands over; a simulated user writes its own: ``Benchmark.user``)."""
 
     id: str
     turns: list[list[dict[str, str]]]
@@ -78,7 +83,7 @@ class ToolResult:
     output: str
     error: bool = False
     done: bool = False  # the task is over (AppWorld: the agent called complete_task, or a bound ended it)
-    # A resource bound this action hit (reme_cli.agent.loop.LIMIT_STOPS names them): with
+    # A resource bound this action hit (reme_cli.agent.trajectory.LIMIT_STOPS names them): with
     # done, it ended the episode; without, it was only cut (an output past its cap).
     limit: Optional[str] = None
 
@@ -135,6 +140,9 @@ class Benchmark(Plugin):
     # own, else the protocol's).
     system_prompt: Optional[str] = None
     tool_dialect: ToolDialect = PLAIN_TOOLS  # how its tool schemas are written
+    # The distributions whose versions its runs' manifests record beside reme's own (its
+    # official checker, its environment's package): what its results depend on.
+    packages: ClassVar[tuple[str, ...]] = ()
     # Where model-written code runs, for the manifest (None: it runs none), and its details.
     sandbox: Optional[str] = None
     sandbox_detail: Optional[dict[str, Any]] = None
@@ -177,6 +185,17 @@ class Benchmark(Plugin):
     @abstractmethod
     async def open(self, task: Task, episode_key: str) -> Env:
         """A fresh environment; ``episode_key`` is unique per episode."""
+
+    def user(self, task: Task, llm: Optional[LLM]) -> User:
+        """Who writes the user turns of one episode of ``task`` (``bench/users.py``): by
+        default the task's fixed ``turns``. A simulated user writes each from the conversation
+        so far; ``llm`` is the handle ``user_model`` asked for (None when it asks for none)."""
+        return FixedTurns(task.turns)
+
+    def user_model(self) -> Optional[UserModelCfg]:
+        """The LLM its simulated user speaks with (usually a section of its config), served
+        as the summarizer is (``run/user_model.py``); None: its user needs none."""
+        return None
 
     def prepare(self) -> None:
         """Check what running episodes needs (AppWorld: its venv, data, sandbox); called by the

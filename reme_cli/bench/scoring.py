@@ -22,12 +22,13 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Optional, Union, cast
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any, Optional, Union, cast
 
 from reme_cli.bench.base import Benchmark
 from reme_cli.core.registry import BENCHMARKS
+
+if TYPE_CHECKING:  # reducers get frames; declaring them (a benchmark's class, loaded to validate a config) needs none
+    import pandas as pd
 
 
 @dataclass(frozen=True)
@@ -108,7 +109,7 @@ def task_scores(scored: pd.DataFrame) -> pd.DataFrame:
     ``runs`` = how many of its runs were scored."""
     success = scored["success"].astype(float)
     grouped = success.groupby([scored["seed"], scored["task_id"]])
-    return pd.DataFrame({"avg": grouped.mean(), "pass": grouped.max(), "runs": grouped.size()})
+    return grouped.agg(**{"avg": "mean", "pass": "max", "runs": "size"})
 
 
 def seed_scores(per_task: pd.DataFrame) -> pd.DataFrame:

@@ -25,7 +25,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from reme_cli.llm.keys import llm_key
-from reme_cli.agent.loop import Trajectory
+from reme_cli.agent.trajectory import Trajectory
 from reme_cli.bench.base import Benchmark, Outcome
 from reme_cli.bench.registry import make_benchmark, prepare_benchmark
 from reme_cli.core.config import Config, config_hash

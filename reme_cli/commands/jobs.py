@@ -7,6 +7,14 @@ import re
 
 from reme_cli.core.errors import UserError
 
+SWEEPER = "hydra/sweeper"  # `-m hydra/sweeper=optuna`: a search of the runs (commands/optuna_sweep.py)
+
+
+def search_requested(overrides: list[str]) -> bool:
+    """Whether the overrides ask for reme's Optuna sweeper (``hydra/sweeper=optuna``), a
+    search, rather than a grid of every combination. Asked before anything heavy is imported."""
+    return any(o.partition("=")[0] == SWEEPER for o in overrides)
+
 
 def expand(overrides: list[str], sweep: bool = True) -> list[list[str]]:
     """One override list per point of the sweep (comma-separated values, ``range(...)``,

@@ -34,14 +34,13 @@ from omegaconf.errors import OmegaConfBaseException
 from rich.console import Console
 from rich.table import Table
 
-from reme_cli.commands.jobs import job_label
+from reme_cli.commands.jobs import SWEEPER, job_label
 from reme_cli.core.config import Config, compose, config_hash
 from reme_cli.core.errors import UserError
 from reme_cli.run.lock import DirLock
 from reme_cli.track.content import RunContent, headlines
 from reme_cli.track.group import GroupTracking
 
-SWEEPER = "hydra/sweeper"
 SAMPLER_GROUP = "hydra/sweeper/sampler"
 SETTING = "hydra.sweeper."
 NAME = "optuna"
@@ -63,11 +62,6 @@ class SweeperCfg:
     seed: int = 0  # the sampler's seed: the same command proposes the same trials
     study_name: Optional[str] = None  # default: BENCHMARK-MODEL-MODE-HASH of the fixed overrides and the space
     dry_run: bool = False  # print what one trial costs and where the study is, run nothing
-
-
-def requested(overrides: list[str]) -> bool:
-    """Whether the overrides ask for reme's Optuna sweeper (``hydra/sweeper=optuna``)."""
-    return any(o.partition("=")[0] == SWEEPER for o in overrides)
 
 
 @dataclass

@@ -34,7 +34,7 @@ class UnitRecord:
     success: bool = False  # the benchmark's verdict on the final attempt
     first_success: bool = False  # ... on the first (they differ when a method retries)
     reward: float = 0.0
-    stop_reason: str = "error"  # reme_cli.agent.loop.STOP_REASONS
+    stop_reason: str = "error"  # reme_cli.agent.trajectory.STOP_REASONS
     error: str | None = None  # set: the unit failed and is retried on resume
     traceback: str | None = None
     checker: dict[str, Any] = field(default_factory=dict)  # the official checker's details

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Protocol, cast, runtime_checkable
 
-from reme_cli.agent.loop import Trajectory
+from reme_cli.agent.trajectory import Trajectory
 from reme_cli.bench.base import Outcome, Task
 from reme_cli.core.errors import UserError
 from reme_cli.core.plugin import Plugin, Section

@@ -18,9 +18,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from reme_cli.core.config import Config
-from reme_cli.llm.cache import ResponseCache
 from reme_cli.llm.client import LLM, ChatClient, ChatResult, check_server
-from reme_cli.llm.endpoint import penalty_body, thinking_field
+from reme_cli.llm.endpoint import penalty_body, side_client, thinking_field
 from reme_cli.llm.keys import llm_key
 from reme_cli.llm.spend import Prices
 
@@ -113,13 +112,8 @@ def summarizer_settings(cfg: Config, executor: ChatClient) -> tuple[SummarizerSe
         # A hosted provider is asked nothing before the first request (it need not list models).
         served = [] if hosted else check_server(s.base_url, key)
         model = s.model or (served[0] if served else s.name)
-        cache = ResponseCache(executor.cache.path.with_name(f"summarizer-{s.name}.sqlite")) \
-            if executor.cache is not None else None
-        own = ChatClient(base_url=s.base_url, model=model, api_key=key,
-                         concurrency=cfg.llm.concurrency, timeout=cfg.llm.timeout,
-                         max_retries=cfg.llm.max_retries, breaker_threshold=cfg.llm.breaker_threshold, cache=cache,
-                         stream=cfg.llm.stream, pacer=executor.pacer, meter=executor.meter,
-                         prices=Prices.of(served_by.price) if served_by is not None else None)
+        own = side_client(cfg, executor, s.base_url, model, f"summarizer-{s.name}",
+                          Prices.of(served_by.price) if served_by is not None else None)
         llm, author, constrained, llama_cpp = (
             _WithExtraBody(own, thinking_switch(cfg, model=served_by), sampling_filters(cfg)), s.name, False, False)
     return SummarizerSettings(llm, author, s.temperature, s.max_tokens, constrained, llama_cpp), own

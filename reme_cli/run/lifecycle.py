@@ -32,6 +32,7 @@ from reme_cli.run.records import RunDir
 from reme_cli.methods.base import MethodFactory
 from reme_cli.run.runner import EpisodeSettings, Runner
 from reme_cli.run.settings import episode_settings, request_record
+from reme_cli.run.user_model import UserModel, serve_user_model
 
 T = TypeVar("T")
 
@@ -54,6 +55,7 @@ class Session:
     settings: EpisodeSettings
     progress: RunProgress
     bench: Benchmark
+    user_model: UserModel | None = None  # the benchmark's simulated user's LLM, if it asked for one
 
     def runner(self, method_for: MethodFactory, concurrency: int, *, env_concurrency: int | None = None,
                batch_size: int | None = None, whole_trajectories: bool = False) -> Runner:
@@ -62,7 +64,8 @@ class Session:
         ``whole_trajectories`` keeps trajectories uncut (a learn phase reads them back)."""
         settings = replace(self.settings, whole_trajectories=True) if whole_trajectories else self.settings
         return Runner(self.bench, self.client, settings, self.run_dir, method_for, concurrency, self.progress,
-                      health=self.ep.health, env_concurrency=env_concurrency, batch_size=batch_size)
+                      health=self.ep.health, env_concurrency=env_concurrency, batch_size=batch_size,
+                      user_model=self.user_model)
 
 
 def sandbox_fields(bench: Benchmark) -> dict[str, Any]:
@@ -108,7 +111,8 @@ class RunLifecycle:
         run directory once it says "running", before the work (an experiment tracker)."""
         cfg = self.cfg
         with endpoint(cfg) as ep:
-            run_dir = self._run_dir = RunDir.open(self.run_path, to_dict(cfg), config_hash(cfg), kind=self.kind)
+            run_dir = self._run_dir = RunDir.open(self.run_path, to_dict(cfg), config_hash(cfg), kind=self.kind,
+                                                  packages=self.bench.packages)
             # From here on a stop (a SIGTERM from a dying parent arrives at any line) leaves
             # "interrupted", never the "created" or "running" of a run that looks alive.
             try:
@@ -138,10 +142,14 @@ class RunLifecycle:
             progress.spend = lambda: meter.spent
         # Spend and what answered go to the manifest as units end, so a kill -9 loses little of it.
         progress.on_advance = lambda: self._record_llm(run_dir, client)
+        user_model, own = None, None
         try:
-            return await work(Session(ep, client, run_dir, settings, progress, self.bench))
+            user_model, own = serve_user_model(self.cfg, self.bench, client)
+            return await work(Session(ep, client, run_dir, settings, progress, self.bench, user_model))
         finally:
             await self.bench.aclose()  # a benchmark's processes end with the run's loop
+            if own is not None:
+                await own.close()
             await client.close()
             u = client.usage
             self.usage = {"calls": u.calls, "cached_calls": u.cached_calls, "prompt_tokens": u.prompt_tokens,

@@ -14,6 +14,7 @@ import contextlib
 import platform
 import subprocess
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -30,13 +31,17 @@ from reme_cli.core.trials import SCHEMA_VERSION, UnitRecord, read_trials
 __all__ = ["CONFIG_FILE", "MANIFEST_FILE", "METRICS_FILE", "REPORT_FILE", "SCHEMA_VERSION", "TRIALS_FILE",
            "JsonlWriter", "RunDir", "UnitRecord", "read_trials"]
 
-_PACKAGES = ("reme-harness", "bfcl-eval", "openai", "xllamacpp", "llama_cpp_python", "sentence-transformers",
-             "faiss-cpu", "hydra-core", "torch", "vllm", "appworld")
+# What every run's results may depend on, whatever its benchmark; a benchmark names its own
+# (``Benchmark.packages``), so a new one edits nothing here.
+_PACKAGES = ("reme-harness", "openai", "xllamacpp", "llama_cpp_python", "sentence-transformers",
+             "faiss-cpu", "hydra-core", "torch", "vllm")
 
 
-def package_versions() -> dict[str, str]:
+def package_versions(benchmark_packages: Sequence[str] = ()) -> dict[str, str]:
+    """The installed version of each of reme's packages and ``benchmark_packages`` (those not
+    installed here are left out)."""
     out = {}
-    for name in _PACKAGES:
+    for name in dict.fromkeys((*_PACKAGES, *benchmark_packages)):
         try:
             out[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
@@ -62,8 +67,11 @@ class RunDir:
     path: Path
 
     @classmethod
-    def open(cls, path: str | Path, config: dict[str, Any], config_hash: str, kind: str) -> "RunDir":
-        """Create the directory, or reopen it for resume if it holds the same config."""
+    def open(cls, path: str | Path, config: dict[str, Any], config_hash: str, kind: str,
+             packages: Sequence[str] = ()) -> "RunDir":
+        """Create the directory, or reopen it for resume if it holds the same config; a new
+        one's manifest records the versions of reme's packages and of ``packages`` (the
+        benchmark's)."""
         run = cls(Path(path))
         if run.path.exists() and not run.path.is_dir():
             raise UserError(f"{run.path} is a file, not a directory: choose another out_dir")
@@ -92,7 +100,7 @@ class RunDir:
                     "config_hash": config_hash,
                     "created_at": now(),
                     "git": git_state(),
-                    "packages": package_versions(),
+                    "packages": package_versions(packages),
                     "python": sys.version.split()[0],
                     "platform": platform.platform(),
                 })

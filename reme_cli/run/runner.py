@@ -17,8 +17,9 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
-from reme_cli.agent.loop import Sampling, guidance_as_sent, run_episode
+from reme_cli.agent.loop import Sampling, run_episode
 from reme_cli.agent.protocols import ToolProtocol
+from reme_cli.agent.trajectory import guidance_as_sent
 from reme_cli.bench.base import Benchmark, Task
 from reme_cli.core.errors import Interrupted, RunAborted, os_error_message
 from reme_cli.core.io import now
@@ -29,6 +30,7 @@ from reme_cli.methods.base import Attempt, Method, MethodFactory, Solved
 from reme_cli.run.plan import Unit
 from reme_cli.run.progress import RunProgress
 from reme_cli.run.records import RunDir, UnitRecord
+from reme_cli.run.user_model import UserModel
 
 
 HEALTH_POLL_S = 0.25
@@ -141,6 +143,8 @@ class Runner:
     # Dynamic mode with eval.dynamic_batches: the batch size (eval.dynamic_workers); None: each
     # chain of units goes on at its own pace.
     batch_size: int | None = None
+    # The LLM the benchmark's simulated user speaks with (Benchmark.user_model); None: none.
+    user_model: UserModel | None = None
     _done: set[str] = field(default_factory=set)
     _env_slots: asyncio.Semaphore | None = None
 
@@ -311,6 +315,8 @@ class Runner:
         seed = unit.sampling_seed(s.seed_base) + attempt if s.fixed_seed is None else s.fixed_seed
         # With one seed on every call, the cache tells units and trials apart by this scope.
         scope = REPLAY_SCOPE.set(f"{unit.key}#{attempt}") if s.fixed_seed is not None else None
+        headers = {"X-Reme-Task-Id": unit.task_id, "X-Reme-Episode": episode_key}
+        user_llm = self.user_model.for_episode(seed, headers) if self.user_model is not None else None
         async with self._env_slot():
             env = await self.bench.open(task, episode_key)
             try:
@@ -322,8 +328,9 @@ class Runner:
                     system_prompt=s.system_prompt,
                     max_interactions=s.max_interactions,
                     max_steps_per_turn=s.max_steps_per_turn,
-                    headers={"X-Reme-Task-Id": unit.task_id, "X-Reme-Episode": episode_key},
+                    headers=headers,
                     history_reasoning=s.history_reasoning,
+                    user=self.bench.user(task, user_llm),
                 )
                 return Attempt(traj, await env.evaluate())
             finally:

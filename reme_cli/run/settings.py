@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from reme_cli.agent.protocols import make_protocol
+from reme_cli.agent.protocols import make_protocol, protocol_name
 from reme_cli.bench.base import Benchmark
 from reme_cli.core.config import Config
 from reme_cli.llm.endpoint import request_extra_body
@@ -13,8 +13,7 @@ from reme_cli.run.runner import EpisodeSettings
 
 def episode_settings(cfg: Config, bench: Benchmark, temperature: float | None = None) -> EpisodeSettings:
     return EpisodeSettings(
-        protocol=make_protocol(cfg.benchmark.tool_protocol or cfg.model.tool_protocol,
-                               bench.tool_dialect),
+        protocol=make_protocol(protocol_name(cfg), bench.tool_dialect),
         temperature=cfg.model.sampling.temperature if temperature is None else temperature,
         top_p=cfg.model.sampling.top_p,
         max_tokens=cfg.model.sampling.max_tokens,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from reme_cli.agent.loop import with_guidance
+from reme_cli.agent.trajectory import with_guidance
 from reme_cli.methods.state_view import StateItem
 from reme_cli.view.memory import item_catalog, numbers_before
 from reme_cli.view.runs import Run

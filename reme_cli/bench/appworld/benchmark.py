@@ -54,6 +54,7 @@ class AppWorldBenchmark(Benchmark):
     dynamic_workers = 8
     dynamic_batches = True
     max_steps_per_turn = None
+    packages = ("appworld",)  # recorded where this environment has it (it runs in its own venv)
     metrics = METRICS  # Avg@k / Pass@k over TGC, SGC, success per difficulty
     labels = LABELS
     system_prompt: str | None = None  # the authors' agent: each task's own (Task.meta)

@@ -9,11 +9,12 @@ reducers, so the two agree.
 
 from __future__ import annotations
 
-from typing import Any, Optional
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any, Optional
 
 from reme_cli.bench.scoring import TASK_METRICS, Breakdown, Labels, Metric
+
+if TYPE_CHECKING:  # the reducers are handed frames; the benchmark's class is loaded without pandas
+    import pandas as pd
 
 
 def sgc_per_seed(units: pd.DataFrame) -> pd.Series:

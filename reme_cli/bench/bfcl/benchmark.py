@@ -258,6 +258,7 @@ class BFCLBenchmark(Benchmark):
     dynamic_workers = 4
     max_steps_per_turn: int | None = BFCLConfig.max_steps_per_turn
     tool_dialect = TOOL_DIALECT
+    packages = ("bfcl-eval",)  # its tasks, backends and official checker
     metrics = TASK_METRICS  # the paper's Avg@k and Pass@k
     labels = Labels("BFCL-v3")
 

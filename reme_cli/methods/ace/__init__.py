@@ -63,7 +63,9 @@ Deviations, each on purpose:
   tests" slot names and the Curator's "For coding tasks" read tool calls instead
   (``texts.FUNCTION_CALLING`` lists every rewrite); the initial playbook is the AppWorld
   one's section headers without its bullets (they name AppWorld's APIs). AppWorld uses the
-  prompts and the initial playbook verbatim;
+  prompts and the initial playbook verbatim. Which applies is asked of the run's tool-call
+  protocol (``agent.protocols.acts_with_code``: AppWorld's ``code``), not of the benchmark's
+  name;
 - the context guard: the playbook is cut at bullet boundaries to
   ``memory.max_context_share`` of the context (headers kept, the first bullets in playbook
   order win), for the agent and for the Reflector and Curator alike, and every unit

@@ -10,6 +10,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Optional
 
+from reme_cli.agent.protocols import acts_with_code
 from reme_cli.bench.base import Task
 from reme_cli.core.config import check_choices
 from reme_cli.core.errors import UserError
@@ -67,14 +68,9 @@ class AceConfig(Section):
             raise UserError(f"memory.initial_playbook={self.initial_playbook} is not a file")
 
 
-def code_actions(cfg: Any) -> bool:
-    """Whether the agent acts with code (AppWorld: the authors' own setting) or tool calls."""
-    return cfg.benchmark.name == "appworld"
-
-
 def initial(cfg: Any) -> Playbook:
     path = cfg.memory.initial_playbook
-    return Playbook.parse(Path(path).read_text() if path else texts.initial_playbook(code_actions(cfg)))
+    return Playbook.parse(Path(path).read_text() if path else texts.initial_playbook(acts_with_code(cfg)))
 
 
 def fit_playbook(playbook: Playbook, frame: str, budget: int, show_counts: bool) -> tuple[str, list[str], dict]:
@@ -111,7 +107,7 @@ class Ace(Memory):
         return memory_budget(self.root, self.cfg.max_context_share)
 
     def _settings(self) -> Settings:
-        return Settings(self.summ, code_actions(self.root), self.cfg.trajectory_max_chars)
+        return Settings(self.summ, acts_with_code(self.root), self.cfg.trajectory_max_chars)
 
     def _embed(self) -> Any:
         return None if not self.cfg.dedup else self.embedder.embed
@@ -142,7 +138,7 @@ class Ace(Memory):
         for line in done:
             playbook.replay(line["events"])
         finished = {line["unit"] for line in done}
-        s = Settings(ctx.summarizer, code_actions(ctx.cfg), cfg.trajectory_max_chars)
+        s = Settings(ctx.summarizer, acts_with_code(ctx.cfg), cfg.trajectory_max_chars)
         budget = memory_budget(ctx.cfg, cfg.max_context_share)
         embed = ctx.embedder.embed if cfg.dedup else None
         for epoch in range(cfg.epochs):
@@ -321,7 +317,7 @@ class Ace(Memory):
             if tried.outcome.success:
                 break
             text, _, _ = fit_playbook(local, texts.generator_frame(), budget, self.cfg.show_counts)
-            guidance = text + texts.retry_frame(code_actions(self.root)).replace("{reflection}", reflection)
+            guidance = text + texts.retry_frame(acts_with_code(self.root)).replace("{reflection}", reflection)
         return Tried(attempts, {"offline_attempts": record}, carry=(applied, stats))
 
     async def learn(self, task: Task, tried: Tried, retrieval: Retrieval, unit: str) -> Learned:

@@ -9,7 +9,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Optional
 
-from reme_cli.agent.loop import GUIDANCE_HEADER, Trajectory
+from reme_cli.agent.trajectory import GUIDANCE_HEADER, Trajectory
 from reme_cli.bench.base import Outcome, Task
 from reme_cli.core.config import check_choices
 from reme_cli.core.io import append_lines, read_lines

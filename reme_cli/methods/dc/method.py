@@ -7,7 +7,7 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from reme_cli.agent.loop import Trajectory
+from reme_cli.agent.trajectory import Trajectory
 from reme_cli.agent.render import render_trajectory
 from reme_cli.bench.base import Outcome, Task
 from reme_cli.core.io import append_lines, read_lines

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from reme_cli.agent.loop import Trajectory
+from reme_cli.agent.trajectory import Trajectory
 from reme_cli.bench.base import Task
 from reme_cli.core.text import clip
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from reme_cli.agent.loop import Trajectory
+from reme_cli.agent.trajectory import Trajectory
 from reme_cli.agent.render import render_trajectory
 from reme_cli.bench.base import Outcome, Task
 from reme_cli.core.counts import Counts

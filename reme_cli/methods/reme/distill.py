@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass, field
 from string import Template
 from typing import Any
 
-from reme_cli.agent.loop import Trajectory
+from reme_cli.agent.trajectory import Trajectory
 from reme_cli.agent.render import render_trajectory
 from reme_cli.bench.base import DEFAULT_PROMPT_FAMILY, Outcome, Task
 from reme_cli.core.counts import Counts

@@ -16,7 +16,7 @@ joined by ``"\\n"``; benchmark/bfcl/bfcl_agent.py renames "Memory" to "Experienc
     Experience 2 :
      ...
 
-``format_guidance`` builds everything from the header on; ``agent.loop.with_guidance`` adds
+``format_guidance`` builds everything from the header on; ``agent.trajectory.with_guidance`` adds
 ``Task:`` and the query. Response caches key on this text: change it only on purpose. The
 authors' AppWorld agent labels items ``Experience i:`` (no space): that label is the agent's,
 not the memory's, so the AppWorld task names it (``Task.meta["experience_label"]``) and
@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from reme_cli.agent.loop import GUIDANCE_HEADER
+from reme_cli.agent.trajectory import GUIDANCE_HEADER
 from reme_cli.llm import answer_health
 from reme_cli.llm.client import LLM
 from reme_cli.bench.base import DEFAULT_PROMPT_FAMILY

@@ -33,7 +33,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from reme_cli.agent.loop import TURN_GOES_ON, Step, Trajectory, guidance_as_sent, with_guidance
+from reme_cli.agent.trajectory import TURN_GOES_ON, Step, Trajectory, guidance_as_sent, with_guidance
 from reme_cli.bench.base import Task
 
 COMPLETED = "[CONVERSATION_COMPLETED]"

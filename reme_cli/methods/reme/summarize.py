@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Awaitable
 from typing import Any
 
-from reme_cli.agent.loop import Trajectory
+from reme_cli.agent.trajectory import Trajectory
 from reme_cli.bench.base import Outcome, Task
 from reme_cli.core.errors import UserError
 from reme_cli.llm import answer_health

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from reme_cli.agent.loop import GUIDANCE_HEADER
+from reme_cli.agent.trajectory import GUIDANCE_HEADER
 from reme_cli.bench.base import Task
 from reme_cli.core import integrity
 from reme_cli.core.config import Config, config_hash

@@ -25,7 +25,7 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any
 
-from reme_cli.agent.loop import Trajectory
+from reme_cli.agent.trajectory import Trajectory
 from reme_cli.bench.base import Outcome, Task
 from reme_cli.core.text import clip, middle_cut
 from reme_cli.llm import answer_health

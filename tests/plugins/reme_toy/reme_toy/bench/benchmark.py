@@ -1,15 +1,21 @@
 """The toy benchmark: one counter per episode; a task succeeds when the counter ends at
-its target. This module, its package's metrics and scripted answers, and one config file
-(docs/extending.md, "Adding a benchmark")."""
+its target. This module, its package's metrics, simulated user and scripted answers, and one
+config file (docs/extending.md, "Adding a benchmark").
+
+Its user is the task's one fixed turn ("Increase the counter to N."), or with
+``benchmark.user=simulated`` an LLM that knows the target and asks for one increment at a
+time (``user.py``), served by reme as the summarizer is (``benchmark.user_model``)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Optional
 
 from reme_cli.bench.base import Benchmark, BenchmarkConfig, InProcessEnv, Outcome, Task, ToolResult
+from reme_cli.bench.users import User, UserModelCfg
 from reme_cli.core.config import check_choices
 from reme_toy.bench.metrics import LABELS, METRICS
+from reme_toy.bench.user import ToyUser
 
 TOOLS = [{"type": "function", "function": {"name": name, "description": desc,
                                             "parameters": {"type": "object", "properties": {}}}}
@@ -20,9 +26,12 @@ TOOLS = [{"type": "function", "function": {"name": name, "description": desc,
 class ToyConfig(BenchmarkConfig):
     name: str = "toy"
     tasks: int = 3
+    user: str = "fixed"  # fixed: the task's one turn | simulated: an LLM asking for one increment at a time
+    user_model: UserModelCfg = field(default_factory=UserModelCfg)  # the simulated user's LLM
 
     def check(self) -> None:
-        check_choices("benchmark", self, {"split": {"test"}}, {"tasks": 1, "max_interactions": 1})
+        check_choices("benchmark", self, {"split": {"test"}, "user": {"fixed", "simulated"}},
+                      {"tasks": 1, "max_interactions": 1})
 
 
 class CounterEnv:
@@ -58,6 +67,7 @@ class ToyBenchmark(Benchmark):
     name = "toy"
     config_class = ToyConfig
     max_steps_per_turn = None
+    packages = ("reme-toy",)  # its manifests record its own version; nothing in reme lists it
     metrics = METRICS  # Avg@k, Pass@k, and its own: progress, success per target
     labels = LABELS
 
@@ -79,3 +89,9 @@ class ToyBenchmark(Benchmark):
 
     async def open(self, task: Task, episode_key: str) -> InProcessEnv:
         return InProcessEnv(CounterEnv(task.meta["target"]))
+
+    def user_model(self) -> Optional[UserModelCfg]:
+        return self.cfg.user_model if self.cfg.user == "simulated" else None
+
+    def user(self, task: Task, llm: Any) -> User:
+        return ToyUser(task.meta["target"], llm) if self.cfg.user == "simulated" else super().user(task, llm)
