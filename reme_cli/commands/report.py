@@ -21,11 +21,14 @@ from pathlib import Path
 from reme_cli.core import integrity
 from reme_cli.core.errors import UserError
 from reme_cli.core.io import now
+from reme_cli.core.reading import JsonFile
 from reme_cli.core.run_log import find_runs, read_run_log
 from reme_cli.core.staging import clean_stale, replace_dir
 from reme_cli.run.lock import DirLock
 
 REPORT_MARK = "REME_REPORT"  # in every report folder: the files reme wrote there, with their sha256
+MARK = JsonFile("a report folder's REME_REPORT", fix="choose another --out, or move its files away",
+                shape={"runs": list, "created_at": str, "files": dict})
 
 
 def suite_order(name: str) -> list[str]:
@@ -99,10 +102,7 @@ def _check_target(target: Path, shown: Path | None = None) -> None:
     entries = sorted(p for p in target.rglob("*") if not p.is_dir() or p.is_symlink())
     if not entries:
         return
-    try:
-        listed = json.loads((target / REPORT_MARK).read_text()).get("files")
-    except (OSError, ValueError, AttributeError):
-        listed = None
+    listed = (MARK.probe(target / REPORT_MARK) or {}).get("files")
     if not isinstance(listed, dict):
         raise UserError(f"--out {shown} exists and holds files reme cannot prove it wrote (no {REPORT_MARK} "
                         "manifest listing them); choose another --out, or move its files away")

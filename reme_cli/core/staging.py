@@ -27,8 +27,10 @@ from typing import Any
 
 from reme_cli.core.io import now
 from reme_cli.core.procs import alive, proc_start
+from reme_cli.core.reading import JsonFile
 
 MARK = "REME_STAGING"
+STAGING_MARK = JsonFile("a staging folder's REME_STAGING", fix="move the folder away", max_bytes=64 * 1024)
 CONTENT = "new"
 
 
@@ -72,11 +74,8 @@ def clean_stale_tempdirs(prefix: str, base: str | None = None) -> list[Path]:
 
 
 def _maker_alive(root: Path) -> bool:
-    try:
-        info = json.loads((root / MARK).read_text())
-    except (OSError, ValueError):
-        return False
-    if not isinstance(info, dict) or info.get("host") != socket.gethostname() or not isinstance(info.get("pid"), int):
+    info = STAGING_MARK.probe(root / MARK)
+    if info is None or info.get("host") != socket.gethostname() or not isinstance(info.get("pid"), int):
         return False  # another host's: the caller's lock on the target says nobody uses it
     pid = info["pid"]
     if not alive(pid):
