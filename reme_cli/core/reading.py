@@ -46,8 +46,8 @@ from typing import IO, Any, Union
 
 from reme_cli.core.errors import UserError, os_error_message
 
-__all__ = ["FILES", "MAX_BYTES", "MAX_DEPTH", "Damaged", "JsonFile", "Shape", "required_of", "shape_of", "wrong_key",
-           "warn"]
+__all__ = ["FILES", "MAX_BYTES", "MAX_DEPTH", "Damaged", "JsonFile", "Shape", "new_command", "required_of", "shape_of",
+           "warn", "wrong_key"]
 
 # Deeper than anything reme writes (a unit record: a parsed call argument, at most 32 deep,
 # inside a trajectory ~10 deep; a checker's details are cut at 8), and shallow enough that a
@@ -88,10 +88,15 @@ _warned: set[str] = set()
 
 
 def warn(message: str) -> None:
-    """One warning line on stderr, once per process (a viewer reads the same file often)."""
+    """One warning line on stderr, once per command (a viewer reads the same file often)."""
     if message not in _warned:
         _warned.add(message)
         print(f"warning: {message}", file=sys.stderr, flush=True)
+
+
+def new_command() -> None:
+    """Each command says its warnings again (the CLI calls this as a command starts)."""
+    _warned.clear()
 
 
 @dataclass(frozen=True, eq=False)
