@@ -71,8 +71,8 @@ class Damaged(UserError):
     """A file (or one line of it) that is not what its kind says, as one line: ``where`` is
     the file or ``FILE line N``, ``why`` what is wrong with it."""
 
-    def __init__(self, where: str, why: str, fix: str, what: str = "damaged"):
-        super().__init__(f"{where} is {what} ({why}){'; ' + fix if fix else ''}")
+    def __init__(self, where: str, why: str, fix: str):
+        super().__init__(f"{where} is damaged ({why}){'; ' + fix if fix else ''}")
         self.where, self.why = where, why
 
 
@@ -132,18 +132,11 @@ class JsonFile:
     def read_bytes(self, path: str | Path) -> bytes | None:
         """The bytes of the file at ``path`` (None if there is none), if it is a regular file
         of at most ``max_bytes``; else ``Damaged``, or the OS's reason, in one line."""
-        path = Path(path)
-        try:
-            f = _open(path)
-            if f is None:
-                return None
-            with f:
-                raw = f.read(self.max_bytes + 1)
-        except _Bad as exc:
-            raise Damaged(str(path), str(exc), self.fix) from None
-        except OSError as exc:
-            exc.filename = exc.filename or str(path)
-            raise UserError(os_error_message(exc)) from None
+        f = self._open(Path(path))
+        if f is None:
+            return None
+        with f:
+            raw = f.read(self.max_bytes + 1)
         if len(raw) > self.max_bytes:
             raise Damaged(str(path), f"larger than {self.max_bytes:,} bytes", self.fix)
         return raw
@@ -152,15 +145,10 @@ class JsonFile:
         """The document at ``path`` if it reads as JSON of the right top level, else None
         (missing, damaged, unreadable): for asking "is this one of ours?". Its values are
         not checked against the shape: compare them, never use them as a type."""
-        path = Path(path)
         try:
-            f = _open(path)
-            if f is None:
-                return None
-            with f:
-                raw = f.read(self.max_bytes + 1)
-            return None if len(raw) > self.max_bytes else self._load(raw)
-        except (_Bad, OSError):
+            raw = self.read_bytes(path)
+            return None if raw is None else self._load(raw)
+        except (UserError, _Bad, OSError):
             return None
 
     def parse(self, raw: str | bytes) -> Any:
@@ -194,6 +182,16 @@ class JsonFile:
             raise _WrongShape(f"not {_WORDS[self.top]} but {_kind(data)}")
         return data
 
+    def _open(self, path: Path) -> IO[bytes] | None:
+        """``_open``, its refusals said in one line naming ``path``."""
+        try:
+            return _open(path)
+        except _Bad as exc:
+            raise Damaged(str(path), str(exc), self.fix) from None
+        except OSError as exc:
+            exc.filename = exc.filename or str(path)
+            raise UserError(os_error_message(exc)) from None
+
     # ---------------------------------------------------------------- JSON lines
 
     def records(self, path: str | Path, strict: bool = False) -> list[dict[str, Any]]:
@@ -207,13 +205,7 @@ class JsonFile:
         warning for the file; ``strict``: refused instead (``Damaged``, one line). A last
         line that was cut short while being written is left out silently (strict: refused)."""
         path = Path(path)
-        try:
-            f = _open(path)
-        except _Bad as exc:
-            raise Damaged(str(path), str(exc), self.fix) from None
-        except OSError as exc:
-            exc.filename = exc.filename or str(path)
-            raise UserError(os_error_message(exc)) from None
+        f = self._open(path)
         if f is None:
             return
         damaged: list[tuple[int, str]] = []
