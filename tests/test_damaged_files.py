@@ -454,3 +454,12 @@ def test_pool_import_refuses_a_system_folder_and_a_device_or_fifo_is_not_a_regul
     assert_error(zero, "/dev/zero is not a regular file (a device, FIFO or socket)")
     assert_error(named, f"{fifo} is not a regular file (a device, FIFO or socket)")
     assert not (tmp_path / "pool").exists()
+
+
+def test_a_suite_file_nested_deep_or_of_random_bytes_is_one_line(tmp_path):
+    (tmp_path / "deep.yaml").write_text(NESTED)
+    (tmp_path / "bytes.yaml").write_bytes(GARBAGE)
+    deep, garbage = run_reme_together(*((["ablate", str(tmp_path / name), "--dry-run", "model=qwen3-8b"], tmp_path)
+                                        for name in ("deep.yaml", "bytes.yaml")))
+    assert_error(deep, f"suite {tmp_path / 'deep.yaml'} is not valid YAML: nested too deep")
+    assert_error(garbage, f"suite {tmp_path / 'bytes.yaml'} is not valid YAML")
