@@ -23,6 +23,7 @@ from reme_cli import PROGRAM
 from reme_cli.commands.jobs import expand, search_requested  # light: Hydra's parser is imported when a sweep needs it
 from reme_cli.core.config import Config, compose
 from reme_cli.core.errors import EXIT_UNIT_ERRORS, Interrupted, Reexec, UserError, os_error_message
+from reme_cli.core.reading import new_command
 from reme_cli.core.registry import DEFAULT_METHOD
 
 console = Console(stderr=True)  # progress and tables; stdout carries only paths, for scripts
@@ -142,6 +143,7 @@ def _run(body: Callable[[], None]) -> None:
     # over while units run.
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _raise_interrupted)
+    new_command()
     try:
         body()
     except Reexec as again:  # e.g. the config asks for another BFCL release: run again with it

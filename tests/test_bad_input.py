@@ -157,7 +157,7 @@ CASES = [
     # ---- issue 45: accepted, or a traceback, before
     Case("pool import of a deeply nested line", lambda c: ["pool", "import", str(c.file("deep.jsonl", "[" * 200_000)),
                                                            "--out", "pool"],
-         "line 1: nested deeper than any pool line is"),
+         "line 1: nested deeper than 128 levels"),
     Case("+foo.bar=1", lambda c: c.eval("+foo.bar=1"), "+foo.bar=1: reme's config has no key foo.bar to add"),
     Case("embedding.dim=0", lambda c: c.eval("embedding.dim=0"), "embedding.dim=0 must be >= 1"),
     Case("hydra.run.dir", lambda c: c.eval("hydra.run.dir=elsewhere"), "reme does not use Hydra's hydra.run.dir"),

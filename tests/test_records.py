@@ -172,8 +172,8 @@ def test_trials_and_metrics_are_read_when_first_asked_for(tmp_path):
 
 @pytest.mark.parametrize("edit, said", [
     ({"config_hash": None}, "is damaged (no config_hash)"),
-    ({"task_ids": "a,b"}, "is damaged (task_ids='a,b' is not a list)"),
-    ({"server": ["x"]}, "is damaged (server=['x'] is not a mapping)"),
+    ({"task_ids": "a,b"}, "is damaged (task_ids='a,b' is not a list or null but a string)"),
+    ({"server": ["x"]}, "is damaged (server=['x'] is not an object or null but a list)"),
 ])
 def test_a_damaged_manifest_field_is_one_line_naming_it(tmp_path, edit, said):
     path = old_run(tmp_path / "run", manifest={k: v for k, v in {**OLD_MANIFEST, **edit}.items() if v is not None})

@@ -136,9 +136,11 @@ def load_suite(name: str) -> dict[str, Any]:
     path = suite_file(name)
     where = f"suite {path}"
     try:
-        data = yaml.safe_load(path.read_text()) or {}
-    except yaml.YAMLError as exc:
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
         raise UserError(f"{where} is not valid YAML: {str(exc).splitlines()[0]}") from None
+    except RecursionError:  # PyYAML composes nested nodes recursively
+        raise UserError(f"{where} is not valid YAML: nested too deep") from None
     if not isinstance(data, dict):
         raise UserError(f"{where} must be a mapping (description, table, pools, variants), "
                         f"not a {type(data).__name__}")

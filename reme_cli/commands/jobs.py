@@ -27,10 +27,12 @@ def expand(overrides: list[str], sweep: bool = True) -> list[list[str]]:
     from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
+    from reme_cli.core.config import quoting_hint
+
     try:
         parsed = OverridesParser.create().parse_overrides(list(overrides))
     except Exception as exc:
-        raise UserError(f"bad override: {str(exc).splitlines()[0]}") from None
+        raise UserError(quoting_hint(overrides) or f"bad override: {str(exc).splitlines()[0]}") from None
     batches = BasicSweeper.split_arguments(parsed, None)
     return [list(job) for batch in batches for job in batch]
 

@@ -10,7 +10,6 @@ crash-safe swap, and the tables.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from statistics import fmean
 from collections.abc import Iterator
@@ -22,7 +21,8 @@ from rich.table import Table
 from reme_cli.core.config import Config, compose
 from reme_cli.core.errors import UserError
 from reme_cli.core.registry import METHODS
-from reme_cli.core.staging import clean_stale, replace_dir
+from reme_cli.core.run_log import POOL_HEADER
+from reme_cli.core.staging import clean_stale, refuse_system_folder, replace_dir
 from reme_cli.llm.embed import check_key_for
 from reme_cli.methods.base import Memory, Releases, find_method, method_class
 from reme_cli.methods.state_view import StateItem, StateView
@@ -81,6 +81,7 @@ def import_pool(source: str | Path, out: Path, cfg: Config | list[str], console:
         cfg = compose(_with_method(cfg))
     releases = releases_of(cfg.memory.name)
     check_key_for(cfg)
+    refuse_system_folder(out, "--out", "./pool")  # before its lock is made beside it
     with DirLock(out):
         if out.exists():
             raise UserError(f"{out} already exists; choose another --out or delete it")
@@ -95,12 +96,11 @@ def import_pool(source: str | Path, out: Path, cfg: Config | list[str], console:
 
 
 def _manifest_method(path: Path) -> str | None:
+    """The method the pool manifest at ``path`` (or its ``pool/``) names; a damaged manifest
+    is refused in one line naming it."""
     for manifest in (path / "manifest.json", path / "pool" / "manifest.json"):
-        try:
-            method = json.loads(manifest.read_text()).get("method")
-        except (OSError, ValueError, AttributeError):
-            continue
-        if isinstance(method, str) and method:
+        method = (POOL_HEADER.read(manifest) or {}).get("method")
+        if method:
             return method
     return None
 

@@ -21,11 +21,14 @@ from pathlib import Path
 from reme_cli.core import integrity
 from reme_cli.core.errors import UserError
 from reme_cli.core.io import now
+from reme_cli.core.reading import JsonFile
 from reme_cli.core.run_log import find_runs, read_run_log
-from reme_cli.core.staging import clean_stale, replace_dir
+from reme_cli.core.staging import clean_stale, refuse_system_folder, replace_dir
 from reme_cli.run.lock import DirLock
 
 REPORT_MARK = "REME_REPORT"  # in every report folder: the files reme wrote there, with their sha256
+MARK = JsonFile("a report folder's REME_REPORT", fix="choose another --out, or move its files away",
+                shape={"runs": list, "created_at": str, "files": dict})
 
 
 def suite_order(name: str) -> list[str]:
@@ -59,10 +62,11 @@ def report(dirs: list[Path], out: Path | None = None, suite: str | None = None,
 
     if suite is not None:
         table_spec(suite)  # a UserError naming the valid tables
+    target = out or (dirs[0] / "report" if len(dirs) == 1 else Path("report"))
+    refuse_system_folder(target, "--out", "./report")  # before anything is read, walked or written
     paths = find_runs(dirs)
     logs = [read_run_log(path) for path in paths]  # a damaged run is named before anything is written
     units, runs, series = load_frames(logs, order)
-    target = out or (dirs[0] / "report" if len(dirs) == 1 else Path("report"))
     _check_target(target)
     ids = run_ids(paths)
     doubles = [ids[log.path] for log in logs if log.manifest.test_double]
@@ -96,14 +100,12 @@ def _check_target(target: Path, shown: Path | None = None) -> None:
         return
     if not target.is_dir():
         raise UserError(f"--out {shown} is a file; choose another --out")
-    entries = sorted(p for p in target.rglob("*") if not p.is_dir() or p.is_symlink())
-    if not entries:
-        return
-    try:
-        listed = json.loads((target / REPORT_MARK).read_text()).get("files")
-    except (OSError, ValueError, AttributeError):
-        listed = None
+    # Walked lazily, and no further than the first file reme cannot prove it wrote.
+    entries = (p for p in target.rglob("*") if not p.is_dir() or p.is_symlink())
+    listed = (MARK.probe(target / REPORT_MARK) or {}).get("files")
     if not isinstance(listed, dict):
+        if next(entries, None) is None:
+            return
         raise UserError(f"--out {shown} exists and holds files reme cannot prove it wrote (no {REPORT_MARK} "
                         "manifest listing them); choose another --out, or move its files away")
     for path in entries:

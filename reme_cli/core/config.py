@@ -13,6 +13,7 @@ import hashlib
 import math
 import re
 import json
+import shlex
 from dataclasses import dataclass, field, fields, is_dataclass
 from pathlib import Path
 from typing import Any, Optional
@@ -391,6 +392,7 @@ def compose(overrides: list[str], config_name: str = "config") -> Config:
     GlobalHydra.instance().clear()
     for o in overrides:
         _refuse_outside_the_schema(o)
+    given = list(overrides)
     overrides = [_plugin_key_override(o) for o in overrides]
     plugin_dirs = plugin_config_dirs()
     if plugin_dirs and not any(o.startswith("hydra.searchpath") for o in overrides):
@@ -399,10 +401,43 @@ def compose(overrides: list[str], config_name: str = "config") -> Config:
         with initialize_config_dir(config_dir=str(config_dir()), version_base="1.3"):
             raw = hydra_compose(config_name=config_name, overrides=overrides)
     except Exception as exc:  # Hydra raises many types; all mean "fix your overrides"
-        raise UserError(f"bad override or config: {_first_line(exc)}") from None
+        raise UserError(quoting_hint(given) or f"bad override or config: {_first_line(exc)}") from None
     finally:
         GlobalHydra.instance().clear()
     return validate(raw)
+
+
+# What Hydra's override grammar reads in an unquoted value besides letters, digits and spaces
+# (its lexer's UNQUOTED_CHAR, ':' and ','); anything else needs the value quoted.
+_UNQUOTED = frozenset("_/-\\+.$%*@?|:,")
+
+
+def quoting_hint(overrides: list[str]) -> str | None:
+    """For the first override whose value Hydra's lexer cannot read unquoted (a path with
+    non-ASCII letters, a quote, #, &, ...), one line saying how to quote it; None if none."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    parser = OverridesParser.create()
+    for override in overrides:
+        key, eq, value = override.partition("=")
+        odd = _odd(value)
+        if not eq or odd is None or value[:1] in "'\"[{" or "(" in value:  # quoted, a list, a function: as is
+            continue
+        try:
+            parser.parse_overrides([override])
+        except Exception:  # noqa: BLE001 (Hydra's grammar errors have no common type worth naming)
+            # Each comma-separated value on its own (a sweep's values stay a sweep).
+            inner = ",".join((f'"{v}"' if '"' not in v else f"'{v}'") if _odd(v) else v for v in value.split(","))
+            what = "non-ASCII letters" if not odd.isascii() else f"the character {odd!r}"
+            return (f"{override}: Hydra cannot read a value with {what} unquoted; quote it, as the shell "
+                    f"passes it: {shlex.quote(f'{key}={inner}')}")
+    return None
+
+
+def _odd(value: str) -> str | None:
+    """The first character of ``value`` that Hydra's grammar reads only quoted."""
+    return next((c for c in value if not (c.isascii() and (c.isalnum() or c.isspace())) and c not in _UNQUOTED),
+                None)
 
 
 @functools.cache

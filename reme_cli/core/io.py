@@ -1,7 +1,8 @@
 """Durable file writes shared by run records, event logs and pools.
 
 Whole lines, then one fsync: a crash leaves only whole lines behind (a torn last line is
-cut on reopen), and a JSON file is replaced atomically or not at all.
+cut on reopen), and a JSON file is replaced atomically or not at all. What is written here
+is read back through ``core/reading.py``.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ import threading
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
+
+from reme_cli.core.reading import JsonFile
 
 _append_lock = threading.Lock()
 
@@ -70,33 +73,11 @@ def append_lines(path: Path, records: list[dict[str, Any]]) -> None:
         raise
 
 
-def read_json(path: Path) -> dict[str, Any] | None:
-    """The JSON object in ``path``; None where it is missing, unreadable or not an object."""
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
-
-
-def read_lines(path: Path) -> list[dict[str, Any]]:
-    """The whole JSON lines of a file (none if it does not exist); a torn last line, left by
-    a crash mid-append, is skipped so that its work is simply redone."""
-    if not path.exists():
-        return []
-    out = []
-    for line in path.read_text().splitlines():
-        try:
-            out.append(json.loads(line))
-        except json.JSONDecodeError:
-            continue
-    return out
-
-
-def keep_units(path: Path, finished_units: set[str]) -> list[dict[str, Any]]:
+def keep_units(kind: JsonFile, path: Path, finished_units: set[str]) -> list[dict[str, Any]]:
     """Drop (atomically) the lines of units that never finished from a unit-keyed JSON-lines
-    log, and return the rest in order: a resumed stream replays only what was committed."""
-    kept = [r for r in read_lines(path) if r.get("unit") in finished_units]
+    log of ``kind``, and return the rest in order: a resumed stream replays only what was
+    committed (a damaged line was left out of it with a warning, and is dropped too)."""
+    kept = [r for r in kind.records(path) if r.get("unit") in finished_units]
     if path.exists():
         tmp = path.with_name(path.name + ".tmp")
         with open(tmp, "w") as f:

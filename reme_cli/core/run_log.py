@@ -21,7 +21,6 @@ the run or file that made it).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field, fields
 from functools import cached_property
@@ -31,7 +30,7 @@ from typing import Any, Self
 import yaml
 
 from reme_cli.core.errors import UserError
-from reme_cli.core.io import read_json, read_lines
+from reme_cli.core.reading import Damaged, JsonFile, shape_of, wrong_key
 from reme_cli.core.trials import TRIALS_FILE, UnitRecord, read_trials
 
 __all__ = ["COMMIT_LOG", "CONFIG_FILE", "MANIFEST_FILE", "MANIFEST_VERSION", "METRICS_FILE", "REPORT_FILE",
@@ -160,7 +159,7 @@ def _load(path: Path, name: str, parse: Callable[[str], Any], errors: tuple[type
     where = path / name
     try:
         return parse(where.read_text())
-    except (OSError, UnicodeDecodeError, *errors) as exc:
+    except (OSError, UnicodeDecodeError, RecursionError, *errors) as exc:  # RecursionError: nested 100,000 deep
         raise UserError(f"{where} is damaged ({_first_line(exc)}); restore it from a copy, {_restart(path)}") from None
 
 
@@ -214,15 +213,10 @@ class Manifest:
         kind, e.g. a hand edit). Version 1 (no schema_version) holds the same fields, so
         nothing is upgraded yet; a None where a value is typed (a run stopped before it was
         filled) reads as the default."""
-        values: dict[str, Any] = {}
-        for f in fields(cls):
-            value = data.get(f.name)
-            if f.name == "extra" or value is None:
-                continue
-            want = _KINDS.get(f.name, str)
-            if not isinstance(value, want) or isinstance(value, bool) and want is int:
-                raise ValueError(f"{f.name}={value!r:.60} is not {_KIND_WORDS[want]}")
-            values[f.name] = value
+        wrong = wrong_key(data, _MANIFEST_SHAPE)
+        if wrong:
+            raise ValueError(wrong)
+        values = {f.name: data[f.name] for f in fields(cls) if f.name != "extra" and data.get(f.name) is not None}
         known = {f.name for f in fields(cls)}
         return cls(**values, extra={k: v for k, v in data.items() if k not in known})
 
@@ -236,22 +230,23 @@ class Manifest:
         return any(str(m).startswith(TEST_DOUBLE_PREFIX) for m in self.server.get("served_models") or [])
 
 
-_KINDS = {**dict.fromkeys(("git", "packages", "server", "summarizer_server", "embedding", "requests", "served",
-                            "spend", "summary_failures", "sandbox_detail", "trackers"), dict),
-          "task_ids": list, "streams": list, "units_total": int, "schema_version": int}
-_KIND_WORDS = {dict: "a mapping", list: "a list", int: "a whole number", str: "a string"}
+_MANIFEST_SHAPE = {k: v for k, v in shape_of(Manifest, nullable=True).items() if k != "extra"}
+RUN_MANIFEST = JsonFile("a run's manifest.json", shape=_MANIFEST_SHAPE, max_bytes=64 * 1024 * 1024,
+                        fix="restore it from a copy, or delete the run directory (or choose another out_dir) "
+                            "to start the run over")
 
 
 def read_manifest(path: Path) -> Manifest:
     """The checked manifest of the run directory ``path`` (one line if missing or damaged)."""
     where = path / MANIFEST_FILE
-    data = _load(path, MANIFEST_FILE, json.loads, (json.JSONDecodeError,))
+    _missing(path, MANIFEST_FILE)
+    try:
+        data = RUN_MANIFEST.read(where)
+    except Damaged as exc:  # named with this run's own way out
+        raise UserError(f"{where} is damaged ({exc.why}); restore it from a copy, {_restart(path)}") from None
     if not isinstance(data, dict) or not data.get("config_hash"):
         raise UserError(f"{where} is damaged (no config_hash); restore it from a copy, {_restart(path)}")
-    try:
-        return Manifest.from_dict(data)
-    except ValueError as exc:  # a hand edit that is not a manifest
-        raise UserError(f"{where} is damaged ({exc}); restore it from a copy, {_restart(path)}") from None
+    return Manifest.from_dict(data)
 
 
 # ---------------------------------------------------------------- metrics.json
@@ -312,13 +307,19 @@ class Commit:
     events: list[dict[str, Any]]
 
 
+# A seq that is not a number keeps its line's place, an event that is not an object is left
+# out: the viewer reads hand-edited logs (what ``events`` holds is each method's own).
+COMMITS = JsonFile("a dynamic stream's commits.jsonl", lines=True, shape={"unit": str, "events": list},
+                   required=("unit", "events"), fix="move that line out of the file")
+
+
 def read_commits(stream: Path) -> list[Commit] | None:
     """The commit log of the stream folder ``stream``, in commit order; None if it has none
     (it is a pool, not a stream). A torn last line (a kill mid-append) is left out."""
     log = stream / COMMIT_LOG
     if not log.is_file():
         return None
-    lines = [line for line in read_lines(log) if isinstance(line, dict) and "unit" in line]
+    lines = COMMITS.records(log)
     commits = [Commit(str(line["unit"]), seq if isinstance(seq := line.get("seq"), int) else i,
                       [e for e in line.get("events") or [] if isinstance(e, dict)]) for i, line in enumerate(lines)]
     return sorted(commits, key=lambda c: c.seq)
@@ -354,8 +355,9 @@ class RunLog:
 
     @cached_property
     def result(self) -> dict[str, Any] | None:
-        """The result file as written, None until the run's command has written it."""
-        return read_json(self.result_file)
+        """The result file as written, None until the run's command has written it (one line
+        if it is damaged)."""
+        return RESULT.read(self.result_file)
 
     @cached_property
     def metrics(self) -> Metrics | None:
@@ -382,6 +384,10 @@ class RunLog:
         return read_commits(stream) or []
 
 
+RESULT = JsonFile("a run's metrics.json or report.json", fix="rerun the same command to write it again "
+                  "(finished units are kept)", max_bytes=64 * 1024 * 1024)
+
+
 def read_run_log(path: str | Path) -> RunLog:
     """The run directory ``path``: its config and manifest now (a missing or damaged one is
     refused in one line naming it and the way out), its trials, result and commits when
@@ -399,7 +405,7 @@ def find_runs(dirs: list[Path], kinds: tuple[str, ...] = ("eval",)) -> list[Path
             raise UserError(f"{d} does not exist")
         for manifest in [d / MANIFEST_FILE, *d.rglob(MANIFEST_FILE)]:
             if manifest.is_file():
-                kind = (read_json(manifest) or {}).get("kind")  # not a reme manifest: no kind
+                kind = (RUN_MANIFEST.probe(manifest) or {}).get("kind")  # not a reme manifest: no kind
                 if kind in kinds:  # config.yaml is read later: a damaged run is named, not skipped
                     found.add(manifest.parent.resolve())
         # A run whose manifest.json is gone still has its config and records.
@@ -425,13 +431,17 @@ class PoolHeader:
     built_by: dict[str, Any]  # kind (build-pool, import_official, ...), run, source, ...
 
 
+POOL_HEADER = JsonFile("a pool's manifest.json (any method's)", shape={"method": str, "built_by": dict},
+                      fix="rebuild the pool, or restore the file from a copy")
+
+
 def read_pool_header(where: str | Path, *subdirs: str, method: str | None = None) -> PoolHeader | None:
     """The pool at ``where``, at its ``pool/`` (a `reme build-pool` directory) or at one of
     ``subdirs``, the first of them whose manifest reads (and names ``method``, if given);
     None where there is none."""
     where = Path(where)
     for folder in (where, where / "pool", *(where / s for s in subdirs)):
-        data = read_json(folder / MANIFEST_FILE)
+        data = POOL_HEADER.probe(folder / MANIFEST_FILE)
         if data is None:
             continue
         named, built_by = data.get("method"), data.get("built_by")

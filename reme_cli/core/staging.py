@@ -25,11 +25,53 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from reme_cli.core.errors import UserError
 from reme_cli.core.io import now
 from reme_cli.core.procs import alive, proc_start
+from reme_cli.core.reading import JsonFile
 
 MARK = "REME_STAGING"
+STAGING_MARK = JsonFile("a staging folder's REME_STAGING", fix="move the folder away", max_bytes=64 * 1024)
 CONTENT = "new"
+
+
+# The system's own trees (Linux, and macOS's): nothing of reme's goes in them.
+SYSTEM_TREES = tuple(map(Path, ("/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/libx32", "/proc",
+                                "/run", "/sbin", "/snap", "/sys", "/usr", "/var/cache", "/var/lib", "/var/log",
+                                "/var/spool", "/Applications", "/Library", "/System", "/private/etc",
+                                "/private/var/db")))
+
+
+def system_folder(path: Path) -> str | None:
+    """Why ``path`` is no folder for a command to fill, replace or walk (None: it may be one).
+
+    The rule: the file system's root and every folder right under it (/usr, /etc, /home,
+    /tmp, ...: a folder of its own goes below them), any folder inside the system's trees
+    (SYSTEM_TREES), the home folder and the folders above it, and the current folder and the
+    folders above it; each as given and as its symbolic links resolve."""
+    given = Path(os.path.abspath(path))
+    home, here = Path.home().resolve(), Path.cwd().resolve()
+    for p in dict.fromkeys((given, given.resolve())):
+        if p.parent == p:
+            return "the file system's root"
+        if p.parent.parent == p.parent:
+            return f"a folder right under {p.parent}, the system's"
+        tree = next((t for t in SYSTEM_TREES if p == t or t in p.parents), None)
+        if tree is not None:
+            return f"inside {tree}, the system's"
+        if p == home or p in home.parents:
+            return "your home folder" if p == home else "a folder above your home folder"
+        if p == here or p in here.parents:
+            return "the current folder" if p == here else "a folder above the current folder"
+    return None
+
+
+def refuse_system_folder(path: Path, option: str, example: str = "./reme-out") -> None:
+    """One line, before anything is written or walked, if ``path`` is a ``system_folder``."""
+    why = system_folder(path)
+    if why is not None:
+        raise UserError(f"{option} {path} is {why}: reme fills a folder of its own, never that one; "
+                        f"give a new folder (e.g. {option} {example})")
 
 
 def _mark(root: Path, target: str) -> None:
@@ -72,11 +114,8 @@ def clean_stale_tempdirs(prefix: str, base: str | None = None) -> list[Path]:
 
 
 def _maker_alive(root: Path) -> bool:
-    try:
-        info = json.loads((root / MARK).read_text())
-    except (OSError, ValueError):
-        return False
-    if not isinstance(info, dict) or info.get("host") != socket.gethostname() or not isinstance(info.get("pid"), int):
+    info = STAGING_MARK.probe(root / MARK)
+    if info is None or info.get("host") != socket.gethostname() or not isinstance(info.get("pid"), int):
         return False  # another host's: the caller's lock on the target says nobody uses it
     pid = info["pid"]
     if not alive(pid):
@@ -105,6 +144,7 @@ def replace_dir(dest: Path, fill: Any, kind: str = "building", proof: Any = None
     replaced; the link stays). ``proof(old)``, when given, is called on the previous folder
     once it is out of the way and must raise if reme cannot prove every file in it is its
     own: the folder is then put back untouched."""
+    refuse_system_folder(dest, "the folder")  # a safety net: each command says it first, with its option
     if dest.is_symlink():
         dest = dest.resolve()
     root = new_staging(dest, kind)

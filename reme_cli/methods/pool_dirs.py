@@ -7,14 +7,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from reme_cli.core.errors import UserError
-from reme_cli.core.io import read_json
+from reme_cli.core.run_log import POOL_HEADER
 
 MANIFEST = "manifest.json"
 
 
 def names_method(path: Path, method: str) -> bool:
     """Whether ``path`` holds a pool whose manifest names ``method``."""
-    return (read_json(path / MANIFEST) or {}).get("method") == method
+    return (POOL_HEADER.probe(path / MANIFEST) or {}).get("method") == method
 
 
 def find_pool(path: str | Path, method: str, label: str) -> Path:
@@ -30,7 +30,7 @@ def find_pool(path: str | Path, method: str, label: str) -> Path:
 def is_pool(directory: Path) -> bool:
     """Whether ``directory`` holds a pool reme wrote (a manifest of one of reme's pool formats,
     or one its method says it wrote: ``Memory.wrote_pool``), i.e. one build-pool may replace."""
-    manifest = read_json(directory / MANIFEST)
+    manifest = POOL_HEADER.probe(directory / MANIFEST)
     if manifest is None:
         return False
     if str(manifest.get("format", "")).startswith("reme-"):

@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from reme_cli.bench.base import Task
-from reme_cli.core.io import append_lines, keep_units, read_lines
+from reme_cli.core.io import append_lines, keep_units
 from reme_cli.methods.base import Episode, Learned, Memory, MethodContext, NoMemory, Solved
-from reme_cli.core.run_log import COMMIT_LOG, STREAMS_DIR
+from reme_cli.core.run_log import COMMIT_LOG, COMMITS, STREAMS_DIR
 
 
 def stream_dir(run_path: Path, stream: tuple[int, int]) -> Path:
@@ -93,10 +93,10 @@ class CommitLog:
         self.path = path
 
     def keep_only(self, finished_units: set[str]) -> list[dict[str, Any]]:
-        return keep_units(self.path, finished_units)
+        return keep_units(COMMITS, self.path, finished_units)
 
     def read(self) -> list[dict[str, Any]]:
-        return read_lines(self.path)
+        return COMMITS.records(self.path)
 
     def append(self, unit: str, seq: int, events: list[dict[str, Any]]) -> None:
         append_lines(self.path, [{"unit": unit, "seq": seq, "events": events}])

@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Generic, TypeVar
 
@@ -30,7 +30,8 @@ import numpy as np
 
 from reme_cli.core import integrity
 from reme_cli.core.errors import UserError
-from reme_cli.core.io import now, read_lines, write_json_atomic
+from reme_cli.core.io import now, write_json_atomic
+from reme_cli.core.reading import JsonFile, Shape
 from reme_cli.core.staging import fsync_path
 
 MANIFEST, VECTORS = "manifest.json", "vectors.npy"
@@ -163,6 +164,12 @@ def _read_flat(path: Path, vecs: np.ndarray) -> faiss.IndexFlatIP | None:
     return index
 
 
+# What every PoolFiles manifest holds (``save``), and the JSON types its readers rely on
+# (a pool without records, e.g. DC-Cu's, records no embedding).
+_MANIFEST_SHAPE = {"format": str, "method": str, "files": dict, "embedding_model": (str, type(None)),
+                   "dim": (int, type(None)), "built_by": dict, "updated_at": str}
+
+
 @dataclass(frozen=True)
 class PoolFiles:
     """A pool kept as ``manifest.json`` (format, method, the files' sha256/line counts, the
@@ -174,12 +181,29 @@ class PoolFiles:
     records: str  # the JSON-lines file, e.g. "notes.jsonl"
     label: str  # the method as a message names it, e.g. "A-Mem"
     fix: str  # what to do about a damaged pool
+    record_shape: Shape = field(default_factory=dict)  # a record's keys -> their JSON types
+    manifest_shape: Shape = field(default_factory=dict)  # the method's own manifest keys -> their JSON types
+    record_keys: tuple[str, ...] = ()  # the keys every record has
+    manifest_file: JsonFile = field(init=False)
+    records_file: JsonFile = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "manifest_file", JsonFile(f"{self.label}'s pool manifest.json", fix=self.fix,
+                                                           shape={**_MANIFEST_SHAPE, **self.manifest_shape}))
+        object.__setattr__(self, "records_file", JsonFile(f"{self.label}'s pool {self.records}", fix=self.fix,
+                                                          lines=True, shape=self.record_shape,
+                                                          required=self.record_keys))
 
     def read_manifest(self, path: Path) -> dict[str, Any]:
-        try:
-            return json.loads((path / MANIFEST).read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise UserError(f"{path / MANIFEST} is unreadable ({exc}); {self.fix}") from None
+        manifest = self.manifest_file.read(path / MANIFEST)
+        if manifest is None:
+            raise UserError(f"{path / MANIFEST} is missing; {self.fix}")
+        return manifest
+
+    def read_records(self, path: Path, strict: bool = True) -> list[dict[str, Any]]:
+        """The records (``strict``: a damaged line refuses the pool; else it is left out with a
+        warning, as describing a pool for `reme pool show` does)."""
+        return self.records_file.records(path / self.records, strict=strict)
 
     def verify(self, path: Path, manifest: dict[str, Any], names: Iterable[str] | None = None) -> None:
         """Refuse the pool if ``names`` (default: the records and their vectors) are not what
@@ -195,7 +219,7 @@ class PoolFiles:
     def load(self, path: Path, manifest: dict[str, Any], embedder: Any) -> tuple[list[dict[str, Any]], np.ndarray | None]:
         """The records and their vectors, embedded with ``embedder``'s model (else refused)."""
         require_embedding(path, manifest, embedder, self.label)
-        records = read_lines(path / self.records)
+        records = self.read_records(path)
         vectors = np.load(path / VECTORS, allow_pickle=False) if records else None
         if vectors is not None and len(vectors) != len(records):
             raise UserError(f"{path} is inconsistent ({len(records)} records, {len(vectors)} vectors); {self.fix}")

@@ -134,7 +134,7 @@ def _block(name: str, seen: tuple[str, ...] = ()) -> tuple[str, dict] | None:
         return None
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except yaml.YAMLError:
+    except (yaml.YAMLError, UnicodeDecodeError, RecursionError):  # load_suite says what is wrong with it
         return None
     block = data.get("table") if isinstance(data, dict) else None
     if isinstance(block, str):

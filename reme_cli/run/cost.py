@@ -19,10 +19,8 @@ provider (``model.kind=openai``) has no GPU: its time is what its limits allow (
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field, fields
-from pathlib import Path
 from typing import Any
 
 from omegaconf import OmegaConf
@@ -30,6 +28,7 @@ from omegaconf.errors import OmegaConfBaseException
 
 from reme_cli.core.config import Config
 from reme_cli.core.errors import UserError
+from reme_cli.core.reading import JsonFile
 from reme_cli.core.registry import METHODS
 from reme_cli.methods.base import Memory, find_method, method_class
 from reme_cli.methods.hooks import CostGuess, Guess, expected_attempts
@@ -205,13 +204,19 @@ def _interpolate(points: dict[int, float], c: float) -> float:
     return math.exp(math.log(points[lo]) + t * (math.log(points[hi]) - math.log(points[lo])))
 
 
+CALIBRATION = JsonFile("a cost.calibration file", fix="write it again with scripts/bench_vllm.py",
+                       shape={"points": list}, required=("points",))
+
+
 def read_calibration(path: str) -> Rates:
     try:
-        data = json.loads(Path(path).read_text())
+        data = CALIBRATION.read(path)
+        if data is None:
+            raise FileNotFoundError(f"no file {path}")
         points = data["points"]
         generated = {int(p["concurrency"]): float(p["generated_tokens_per_s"]) for p in points}
         prompt = {int(p["concurrency"]): float(p["prompt_tokens_per_s"]) for p in points}
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+    except (OSError, ValueError, KeyError, TypeError, UserError) as exc:
         raise UserError(f"{PREFIX}calibration={path}: not a calibration file written by scripts/bench_vllm.py "
                         f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})") from None
     if not points or min(generated.values()) <= 0 or min(prompt.values()) <= 0:

@@ -24,12 +24,16 @@ from pathlib import Path
 from typing import Any
 
 from reme_cli.core.errors import UserError, os_error_message, short_path
+from reme_cli.core.reading import Damaged, JsonFile
 from reme_cli.core.procs import alive as _alive
 from reme_cli.core.procs import proc_start as _proc_start
 
 HEARTBEAT_S = 10.0
 STALE_AFTER_S = 60.0
 WAIT_POLL_S = 1.0
+# Who holds a lock: host, machine, pid, proc_start, started_at, token (``DirLock._info``).
+LOCK_INFO = JsonFile("a reme lock file", fix="move it away if no reme is using the directory", max_bytes=64 * 1024,
+                     shape={"host": str, "machine": (str, type(None)), "pid": int, "started_at": str, "token": str})
 
 
 def lock_path(directory: Path) -> Path:
@@ -66,18 +70,21 @@ class DirLock:
 
     def _read(self) -> tuple[dict[str, Any] | None, float | None]:
         try:
-            text = self.path.read_text()
+            raw = LOCK_INFO.read_bytes(self.path)
             mtime = self.path.stat().st_mtime
         except FileNotFoundError:
             return None, None
-        except IsADirectoryError:
-            raise UserError(f"{self.path} is a directory, not a reme lock file; move it away (reme locks "
+        except Damaged as exc:  # a folder, a FIFO, a device, a huge file: not ours to read or move
+            what = "a directory" if self.path.is_dir() else exc.why
+            raise UserError(f"{self.path} is {what}, not a reme lock file; move it away (reme locks "
                             f"{self.directory} with that name)") from None
+        if raw is None:
+            return None, None
         try:
-            info = json.loads(text)
-        except json.JSONDecodeError:  # being written this instant: treat as live
+            info = LOCK_INFO.parse(raw)
+        except ValueError:  # being written this instant (or damaged): treat as live until stale
             info = {}
-        return (info if isinstance(info, dict) else {}), mtime
+        return info, mtime
 
     def _stale(self, info: dict[str, Any], mtime: float) -> bool:
         machine = _machine()
@@ -143,8 +150,8 @@ class DirLock:
         except FileNotFoundError:
             return
         try:
-            moved = json.loads(aside.read_text())
-        except (OSError, json.JSONDecodeError):
+            moved = LOCK_INFO.parse(aside.read_bytes())
+        except (OSError, ValueError):
             moved = {}
         if moved.get("token") != stale.get("token"):
             try:

@@ -23,9 +23,9 @@ from typing import Any
 import yaml
 
 from reme_cli.core.errors import UserError
-from reme_cli.core.io import append_lines, now, read_json, write_json_atomic
+from reme_cli.core.io import append_lines, now, write_json_atomic
 from reme_cli.core.run_log import (CONFIG_FILE, MANIFEST_FILE, MANIFEST_VERSION, METRICS_FILE, REPORT_FILE,
-                                   TRIALS_FILE, RunLog, read_config, read_run_log)
+                                   RUN_MANIFEST, TRIALS_FILE, RunLog, read_config, read_run_log)
 from reme_cli.core.trials import SCHEMA_VERSION, UnitRecord, read_trials
 
 __all__ = ["CONFIG_FILE", "MANIFEST_FILE", "METRICS_FILE", "REPORT_FILE", "SCHEMA_VERSION", "TRIALS_FILE",
@@ -133,7 +133,7 @@ class RunDir:
                             "the change as an override")
 
     def manifest(self) -> dict[str, Any]:
-        return read_json(self.path / MANIFEST_FILE) or {}
+        return RUN_MANIFEST.probe(self.path / MANIFEST_FILE) or {}
 
     def update_manifest(self, **fields: Any) -> None:
         data = self.manifest()

@@ -10,10 +10,15 @@ from typing import Any
 from rich.console import Console
 
 from reme_cli.core.config import TrackerCfg
-from reme_cli.core.io import read_json, write_json_atomic
+from reme_cli.core.errors import UserError
+from reme_cli.core.io import write_json_atomic
+from reme_cli.core.reading import JsonFile, warn
 from reme_cli.track.base import Link
 
 GROUP_FILE = "tracker.json"
+# Where a group logs -> {"name", "run_id"} of its tracker run there.
+GROUP_STATE = JsonFile("a suite's or sweep's tracker.json", fix="move it away (the group's tracker run then starts "
+                       "anew)")
 
 
 class GroupTracking:
@@ -32,11 +37,17 @@ class GroupTracking:
         if link is None:
             return self
         where = link.where()
-        kept = read_json(self.folder / GROUP_FILE) or {}
-        run_id = link.start(self.folder.name, (kept.get(str(where)) or {}).get("run_id"), None, self.kind)
+        try:
+            kept, damaged = GROUP_STATE.read(self.folder / GROUP_FILE) or {}, False
+        except UserError as exc:  # tracking never stops a run: a new tracker run, the file left as it is
+            warn(f"{exc}; the group is tracked as a new run meanwhile")
+            kept, damaged = {}, True
+        entry = kept.get(str(where))
+        before = entry.get("run_id") if isinstance(entry, dict) else None
+        run_id = link.start(self.folder.name, before, None, self.kind)
         if run_id is None:
             return self
-        if (kept.get(str(where)) or {}).get("run_id") != run_id:
+        if before != run_id and not damaged:
             self.folder.mkdir(parents=True, exist_ok=True)
             write_json_atomic(self.folder / GROUP_FILE, {**kept, str(where): {"name": link.name, "run_id": run_id}})
         self.parent = link.call("children", run_id, self.folder.name)

@@ -24,7 +24,6 @@ the scenario (the id before ``_``) gives scenario goal completion.
 
 from __future__ import annotations
 
-import json
 import os
 import uuid
 from pathlib import Path
@@ -40,6 +39,11 @@ from reme_cli.bench.appworld.venv import default_venv
 from reme_cli.bench.base import Benchmark, Outcome, Task, ToolResult
 from reme_cli.bench.worker import Worker, WorkerCrashed
 from reme_cli.core.errors import UserError
+from reme_cli.core.reading import JsonFile
+
+# A task's specs.json in AppWorld's data (what the agent is told: the supervisor and the instruction).
+TASK_SPECS = JsonFile("an AppWorld task's specs.json", shape={"supervisor": dict, "instruction": str},
+                      required=("supervisor", "instruction"), fix="run `reme appworld setup` again to restore the data")
 
 # AppWorld's official splits (its data/datasets/*.txt), for plans made without the data.
 SPLIT_SIZES = {"train": 90, "dev": 57, "test_normal": 168, "test_challenge": 417}
@@ -146,7 +150,10 @@ class AppWorldBenchmark(Benchmark):
 
     # ------------------------------------------------------------------ tasks
     def load(self, task_id: str) -> Task:
-        specs = json.loads((self.data / "tasks" / task_id / "specs.json").read_text())
+        specs = TASK_SPECS.read(self.data / "tasks" / task_id / "specs.json")
+        if specs is None:
+            raise UserError(f"AppWorld's data has no task {task_id} ({self.data / 'tasks' / task_id} is missing); "
+                            "run `reme appworld setup`, or choose its task ids")
         sup, instruction = specs["supervisor"], specs["instruction"]
         meta: dict[str, Any] = {"scenario": task_id.split("_")[0], "supervisor": sup}
         if self.cfg.agent == "compact":

@@ -26,11 +26,14 @@ import typer
 from reme_cli.core.errors import UserError
 from reme_cli.core.io import now
 from reme_cli.core.procs import alive, proc_start
+from reme_cli.core.reading import JsonFile
 from reme_cli.core.registry import CommandGroup
 from reme_cli.core.staging import clean_stale_tempdirs, private_tempdir
 
 APPWORLD_VERSION = "0.1.3.post1"
 STAMP = "REME_APPWORLD"
+STAMP_FILE = JsonFile("AppWorld's venv stamp (REME_APPWORLD)", fix="run `reme appworld setup` again",
+                      max_bytes=64 * 1024, shape={"status": str, "appworld": str, "host": str, "pid": int})
 _WHEELS_PREFIX = "reme-appworld-wheels-"
 
 
@@ -87,14 +90,15 @@ def _step(cmd: list[str], what: str, exit_code: int = 2, hint: str = "", cwd: Pa
 
 def _read_stamp(venv: Path) -> dict[str, Any] | str | None:
     try:
-        text = (venv / STAMP).read_text()
-    except OSError:
+        raw = STAMP_FILE.read_bytes(venv / STAMP)
+    except UserError:  # not a file, too large, unreadable: as if none
+        return None
+    if raw is None:
         return None
     try:
-        data = json.loads(text)
-    except ValueError:
-        return text.strip()  # reme before manifests wrote the bare version
-    return data if isinstance(data, dict) else text.strip()
+        return STAMP_FILE.parse(raw)
+    except ValueError:  # reme before manifests wrote the bare version
+        return raw.decode("utf-8", errors="replace").strip()
 
 
 def _write_stamp(venv: Path, data: dict[str, Any]) -> None:

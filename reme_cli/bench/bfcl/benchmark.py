@@ -59,7 +59,7 @@ from reme_cli.bench.bfcl.calls import (  # noqa: E402
     parse_call_string,
 )
 from reme_cli.bench.bfcl.tool_notes import annotated, notes_at  # noqa: E402
-from reme_cli.bench.bfcl.release import RELEASES  # noqa: E402
+from reme_cli.bench.bfcl.release import BFCL_DATA, RELEASES, SPLIT  # noqa: E402
 from reme_cli.bench.bfcl.release import ensure as ensure_release  # noqa: E402
 from reme_cli.core.errors import UserError  # noqa: E402
 
@@ -126,8 +126,7 @@ def _bfcl_data_dir() -> Path:
 
 
 def _read_jsonl(path: Path) -> list[dict[str, Any]]:
-    with path.open(encoding="utf-8") as fh:
-        return [json.loads(line) for line in fh if line.strip()]
+    return BFCL_DATA.records(path, strict=True)
 
 
 @cache
@@ -144,7 +143,7 @@ def _dataset() -> dict[str, dict[str, Any]]:
 
 @cache
 def _split_ids() -> dict[str, tuple[str, ...]]:
-    raw = json.loads(_SPLIT_FILE.read_text(encoding="utf-8"))
+    raw = SPLIT.read(_SPLIT_FILE)
     return {"train": tuple(raw["train"]), "test": tuple(raw["test"])}
 
 

@@ -19,7 +19,6 @@ other versions are downloaded on first use.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import shutil
@@ -30,6 +29,15 @@ import zipfile
 from pathlib import Path
 
 from reme_cli.core.errors import Reexec, UserError
+from reme_cli.core.reading import JsonFile
+
+# bfcl-eval's data files (JSON lines: tasks, their ground truth, the tools' docs), read whole
+# or refused: a release with a damaged file is reinstalled, not used in part.
+BFCL_DATA = JsonFile("a bfcl-eval data file", lines=True, shape={"id": str, "question": list, "ground_truth": list},
+                     fix="reinstall bfcl-eval (bash scripts/install.sh)")
+# reme's train/test split of BFCL-v3 multi-turn base (bundled beside this module).
+SPLIT = JsonFile("reme's BFCL split.json", shape={"train": list, "test": list}, required=("train", "test"),
+                 fix="restore it from the reme checkout")
 
 RELEASES = {"current": "2026.3.23", "paper": "2025.7.17"}  # current: the pin in pyproject.toml
 SWITCHED_ENV = "REME_BFCL_RELEASE"  # set in the re-executed process: never switch twice
@@ -134,8 +142,8 @@ def diff(current_dir: Path, paper_dir: Path) -> list[dict]:
     def load(root: Path) -> dict[str, dict]:
         data = root / "bfcl_eval" / "data"
         name = next(f"{v}_multi_turn_base.json" for v in ("BFCL_v4", "BFCL_v3") if (data / f"{v}_multi_turn_base.json").exists())
-        entries = {e["id"]: e for e in map(json.loads, (data / name).read_text().splitlines())}
-        answers = {a["id"]: a["ground_truth"] for a in map(json.loads, (data / "possible_answer" / name).read_text().splitlines())}
+        entries = {e["id"]: e for e in BFCL_DATA.records(data / name, strict=True)}
+        answers = {a["id"]: a["ground_truth"] for a in BFCL_DATA.records(data / "possible_answer" / name, strict=True)}
         return {i: {"question": e["question"], "initial_config": e["initial_config"], "ground_truth": answers[i]}
                 for i, e in entries.items()}
 
@@ -161,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
     import importlib.util
 
     current = Path(importlib.util.find_spec("bfcl_eval").origin).parent.parent
-    split = json.loads((Path(__file__).parent / "split.json").read_text())
+    split = SPLIT.read(Path(__file__).parent / "split.json")
     where = {t: s for s in ("train", "test") for t in split[s]}
     rows = diff(current, installed("paper"))
     print(f"| task | split | differs in |  (bfcl-eval {RELEASES['current']} vs {RELEASES['paper']})")

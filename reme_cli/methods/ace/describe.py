@@ -5,12 +5,11 @@ bullets it added (an ADD found to repeat a bullet adds none)."""
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from reme_cli.methods.ace.playbook import PLAYBOOK, TEXT
+from reme_cli.methods.ace.playbook import PLAYBOOK, PLAYBOOK_STATE, TEXT
 from reme_cli.methods.state_view import StateChange, StateItem
 
 
@@ -33,9 +32,10 @@ def change(unit: str, seq: int, events: list[dict[str, Any]]) -> StateChange:
 
 
 def read(book: Path) -> tuple[list[StateItem], dict[str, Any], str | None]:
-    state = json.loads((book / PLAYBOOK).read_text())
-    items = [item(b) for b in state.get("bullets", [])]
+    state = PLAYBOOK_STATE.read(book / PLAYBOOK) or {}  # damaged: one line naming it
+    items = [item(b) for b in state.get("bullets", []) if isinstance(b, dict)]
     summary = {"bullets": len(items), "by section": dict(Counter(i.kind for i in items)),
                "updates applied": state.get("ops_applied")}
-    return items, summary, (book / TEXT).read_text() if (book / TEXT).is_file() else None
+    text = (book / TEXT).read_text(encoding="utf-8", errors="replace") if (book / TEXT).is_file() else None
+    return items, summary, text
 

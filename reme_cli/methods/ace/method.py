@@ -14,8 +14,9 @@ from reme_cli.agent.protocols import acts_with_code
 from reme_cli.bench.base import Task
 from reme_cli.core.config import check_choices
 from reme_cli.core.errors import UserError
-from reme_cli.core.io import append_lines, read_lines
+from reme_cli.core.io import append_lines
 from reme_cli.core.plugin import Section
+from reme_cli.core.reading import JsonFile
 from reme_cli.core.staging import replace_dir
 from reme_cli.core.run_log import read_trials
 from reme_cli.llm.embed import make_embedder_for
@@ -31,6 +32,10 @@ from reme_cli.methods.ace import describe
 from reme_cli.methods.hooks import CostGuess, SavedState, expected_attempts
 
 BUILD_LOG = "ace_build.jsonl"
+# One line per training task applied to the playbook (a resumed build goes on after the last).
+BUILT = JsonFile("an ACE build's ace_build.jsonl", lines=True, fix="move that line out (its task is learned again)",
+                 shape={"unit": str, "events": list, "attempts": list, "stats": dict},
+                 required=("unit", "events", "attempts", "stats"))
 
 
 @dataclass
@@ -133,7 +138,7 @@ class Ace(Memory):
         if cfg.offline_attempts == "live":
             return
         path = ctx.work / BUILD_LOG
-        done = read_lines(path)
+        done = BUILT.records(path)
         playbook = initial(ctx.cfg)
         for line in done:
             playbook.replay(line["events"])
@@ -202,7 +207,7 @@ class Ace(Memory):
         cfg: AceConfig = ctx.cfg.memory
         if cfg.offline_attempts == "live":
             return cls._assemble_adapted(ctx, staging)
-        lines = read_lines(ctx.work / BUILD_LOG)
+        lines = BUILT.records(ctx.work / BUILD_LOG)
         playbook = initial(ctx.cfg)
         for line in lines:
             playbook.replay(line["events"])

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import copy
 import hashlib
-import json
 import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -31,11 +30,18 @@ import numpy as np
 from reme_cli.core import integrity
 from reme_cli.core.errors import UserError
 from reme_cli.core.io import now, write_json_atomic
+from reme_cli.core.reading import JsonFile
 
 METHOD = "ace"
 FORMAT = "reme-ace-playbook"
 MANIFEST, PLAYBOOK, TEXT = "manifest.json", "playbook.json", "playbook.txt"
 TAGS = ("helpful", "harmful", "neutral")
+_FIX = "rebuild it with `reme build-pool memory=ace` or restore the file from a copy"
+PLAYBOOK_MANIFEST = JsonFile("an ACE playbook's manifest.json", fix=_FIX, shape={
+    "format": str, "method": str, "files": dict, "bullets": int, "version": dict, "built_by": dict})
+PLAYBOOK_STATE = JsonFile("an ACE playbook's playbook.json", fix=_FIX, shape={
+    "headers": list, "bullets": list, "next_id": int, "ops_applied": int},
+    required=("headers", "bullets", "next_id", "ops_applied"))
 
 # ace-appworld utils.get_section_slug's table.
 SLUGS = {
@@ -200,13 +206,14 @@ class Playbook:
 
     @classmethod
     def load(cls, path: Path) -> Playbook:
+        manifest = PLAYBOOK_MANIFEST.read(path / MANIFEST)
+        if manifest is None:
+            raise UserError(f"{path} is not an ACE playbook (no {MANIFEST}); {_FIX}")
+        integrity.verify(path, manifest.get("files"), (PLAYBOOK, TEXT), _FIX)
+        state = PLAYBOOK_STATE.read(path / PLAYBOOK) or {}
         try:
-            manifest = json.loads((path / MANIFEST).read_text())
-            fix = "rebuild it with `reme build-pool memory=ace` or restore the file from a copy"
-            integrity.verify(path, manifest.get("files"), (PLAYBOOK, TEXT), fix)
-            state = json.loads((path / PLAYBOOK).read_text())
             return cls(state["headers"], [Bullet(**b) for b in state["bullets"]], state["next_id"],
                        state["ops_applied"], manifest.get("built_by"))
-        except (OSError, ValueError, KeyError, TypeError) as exc:
+        except (KeyError, TypeError) as exc:  # a bullet that is not one
             raise UserError(f"{path} is not a readable ACE playbook ({exc}); rebuild it with "
                             "`reme build-pool memory=ace`") from None

@@ -7,8 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from reme_cli.core.io import read_lines
-from reme_cli.methods.amem.notes import NOTES
+from reme_cli.methods.amem.notes import FILES
 from reme_cli.methods.state_view import StateChange, StateItem
 
 
@@ -36,7 +35,7 @@ def change(unit: str, seq: int, events: list[dict[str, Any]]) -> StateChange:
 
 
 def read(store: Path) -> tuple[list[StateItem], dict[str, Any], None]:
-    items = [item(n) for n in read_lines(store / NOTES)]
+    items = [item(n) for n in FILES.read_records(store, strict=False)]
     summary = {"notes": len(items), "links": sum(int(i.numbers["links"]) for i in items),
                "evolved notes": sum(1 for i in items if i.fields.get("evolved")),
                "never retrieved": sum(1 for i in items if not i.numbers["retrievals"])}

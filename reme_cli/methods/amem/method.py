@@ -12,7 +12,8 @@ from typing import Any, Optional
 from reme_cli.agent.trajectory import GUIDANCE_HEADER, Trajectory
 from reme_cli.bench.base import Outcome, Task
 from reme_cli.core.config import check_choices
-from reme_cli.core.io import append_lines, read_lines
+from reme_cli.core.io import append_lines
+from reme_cli.core.reading import JsonFile, shape_of
 from reme_cli.core.plugin import Section
 from reme_cli.core.staging import replace_dir
 from reme_cli.methods.amem.agentic import AMemStats, construct, evolve
@@ -25,6 +26,14 @@ from reme_cli.llm.embed import make_embedder_for
 from reme_cli.methods.amem import describe
 
 BUILD_EVENTS = "amem_events.jsonl"
+STATS_FILE = "amem_stats.jsonl"
+# The build's note events, a training task's together (a resumed build goes on after the last task).
+BUILD_LOG = JsonFile("an A-Mem build's amem_events.jsonl", lines=True, fix="move that line out",
+                     shape={"unit": str, "op": str, "note": dict, "id": str, "ids": list, "context": str, "tags": list},
+                     required=("unit", "op"))
+# The LLM calls' counts of each build session.
+SESSIONS = JsonFile("an A-Mem build's amem_stats.jsonl", lines=True, fix="move that line out",
+                    shape=shape_of(AMemStats))
 
 
 @dataclass
@@ -89,7 +98,7 @@ class AMem(Memory):
         interrupted build resumes after the last finished task."""
         cfg: AMemConfig = ctx.cfg.memory
         path = ctx.work / BUILD_EVENTS
-        events = read_lines(path)
+        events = BUILD_LOG.records(path)
         store = NoteStore(ctx.embedder)
         await asyncio.to_thread(store.apply, events)
         done = {e["unit"] for e in events}
@@ -112,18 +121,18 @@ class AMem(Memory):
                 await asyncio.to_thread(store.apply, new)
                 task_events += new
             await asyncio.to_thread(append_lines, path, task_events)
-        append_lines(ctx.work / "amem_stats.jsonl", [asdict(stats)])
+        append_lines(ctx.work / STATS_FILE, [asdict(stats)])
 
     @classmethod
     def assemble_pool(cls, ctx: BuildContext, staging: Path) -> BuildResult:
-        events = read_lines(ctx.work / BUILD_EVENTS)
+        events = BUILD_LOG.records(ctx.work / BUILD_EVENTS)
         store = NoteStore(ctx.embedder, built_by={"kind": "build-pool", "run": str(ctx.work),
                                                   "model": ctx.cfg.model.name, "samples": ctx.cfg.build.samples,
                                                   "build_notes": ctx.cfg.memory.build_notes})
         store.apply(events)
         store.save(staging)
         stats = AMemStats()
-        for rec in read_lines(ctx.work / "amem_stats.jsonl"):
+        for rec in SESSIONS.records(ctx.work / STATS_FILE):
             stats.merge(AMemStats(**rec))
         links = sum(len(n.links) for n in store.notes.values())
         report = {"pool_size": len(store), "links": links, "amem": asdict(stats)}

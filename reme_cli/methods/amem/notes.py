@@ -18,13 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from reme_cli.core.errors import UserError
-from reme_cli.core.io import read_lines
+from reme_cli.core.reading import required_of, shape_of
 from reme_cli.methods.vector_store import PoolFiles, RecordStore, StoredRecord
 
 METHOD = "amem"
 NOTES = "notes.jsonl"
-FILES = PoolFiles("reme-amem-pool", METHOD, NOTES, "A-Mem",
-                  "rebuild it with `reme build-pool memory=amem` or restore the file from a copy")
 
 
 @dataclass
@@ -46,6 +44,11 @@ class Note(StoredRecord):
                 f"tags: {', '.join(self.tags)}")
 
 
+FILES = PoolFiles("reme-amem-pool", METHOD, NOTES, "A-Mem",
+                  "rebuild it with `reme build-pool memory=amem` or restore the file from a copy",
+                  record_shape=shape_of(Note), record_keys=required_of(Note), manifest_shape={"notes": int, "links": int})
+
+
 class NoteStore(RecordStore[Note]):
     files = FILES
     record = Note
@@ -61,7 +64,7 @@ class NoteStore(RecordStore[Note]):
         manifest = FILES.read_manifest(path)
         if "files" in manifest:  # the first manifests recorded none
             FILES.verify(path, manifest)
-        notes = len(read_lines(path / NOTES))
+        notes = len(FILES.read_records(path))
         if isinstance(manifest.get("notes"), int) and notes != manifest["notes"]:
             raise UserError(f"pool {path} is damaged: {NOTES} holds {notes} notes, its manifest records "
                             f"{manifest['notes']}; {FILES.fix}")

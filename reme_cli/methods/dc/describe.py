@@ -8,8 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from reme_cli.core.io import read_lines
-from reme_cli.methods.dc.pool import CHEATSHEET, PAIRS, manifest_of
+from reme_cli.methods.dc.pool import CHEATSHEET, FILES, manifest_of
 from reme_cli.methods.state_view import StateChange, StateItem
 
 SHEET_ID = "cheatsheet"  # the item a DC-Cu rewrite updates
@@ -32,8 +31,8 @@ def change(unit: str, seq: int, events: list[dict[str, Any]]) -> StateChange:
 
 def read(pool: Path) -> tuple[list[StateItem], dict[str, Any], str | None]:
     manifest = manifest_of(pool)
-    items = [item(p) for p in read_lines(pool / PAIRS)]
-    text = (pool / CHEATSHEET).read_text(encoding="utf-8") if (pool / CHEATSHEET).is_file() else None
+    items = [item(p) for p in FILES.read_records(pool, strict=False)]
+    text = (pool / CHEATSHEET).read_text(encoding="utf-8", errors="replace") if (pool / CHEATSHEET).is_file() else None
     summary = {"variant": manifest.get("variant"), "pairs": len(items),
                "cheatsheet chars": len(text) if text is not None else None,
                "cheatsheet rewrites": (manifest.get("cheatsheet") or {}).get("rewrites")}

@@ -10,7 +10,8 @@ from typing import Any
 from reme_cli.agent.trajectory import Trajectory
 from reme_cli.agent.render import render_trajectory
 from reme_cli.bench.base import Outcome, Task
-from reme_cli.core.io import append_lines, read_lines
+from reme_cli.core.io import append_lines
+from reme_cli.core.reading import JsonFile
 from reme_cli.core.staging import replace_dir
 from reme_cli.llm.embed import make_embedder_for
 from reme_cli.methods.base import Applied, BuildContext, BuildResult, Learned, Memory, MethodContext, Retrieval, Tried
@@ -22,6 +23,9 @@ from reme_cli.methods.dc.pairs import Pair, PairStore
 from reme_cli.methods.hooks import CostGuess, SavedState
 
 FOLD_FILE = "dc_curator.jsonl"  # build-pool: one line per training task folded into the cheatsheet
+FOLDED = JsonFile("a DC build's dc_curator.jsonl", lines=True, fix="move that line out (its task is folded again)",
+                  shape={"unit": str, "cheatsheet": str, "rewrites": int, "usable": bool},
+                  required=("unit", "cheatsheet", "rewrites", "usable"))
 
 
 def answer_text(cfg: DCConfig, task: Task, trajectory: Trajectory, outcome: Outcome) -> str:
@@ -81,7 +85,7 @@ class DynamicCheatsheet(Memory):
         if cfg.variant != "cumulative":
             return
         path = ctx.work / FOLD_FILE
-        done = read_lines(path)
+        done = FOLDED.records(path)
         sheet = Cheatsheet(done[-1]["cheatsheet"], done[-1]["rewrites"]) if done else Cheatsheet()
         folded = {line["unit"] for line in done}
         for task_id, task, trajectory, outcome in _training_pairs(ctx):
@@ -99,7 +103,7 @@ class DynamicCheatsheet(Memory):
         cfg: DCConfig = ctx.cfg.memory
         pairs = PairStore(ctx.embedder, [Pair(task_id, task.query, answer_text(cfg, task, t, o))
                                          for task_id, task, t, o in _training_pairs(ctx)])
-        lines = read_lines(ctx.work / FOLD_FILE) if cfg.variant == "cumulative" else []
+        lines = FOLDED.records(ctx.work / FOLD_FILE) if cfg.variant == "cumulative" else []
         sheet = None
         if cfg.variant == "cumulative":
             sheet = Cheatsheet(lines[-1]["cheatsheet"], lines[-1]["rewrites"]) if lines else Cheatsheet()

@@ -19,12 +19,11 @@ from reme_cli.core.errors import UserError
 from reme_cli.methods.dc.cheatsheet import Cheatsheet
 from reme_cli.methods.dc.pairs import Pair, PairStore
 from reme_cli.methods.pool_dirs import find_pool
+from reme_cli.core.reading import required_of, shape_of
 from reme_cli.methods.vector_store import VECTORS, PoolFiles
 
 METHOD = "dc"
 CHEATSHEET, PAIRS = "cheatsheet.txt", "pairs.jsonl"
-FILES = PoolFiles("reme-dc-pool", METHOD, PAIRS, "DC",
-                  "rebuild it with `reme build-pool memory=dc` or restore the file from a copy")
 
 
 @dataclass
@@ -45,6 +44,12 @@ class DCPool:
                        "embedding_model": pairs.embedder.name if pairs is not None else None,
                        "dim": pairs.embedder.dim if pairs is not None else None, "built_by": self.built_by},
                    extra=[CHEATSHEET] if self.cheatsheet is not None else [])
+
+
+FILES = PoolFiles("reme-dc-pool", METHOD, PAIRS, "DC",
+                  "rebuild it with `reme build-pool memory=dc` or restore the file from a copy",
+                  record_shape=shape_of(Pair), record_keys=required_of(Pair),
+                  manifest_shape={"variant": str, "cheatsheet": (dict, type(None)), "pairs": (int, type(None))})
 
 
 def resolve(path: str | Path) -> Path:

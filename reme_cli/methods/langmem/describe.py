@@ -7,8 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from reme_cli.core.io import read_lines
-from reme_cli.methods.langmem.store import EPISODES
+from reme_cli.methods.langmem.store import FILES
 from reme_cli.methods.state_view import StateChange, StateItem
 
 
@@ -26,6 +25,6 @@ def change(unit: str, seq: int, events: list[dict[str, Any]]) -> StateChange:
 
 
 def read(store: Path) -> tuple[list[StateItem], dict[str, Any], None]:
-    latest = {str(put.get("key", "")): item(put) for put in read_lines(store / EPISODES)}
+    latest = {str(put.get("key", "")): item(put) for put in FILES.read_records(store, strict=False)}
     return list(latest.values()), {"episodes": len(latest)}, None
 

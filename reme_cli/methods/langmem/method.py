@@ -52,7 +52,8 @@ from pathlib import Path
 from typing import Any
 
 from reme_cli.bench.base import Task
-from reme_cli.core.io import append_lines, read_lines
+from reme_cli.core.io import append_lines
+from reme_cli.core.reading import JsonFile
 from reme_cli.core.staging import replace_dir
 from reme_cli.llm import answer_health
 from reme_cli.llm.embed import make_embedder_for
@@ -66,6 +67,11 @@ from reme_cli.methods.langmem.store import METHOD, EpisodeStore, proposing_store
 from reme_cli.methods.pool_dirs import find_pool
 
 BUILD_EVENTS = "langmem_episodes.jsonl"
+# One line per training task's extracted puts (a resumed build goes on after the last).
+EXTRACTED = JsonFile("a LangMem build's langmem_episodes.jsonl", lines=True,
+                     fix="move that line out (its task is extracted again)",
+                     shape={"unit": str, "puts": list, "llm_calls": int, "errors": list},
+                     required=("unit", "puts", "llm_calls", "errors"))
 # The dry-run's guess (``cost.langmem_calls_per_trajectory=N``): its manager's calls per extraction.
 CALLS_PER_TRAJECTORY = "langmem_calls_per_trajectory"
 ROLE = "langmem_episodes"
@@ -166,7 +172,7 @@ class LangMem(Memory):
         a task's puts are one durable line, so an interrupted build resumes after it."""
         cfg: LangMemConfig = ctx.cfg.memory
         path = ctx.work / BUILD_EVENTS
-        done = read_lines(path)
+        done = EXTRACTED.records(path)
         store = EpisodeStore(ctx.embedder, [p for line in done for p in line["puts"]])
         finished = {line["unit"] for line in done}
         for task_id in ctx.task_ids:
@@ -185,7 +191,7 @@ class LangMem(Memory):
 
     @classmethod
     def assemble_pool(cls, ctx: BuildContext, staging: Path) -> BuildResult:
-        lines = read_lines(ctx.work / BUILD_EVENTS)
+        lines = EXTRACTED.records(ctx.work / BUILD_EVENTS)
         store = EpisodeStore(ctx.embedder, [p for line in lines for p in line["puts"]],
                              built_by={"kind": "build-pool", "run": str(ctx.work), "model": ctx.cfg.model.name,
                                        "samples": ctx.cfg.build.samples,

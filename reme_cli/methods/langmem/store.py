@@ -18,14 +18,15 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from reme_cli.core.io import read_lines
 from reme_cli.methods.langmem.episodes import NAMESPACE
 from reme_cli.methods.vector_store import PoolFiles, require_embedding
 
 METHOD = "langmem"
 EPISODES = "episodes.jsonl"
 FILES = PoolFiles("reme-langmem-episodes", METHOD, EPISODES, "LangMem",
-                  "rebuild it with `reme build-pool memory=langmem` or restore the file from a copy")
+                  "rebuild it with `reme build-pool memory=langmem` or restore the file from a copy",
+                  record_shape={"key": str, "value": dict}, record_keys=("key", "value"),
+                  manifest_shape={"namespace": list, "episodes": int, "puts": int})
 
 
 class EpisodeStore:
@@ -64,7 +65,7 @@ class EpisodeStore:
         manifest = FILES.read_manifest(path)
         FILES.verify(path, manifest, (EPISODES,))
         require_embedding(path, manifest, embedder, FILES.label)
-        return cls(embedder, read_lines(path / EPISODES), manifest.get("built_by"))
+        return cls(embedder, FILES.read_records(path), manifest.get("built_by"))
 
     def save(self, path: Path) -> None:
         FILES.save(path, self.puts, None, {

@@ -9,8 +9,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from reme_cli.core.io import read_lines
-from reme_cli.methods.reasoningbank.items import RECORDS
+from reme_cli.methods.reasoningbank.items import FILES
 from reme_cli.methods.state_view import StateChange, StateItem
 
 
@@ -27,7 +26,7 @@ def change(unit: str, seq: int, events: list[dict[str, Any]]) -> StateChange:
 
 
 def read(store: Path) -> tuple[list[StateItem], dict[str, Any], None]:
-    records = read_lines(store / RECORDS)
+    records = FILES.read_records(store, strict=False)
     items = [i for r in records for i in items_of(r)]
     return items, {"records": len(records), "items": len(items), "by verdict": dict(Counter(i.kind for i in items))}, None
 

@@ -19,12 +19,11 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
+from reme_cli.core.reading import required_of, shape_of
 from reme_cli.methods.vector_store import PoolFiles, RecordStore, StoredRecord
 
 METHOD = "reasoningbank"
 RECORDS = "records.jsonl"
-FILES = PoolFiles("reme-reasoningbank-pool", METHOD, RECORDS, "ReasoningBank",
-                  "rebuild it with `reme build-pool memory=reasoningbank` or restore the file from a copy")
 
 
 @dataclass
@@ -43,6 +42,12 @@ class Record(StoredRecord):
         """Named after its source and query (not uuid4): cached answers rebuild the same store."""
         rid = hashlib.sha256(f"{source}|{query}".encode()).hexdigest()[:16]
         return cls(rid, query, source, verdict, items)
+
+
+FILES = PoolFiles("reme-reasoningbank-pool", METHOD, RECORDS, "ReasoningBank",
+                  "rebuild it with `reme build-pool memory=reasoningbank` or restore the file from a copy",
+                  record_shape=shape_of(Record), record_keys=required_of(Record),
+                  manifest_shape={"records": int, "items": int})
 
 
 class ItemStore(RecordStore[Record]):

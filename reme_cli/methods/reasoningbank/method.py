@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import Any, Optional
 
 from reme_cli.core.config import check_choices
-from reme_cli.core.io import append_lines, read_lines
+from reme_cli.core.io import append_lines
+from reme_cli.core.reading import JsonFile
 from reme_cli.core.plugin import Section
 from reme_cli.core.staging import replace_dir
 from reme_cli.bench.base import Task
@@ -23,6 +24,11 @@ from reme_cli.methods.reasoningbank.induce import InduceStats, induce
 from reme_cli.methods.reasoningbank.items import METHOD, ItemStore
 
 BUILD_LINES = "reasoningbank_build.jsonl"
+# One line per mined training task (a resumed build mines the tasks it lacks).
+MINED = JsonFile("a ReasoningBank build's reasoningbank_build.jsonl", lines=True,
+                 fix="move that line out (its task is mined again)",
+                 shape={"unit": str, "events": list, "reports": list, "stats": dict},
+                 required=("unit", "events", "reports", "stats"))
 
 
 @dataclass
@@ -77,7 +83,7 @@ class ReasoningBank(Memory):
         resumes after the tasks it finished. The pool takes them in split order."""
         cfg: ReasoningBankConfig = ctx.cfg.memory
         path = ctx.work / BUILD_LINES
-        done = {line["unit"] for line in read_lines(path)}
+        done = {line["unit"] for line in MINED.records(path)}
         todo = [t for t in ctx.task_ids if t not in done and ctx.attempts.get(t)]
         slots = asyncio.Semaphore(ctx.cfg.llm.concurrency)
 
@@ -99,7 +105,7 @@ class ReasoningBank(Memory):
     @classmethod
     def assemble_pool(cls, ctx: BuildContext, staging: Path) -> BuildResult:
         order = {t: i for i, t in enumerate(ctx.task_ids)}
-        lines = sorted(read_lines(ctx.work / BUILD_LINES), key=lambda line: order.get(line["unit"], len(order)))
+        lines = sorted(MINED.records(ctx.work / BUILD_LINES), key=lambda line: order.get(line["unit"], len(order)))
         store = ItemStore(ctx.embedder, built_by={"kind": "build-pool", "run": str(ctx.work),
                                                   "model": ctx.cfg.model.name, "samples": ctx.cfg.build.samples,
                                                   "judge": ctx.cfg.memory.judge,

@@ -16,7 +16,8 @@ import asyncio
 from pathlib import Path
 
 from reme_cli.core.config import config_hash
-from reme_cli.core.io import append_lines, read_lines
+from reme_cli.core.io import append_lines
+from reme_cli.core.reading import JsonFile
 from reme_cli.llm.answer_health import answer_tally, merge
 from reme_cli.methods.base import BuildContext, BuildResult
 from reme_cli.methods.reme.distill import DistillStats
@@ -26,11 +27,15 @@ from reme_cli.methods.reme.step_sequence import agent_shape
 from reme_cli.methods.reme.summarize import summarize, summary_or_nothing
 
 DISTILL_FILE = "distill.jsonl"
+# One line per distilled training task (a resumed build distills the tasks it lacks).
+DISTILLED = JsonFile("a ReMe build's distill.jsonl", lines=True, fix="move that line out (its task is distilled again)",
+                     shape={"task_id": str, "trajectories": int, "stats": dict, "experiences": list,
+                            "summarizer_answers": dict}, required=("task_id", "trajectories", "stats", "experiences"))
 
 
 async def distill_training(ctx: BuildContext) -> None:
     cfg, summarizer = ctx.cfg, ctx.summarizer
-    done = {rec["task_id"] for rec in read_lines(ctx.work / DISTILL_FILE)}
+    done = {rec["task_id"] for rec in DISTILLED.records(ctx.work / DISTILL_FILE)}
     slots = asyncio.Semaphore(cfg.llm.concurrency)
 
     shape = agent_shape(cfg.benchmark.name)
@@ -83,7 +88,7 @@ def assemble(ctx: BuildContext, staging: Path) -> BuildResult:
     """The judged candidates into a fresh pool, in the split's task order (de-duplicated
     when ``memory.build_dedup`` asks)."""
     cfg = ctx.cfg
-    by_task = {rec["task_id"]: rec for rec in read_lines(ctx.work / DISTILL_FILE)}
+    by_task = {rec["task_id"]: rec for rec in DISTILLED.records(ctx.work / DISTILL_FILE)}
     stats = DistillStats()
     candidates: list[Experience] = []
     for task_id in ctx.task_ids:

@@ -9,15 +9,14 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from reme_cli.core.io import read_json, read_lines
-from reme_cli.methods.reme.pool import EXPERIENCES, MANIFEST
+from reme_cli.methods.reme.pool import EXPERIENCES, MANIFEST, POOL_LINES, POOL_MANIFEST
 from reme_cli.methods.state_view import StateChange, StateItem
 
 
 def pool_dir(where: Path) -> Path | None:
     """The ReMe pool at ``where`` or its ``pool/`` (a build directory, a dynamic stream's)."""
     for candidate in (where / "pool", where):
-        manifest = read_json(candidate / MANIFEST) if (candidate / EXPERIENCES).is_file() else None
+        manifest = POOL_MANIFEST.probe(candidate / MANIFEST) if (candidate / EXPERIENCES).is_file() else None
         if manifest is not None and manifest.get("method") in (None, "reme"):
             return candidate
     return None
@@ -51,8 +50,8 @@ def change(unit: str, seq: int, events: list[dict[str, Any]]) -> StateChange:
 
 
 def read(pool: Path) -> tuple[list[StateItem], dict[str, Any], None]:
-    items = [item(r) for r in read_lines(pool / EXPERIENCES)]
-    manifest = read_json(pool / MANIFEST) or {}
+    manifest = POOL_MANIFEST.read(pool / MANIFEST) or {}  # damaged: one line naming it and the key
+    items = [item(r) for r in POOL_LINES.records(pool / EXPERIENCES)]  # a damaged line: left out, a warning
     used = [i.numbers["u"] / i.numbers["f"] for i in items if i.numbers["f"]]
     summary = {
         "experiences": len(items),

@@ -15,7 +15,7 @@ from typing import Any
 from reme_cli.bench.base import Task
 from reme_cli.core.config import Config
 from reme_cli.core.errors import UserError
-from reme_cli.core.io import read_json
+from reme_cli.core.run_log import POOL_HEADER
 from reme_cli.methods.base import (Applied, Attempt, BuildContext, BuildResult, Episode, Learned, Memory,
                                    MethodContext, Releases, Retrieval, Tried)
 from reme_cli.methods.hooks import CostGuess, Fidelity, RunFacts, SavedState
@@ -52,8 +52,8 @@ def resolve_pool_path(path: str | Path) -> Path:
 
 def _other_method(manifest: Path) -> str | None:
     """The method another memory's pool names in its manifest (ReMe's names none)."""
-    method = (read_json(manifest) or {}).get("method")
-    return method if method and method != "reme" else None
+    method = (POOL_HEADER.probe(manifest) or {}).get("method")
+    return method if isinstance(method, str) and method and method != "reme" else None
 
 
 def load_pool(cfg: Config, embedder: Embedder, workdir: Path) -> Pool:

@@ -20,7 +20,6 @@ kept in Experience.extra, so nothing is lost.
 from __future__ import annotations
 
 import hashlib
-import json
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -28,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from reme_cli.core.errors import UserError
+from reme_cli.core.reading import JsonFile
 from reme_cli.llm.embed import Embedder
 from reme_cli.methods.reme.experience import Experience, new_id
 from reme_cli.methods.reme.pool import Pool
@@ -55,6 +55,9 @@ _META_MIRRORS = {
     "modified_time": "time_modified",
 }
 _MAX_REPORTED_ERRORS = 20
+# The authors' released file: a line that is not a record is skipped and counted in the import's report.
+RELEASED = JsonFile("a released ReMe pool (.jsonl)", lines=True, fix="give the file as the authors released it",
+                    shape={"metadata": dict})
 
 OFFICIAL_PREFIX = "official:"
 RELEASED_DIR = Path(__file__).with_name("official_pools")
@@ -98,14 +101,15 @@ def pool_source(spec: str | Path) -> Path:
         raise UserError(f"{path} is a directory; give a released pool's .jsonl file "
                         "or a bundled name such as official:bfcl/qwen3-8b (reme pool import --list)")
     if not path.is_file():
-        raise UserError(f"{path} does not exist; give a released pool's .jsonl file "
+        what = "is not a regular file (a device, FIFO or socket)" if path.exists() else "does not exist"
+        raise UserError(f"{path} {what}; give a released pool's .jsonl file "
                         "or a bundled name such as official:bfcl/qwen3-8b (reme pool import --list)")
     return path
 
 
 def released_counts(path: Path) -> dict[str, int]:
     """Lines of a released file by category, and in all (what ``pool import --list`` shows)."""
-    experiences, _ = parse_official(path.read_text(encoding="utf-8"))
+    experiences, _ = parse_official(RELEASED.read_bytes(path) or b"")
     counts = Counter(e.source for e in experiences)
     return {"total": len(experiences), **{s: counts.get(s, 0) for s in CATEGORY_TO_SOURCE}}
 
@@ -125,8 +129,8 @@ def import_official(
     """
     started = time.perf_counter()
     src = pool_source(source)
-    raw = src.read_bytes()
-    experiences, report = parse_official(raw.decode("utf-8", errors="replace"))
+    raw = RELEASED.read_bytes(src) or b""
+    experiences, report = parse_official(raw)
     if not experiences:
         why = "; ".join(report["errors"][:3]) or "the file is empty"
         raise UserError(f"{src} has no valid official pool line ({why})")
@@ -146,8 +150,9 @@ def import_official(
     return pool
 
 
-def parse_official(text: str) -> tuple[list[Experience], dict[str, Any]]:
-    """Experiences from the file's text, and a report of skipped lines and defaulted fields."""
+def parse_official(text: str | bytes) -> tuple[list[Experience], dict[str, Any]]:
+    """Experiences from the file's text, and a report of skipped lines (not UTF-8, not JSON,
+    too deep, not a record) and defaulted fields."""
     experiences: list[Experience] = []
     errors: list[str] = []
     skipped = 0
@@ -160,14 +165,10 @@ def parse_official(text: str) -> tuple[list[Experience], dict[str, Any]]:
             continue
         lines += 1
         try:
-            try:
-                record = json.loads(line)
-            except RecursionError:  # 200,000 nested [: no pool line, and no traceback
-                raise ValueError("nested deeper than any pool line is") from None
-            exp, missing = official_record_to_experience(record)
+            exp, missing = official_record_to_experience(RELEASED.parse(line))
             if exp.id in seen:
                 raise ValueError(f"duplicate memory_id {exp.id}")
-        except ValueError as exc:  # JSONDecodeError is a ValueError
+        except ValueError as exc:  # what the reader found wrong with the line is a ValueError
             skipped += 1
             if len(errors) < _MAX_REPORTED_ERRORS:
                 errors.append(f"line {n}: {exc}")

@@ -32,6 +32,7 @@ import numpy as np
 
 from reme_cli.core import integrity
 from reme_cli.core.errors import UserError
+from reme_cli.core.reading import JsonFile, shape_of
 from reme_cli.core.staging import clean_backups, clean_stale, recover_swap, replace_dir
 from reme_cli.llm.embed import Embedder
 from reme_cli.methods.reme.experience import RETRIEVAL_KEYS, SOURCES, Experience, now_iso
@@ -42,6 +43,13 @@ FORMAT_VERSION = 1
 MANIFEST = "manifest.json"
 EXPERIENCES = "experiences.jsonl"
 EMBEDDINGS = "embeddings.npy"
+
+_FIX = "rebuild the pool (reme build-pool, reme pool import) or restore it from a copy"
+POOL_MANIFEST = JsonFile("a ReMe pool's manifest.json", fix=_FIX, shape={
+    "format": str, "format_version": int, "method": str, "embedding": dict, "retrieval_key": str, "created_at": str,
+    "size": int, "files": dict, "built_by": dict})
+POOL_LINES = JsonFile("a ReMe pool's experiences.jsonl", fix=_FIX, lines=True, shape=shape_of(Experience),
+                      required=("id", "when_to_use", "content", "source"))
 INDEX = "index.faiss"
 _POOL_FILES = (MANIFEST, EXPERIENCES, EMBEDDINGS, INDEX)
 
@@ -392,11 +400,8 @@ def _read_manifest(path: Path) -> dict[str, Any]:
     mpath = path / MANIFEST
     if not mpath.is_file():
         raise UserError(f"{path} is not an experience pool (no {MANIFEST}); build or import a pool there first")
-    try:
-        manifest = json.loads(mpath.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise UserError(f"{mpath} is unreadable ({exc}); rebuild the pool") from exc
-    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+    manifest = POOL_MANIFEST.read(mpath)
+    if manifest is None or manifest.get("format") != FORMAT:
         raise UserError(f"{mpath} is not a reme pool manifest; rebuild the pool")
     version = manifest.get("format_version")
     if not isinstance(version, int) or version > FORMAT_VERSION:
@@ -414,18 +419,15 @@ def _read_experiences(path: Path) -> list[Experience]:
         raise UserError(f"{path} is missing; the pool is incomplete, rebuild it")
     items: list[Experience] = []
     seen: set[str] = set()
-    with open(path, encoding="utf-8") as fh:
-        for n, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                exp = Experience.from_dict(json.loads(line))
-            except ValueError as exc:  # JSONDecodeError is a ValueError
-                raise UserError(f"{path} line {n}: {exc}; fix the line or rebuild the pool") from exc
-            if exp.id in seen:
-                raise UserError(f"{path} line {n}: duplicate id {exp.id}; fix the file or rebuild the pool")
-            seen.add(exp.id)
-            items.append(exp)
+    for n, record in POOL_LINES.numbered(path, strict=True):  # a pool is all its lines, or refused
+        try:
+            exp = Experience.from_dict(record)
+        except ValueError as exc:
+            raise UserError(f"{path} line {n}: {exc}; fix the line or rebuild the pool") from None
+        if exp.id in seen:
+            raise UserError(f"{path} line {n}: duplicate id {exp.id}; fix the file or rebuild the pool")
+        seen.add(exp.id)
+        items.append(exp)
     return items
 
 

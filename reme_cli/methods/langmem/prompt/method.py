@@ -28,7 +28,6 @@ All LLM calls go through reme's summarizer client (``langmem.chat_model.RemeChat
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,7 +38,8 @@ from reme_cli.bench.base import Task
 from reme_cli.core import integrity
 from reme_cli.core.config import Config, config_hash
 from reme_cli.core.errors import UserError
-from reme_cli.core.io import append_lines, now, read_lines, write_json_atomic
+from reme_cli.core.io import append_lines, now, write_json_atomic
+from reme_cli.core.reading import JsonFile
 from reme_cli.methods.base import BuildContext, BuildResult, Learned, Memory, MethodContext, Retrieval, Tried
 from reme_cli.methods.langmem.prompt.config import LangMemPromptConfig
 from reme_cli.methods.langmem.prompt.optimizer import optimize, prompt_version, require_langmem
@@ -51,6 +51,15 @@ PROMPT_FILE = "prompt.txt"
 MANIFEST_FILE = "manifest.json"
 STEPS_FILE = "langmem_steps.jsonl"
 POOL_FORMAT = "reme-langmem-prompt-pool"
+_FIX = "rebuild it with `reme build-pool memory=langmem_prompt` or restore the file from a copy"
+_POOL_SHAPE = {"format": str, "method": str, "kind": str, "version": str, "steps": int, "trajectories": int,
+               "built_by": dict}
+POOL_MANIFEST = JsonFile("a LangMem prompt pool's manifest.json", fix=_FIX, shape={**_POOL_SHAPE, "files": dict})
+POOL_STATE = JsonFile("a LangMem prompt pool's langmem_prompt.json", fix=_FIX, shape={**_POOL_SHAPE, "prompt": str})
+# One line per optimizer step (a resumed build takes the next batch).
+STEPS = JsonFile("a LangMem prompt build's langmem_steps.jsonl", lines=True, fix="move that line out",
+                 shape={"step": int, "items": list, "changed": bool, "llm_calls": int, "error": (str, type(None)),
+                        "prompt": str}, required=("items", "changed", "llm_calls", "error", "prompt"))
 METHOD = "langmem_prompt"  # what its pool file and manifest record
 
 
@@ -78,18 +87,12 @@ def resolve_pool_path(path: str | Path) -> Path:
 def load_pool(path: str | Path) -> dict[str, Any]:
     pool = resolve_pool_path(path)
     where = pool / POOL_FILE
-    try:
-        recorded = json.loads((pool / MANIFEST_FILE).read_text(encoding="utf-8")).get("files")
-    except (OSError, ValueError, AttributeError):
-        recorded = None
+    recorded = (POOL_MANIFEST.read(pool / MANIFEST_FILE) or {}).get("files")
     if recorded is not None:  # pools made before the manifest recorded its files have none
         integrity.verify(pool, recorded, (POOL_FILE,),
                          "rebuild it with `reme build-pool memory=langmem_prompt` or restore the file from a copy")
-    try:
-        data = json.loads(where.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise UserError(f"{where} is unreadable ({exc}); rebuild the pool") from None
-    if not isinstance(data, dict) or data.get("method") != METHOD or not isinstance(data.get("prompt"), str):
+    data = POOL_STATE.read(where)
+    if data is None or data.get("method") != METHOD or not isinstance(data.get("prompt"), str):
         raise UserError(f"{where} is not a LangMem pool file; rebuild it with `reme build-pool memory=langmem_prompt`")
     return data
 
@@ -112,11 +115,8 @@ def _change(unit: str, seq: int, events: list[dict[str, Any]]) -> StateChange:
 
 
 def _pool_file(folder: Path) -> dict[str, Any] | None:
-    try:
-        data = json.loads((folder / POOL_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    ok = isinstance(data, dict) and data.get("method") == METHOD and isinstance(data.get("prompt"), str)
+    data = POOL_STATE.probe(folder / POOL_FILE)
+    ok = data is not None and data.get("method") == METHOD and isinstance(data.get("prompt"), str)
     return data if ok else None
 
 
@@ -127,11 +127,11 @@ def _locate(where: Path) -> Path | None:
 
 
 def _read(folder: Path) -> tuple[list[StateItem], dict[str, Any], str]:
-    data = _pool_file(folder)
-    if data is not None:
+    data = POOL_STATE.read(folder / POOL_FILE)  # damaged: one line naming it
+    if data is not None and isinstance(data.get("prompt"), str):
         prompt, summary = data["prompt"], {k: data[k] for k in ("kind", "steps", "trajectories") if k in data}
     else:  # a dynamic stream's saved prompt
-        text = (folder / PROMPT_FILE).read_text(encoding="utf-8")
+        text = (folder / PROMPT_FILE).read_text(encoding="utf-8", errors="replace")
         prompt, summary = (text[:-1] if text.endswith("\n") else text), {}  # save() adds one newline
     return [_version_item(prompt)], {**summary, "prompt chars": len(prompt)}, prompt
 
@@ -159,7 +159,7 @@ class LangMemPrompt(Memory):
         items = [(task_id, i) for task_id in ctx.task_ids for i in range(len(ctx.attempts.get(task_id, [])))]
         batches = [items[k:k + cfg.batch_size] for k in range(0, len(items), cfg.batch_size)]
         path = ctx.work / STEPS_FILE
-        done = read_lines(path)
+        done = STEPS.records(path)
         prompt = done[-1]["prompt"] if done else cfg.initial_prompt
         for index in range(len(done), len(batches)):
             batch = batches[index]
@@ -177,7 +177,7 @@ class LangMemPrompt(Memory):
     @classmethod
     def assemble_pool(cls, ctx: BuildContext, staging: Path) -> BuildResult:
         cfg: LangMemPromptConfig = ctx.cfg.memory
-        steps = read_lines(ctx.work / STEPS_FILE)
+        steps = STEPS.records(ctx.work / STEPS_FILE)
         prompt = steps[-1]["prompt"] if steps else cfg.initial_prompt
         meta = {
             "format": POOL_FORMAT, "format_version": 1, "method": METHOD, "kind": cfg.kind,
