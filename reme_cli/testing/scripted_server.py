@@ -21,6 +21,7 @@ Policies:
   (distillation, judge, reflection, curation...), scripted in the method's plug-in and found
   through the registry (``scripted_answers``, end of this file); other requests for a JSON
   schema or a forced tool call get an answer that fills the schema (``schema_fill``).
+* ``CheckPolicy``: what a model that does as asked would answer `reme check`'s probes.
 * ``AgentAndSummarizerPolicy``: replay for agent requests, the summarizer for the rest.
 * ``FaultPolicy(inner, overflow, truncate)``: vLLM's context-length 400 or a reply cut off
   by ``max_tokens`` for chosen tasks (``--overflow``, ``--truncate``).
@@ -155,6 +156,29 @@ class ScriptedSummarizerPolicy:
         """The fields of a reply satisfying the request's schema or forced tool (for scripts)."""
         content, calls = structured_answer(body, topic_from=topic_from)
         return {"content": content, "tool_calls": calls, "raw": True}
+
+
+class CheckPolicy:
+    """What a model that does as asked would answer `reme check`'s probes (run/probes.py): a
+    call of every offered tool the last user message names (one reply, as parallel calls; one
+    call only when ``parallel_tool_calls`` is false), Python in a fenced block when asked for
+    code, else one sentence."""
+
+    name = "check"
+
+    def reply(self, body: dict[str, Any], headers: Mapping[str, str]) -> Reply:
+        messages = body.get("messages") or []
+        asked = _text_of(messages[-1].get("content")) if messages else ""
+        if any(m.get("role") == "tool" for m in messages):
+            return Reply(content="It is sunny in Paris.")
+        offered = [t["function"]["name"] for t in body.get("tools") or [] if isinstance(t, dict) and "function" in t]
+        named = [n for n in offered if n in asked and "Without calling" not in asked]
+        if named:
+            calls = named if body.get("parallel_tool_calls") is not False else named[:1]
+            return Reply(tool_calls=[(n, {"city": "Tokyo" if n == "get_time" else "Paris"}) for n in calls])
+        if "```python" in asked:
+            return Reply(content="```python\nprint(2 + 3)\n```")
+        return Reply(content="The capital of France is Paris.")
 
 
 class AgentAndSummarizerPolicy:
@@ -580,7 +604,7 @@ class ScriptedServer:
         self.stop()
 
 
-BASE_POLICIES = ("fixed", "steps", "summarizer")
+BASE_POLICIES = ("fixed", "steps", "summarizer", "check")
 
 
 def policy_names() -> list[str]:
@@ -602,6 +626,8 @@ def make_policy(name: str, corrupt: Iterable[str] = (), text: str = "ok", steps:
         return StepsPolicy(steps)
     if name == "summarizer":
         return ScriptedSummarizerPolicy()
+    if name == "check":
+        return CheckPolicy()
     base, plus, rest = name.partition("+")
     if REPLAY_POLICIES.has(base) and (not plus or rest == "summarizer"):
         replay = REPLAY_POLICIES.get(base)
