@@ -175,7 +175,7 @@ class CheckPolicy:
         named = [n for n in offered if n in asked and "Without calling" not in asked]
         if named:
             calls = named if body.get("parallel_tool_calls") is not False else named[:1]
-            return Reply(tool_calls=[(n, {"city": "Tokyo" if n == "get_time" else "Paris"}) for n in calls])
+            return Reply(tool_calls=[(n, {"city": "Paris"}) for n in calls])
         if "```python" in asked:
             return Reply(content="```python\nprint(2 + 3)\n```")
         return Reply(content="The capital of France is Paris.")
