@@ -118,7 +118,7 @@ def test_the_models_own_reasoning_streams_back_as_reasoning_content(qwen3_server
 # one model call per run (one step, then the turn's step limit ends the episode).
 EPISODE = ["eval", "--mode", "none", "benchmark.release=current", "benchmark.split=test",
            "benchmark.task_ids=[multi_turn_base_100]", "eval.runs=1", "eval.seeds=1", "model.max_steps_per_turn=1",
-           "model.sampling.temperature=0", "model.sampling.max_tokens=64", "model.parallel_tool_calls=false",
+           "model.sampling.temperature=0", "model.sampling.max_tokens=160", "model.parallel_tool_calls=false",
            "llm.cache=false", "embedding=minilm", f"llm.model={MODEL}"]
 
 
@@ -137,7 +137,7 @@ def test_a_bfcl_episode_gives_the_same_records_on_the_hosted_and_the_vllm_path(q
     for run in ("hosted", "vllm"):
         (trial,) = [json.loads(line) for line in (reme.cwd / run / "trials.jsonl").read_text().splitlines()]
         records.append(without_timing(trial)["trajectory"])
-    assert records[0] == records[1]
+    assert records[0] == records[1], json.dumps(records, indent=1)[:6000]
     (step,) = records[0]["turns"][0]
     assert step["calls"] and step["calls"][0]["name"] and step["prompt_tokens"] > 2000
     manifest = json.loads((reme.cwd / "hosted" / "manifest.json").read_text())

@@ -236,7 +236,7 @@ class Prober:
             code = extract_code(step.text)
             block = "```python" in step.text and code != step.text
             return block and "print" in code, _short(code)
-        return await self.episode("code action", CODE, [], judge, "ask for a ```python block (AppWorld's turn)",
+        return await self.episode("code action", CODE, [], judge, "ask for a ```python block (a code-action turn)",
                                   settings=settings)
 
     async def seeded_twice(self) -> Row:
