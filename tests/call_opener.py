@@ -10,9 +10,9 @@ changes a chat request with tools in three ways only:
 - ``tool_choice`` becomes ``"required"`` (unless the request names another than ``auto``):
   the server's grammar then holds the call to an offered tool with arguments of its schema;
 - an assistant message opening with ``<tool_call>\\n`` is appended, which llama.cpp continues
-  (``prefill_assistant``), with ``reasoning_content`` (``OPENED_REASONING``) when the
-  request turns thinking on: Qwen3's template renders it as a ``<think>`` block, and the
-  server's parser returns it as ``reasoning_content``;
+  (``prefill_assistant``). No reasoning is opened: llama.cpp returns an opened
+  ``reasoning_content`` in a whole answer but not in a streamed one, so the two paths would
+  differ by what the proxy wrote, not by what the model or reme did;
 - ``cache_prompt: false`` on every chat request, so a prompt is evaluated alike whatever the
   server answered before (a reused prefix changes greedy output beyond the first words).
 
@@ -31,12 +31,6 @@ from typing import Any
 import httpx
 
 OPENED_CALL = "<tool_call>\n"
-OPENED_REASONING = "The user asked for something a tool does, so I call it."
-
-
-def thinking_on(body: dict[str, Any]) -> bool:
-    kwargs = body.get("chat_template_kwargs") or {}
-    return body.get("enable_thinking") is True or kwargs.get("enable_thinking") is True
 
 
 def opened(body: dict[str, Any]) -> dict[str, Any]:
@@ -46,10 +40,7 @@ def opened(body: dict[str, Any]) -> dict[str, Any]:
         return body
     if body.get("tool_choice") in (None, "auto"):
         body["tool_choice"] = "required"
-    turn: dict[str, Any] = {"role": "assistant", "content": OPENED_CALL}
-    if thinking_on(body):
-        turn["reasoning_content"] = OPENED_REASONING
-    body["messages"] = [*body["messages"], turn]
+    body["messages"] = [*body["messages"], {"role": "assistant", "content": OPENED_CALL}]
     return body
 
 

@@ -87,6 +87,22 @@ def test_a_probe_the_provider_refuses_fails_the_check_with_its_words_and_nothing
 
 
 @pytest.mark.slow  # the CLI composes BFCL's benchmark: a platform probe starts `uname`
+def test_appworld_with_a_memory_checks_the_code_action_the_summarizer_and_the_embedding_batch(reme, provider):
+    proc = reme("check", "--mode", "fixed", "memory=reme", "benchmark=appworld", "model=qwen3-8b-dashscope",
+                "embedding=text-embedding-v4", f"llm.base_url={provider.base_url}",
+                f"embedding.base_url={provider.base_url}", env={"DASHSCOPE_API_KEY": KEY, "COLUMNS": "220"})
+    assert proc.returncode == 0, proc.stderr
+    err = _plain(proc.stderr)
+    for probe in ("code action", "summarizer", "embedding", "10 vectors of 1024 numbers"):
+        assert probe in err
+    assert "one tool call" not in err and "thinking" not in err  # AppWorld: code actions, thinking off
+    embeds = [r["body"] for r in provider.requests if r["path"] == "/v1/embeddings"]
+    assert [(len(b["input"]), b["dimensions"]) for b in embeds] == [(10, 1024)]  # DashScope's batch of 10
+    code = next(r["body"] for r in _chats(provider) if "```python" in r["body"]["messages"][-1]["content"])
+    assert code["enable_thinking"] is False and "tools" not in code
+
+
+@pytest.mark.slow  # the CLI composes BFCL's benchmark: a platform probe starts `uname`
 def test_a_dry_run_after_the_check_plans_with_what_it_measured(reme, provider):
     base = f"llm.base_url={provider.base_url}"
     before = _plain(reme("ablate", "table1", *HOSTED, base, "--dry-run", check=True,

@@ -114,11 +114,13 @@ def test_the_models_own_reasoning_streams_back_as_reasoning_content(qwen3_server
     assert whole.reasoning.endswith(r.reasoning.strip()) or r.reasoning.strip() in whole.reasoning
 
 
-# BFCL's task with the fewest tool schemas (20 tools, ~2,800 tokens under Qwen3's template):
-# one model call per run (one step, then the turn's step limit ends the episode).
+# BFCL's task with the fewest tool schemas (20 tools, ~2,650 tokens under Qwen3's template):
+# one model call per run (one step, then the turn's step limit ends the episode). Thinking is
+# switched on as each path sends it; the 135M model writes no <think> block of its own here
+# (its reasoning, streamed, is the test above's).
 EPISODE = ["eval", "--mode", "none", "benchmark.release=current", "benchmark.split=test",
            "benchmark.task_ids=[multi_turn_base_100]", "eval.runs=1", "eval.seeds=1", "model.max_steps_per_turn=1",
-           "model.sampling.temperature=0", "model.sampling.max_tokens=160", "model.parallel_tool_calls=false",
+           "model.sampling.temperature=0", "model.sampling.max_tokens=64", "model.parallel_tool_calls=false",
            "llm.cache=false", "embedding=minilm", f"llm.model={MODEL}"]
 
 

@@ -101,11 +101,15 @@ async def _probe(cfg: Config, ep: Endpoint, bench: Any, embeds: bool) -> tuple[l
             if cfg.model.parallel_tool_calls:
                 await prober.parallel()
         await prober.seeded_twice()
-        plugin = method_plugin(cfg)
-        if cfg.eval.mode != "none" and plugin.needs_summarizer or cfg.summarizer.base_url:
-            summ, own = summarizer_settings(cfg, client)
-            cap = summ.max_tokens if summ.max_tokens is not None else PROBE_MAX_TOKENS
-            await prober.summarizer(summ.llm, summ.temperature, cap)
+        if (cfg.eval.mode != "none" and method_plugin(cfg).needs_summarizer) or cfg.summarizer.base_url:
+            try:
+                summ, own = summarizer_settings(cfg, client)
+            except UserError as exc:  # its own server cannot be reached
+                prober.add(Row("summarizer", f"reach {cfg.summarizer.base_url}", got="unreachable", ok=False,
+                               said=str(exc)[:300]))
+            else:
+                cap = summ.max_tokens if summ.max_tokens is not None else PROBE_MAX_TOKENS
+                await prober.summarizer(summ.llm, summ.temperature, cap)
         if embeds:
             prober.add(await asyncio.to_thread(_embedding, cfg))
         points = await _sweep(cfg, ep, client) if cfg.model.kind != "openai" else []

@@ -207,7 +207,8 @@ class Prober:
         def judge(step: Step) -> tuple[bool, str]:
             said = step.text or _calls_text(step)
             return bool(step.text.strip() or step.calls), _short(said)
-        return await self.episode("plain answer", PLAIN, PROBE_TOOLS, judge, "a question, the tools offered")
+        offered = "" if self.settings.protocol.name == "code" else ", the tools offered"
+        return await self.episode("plain answer", PLAIN, PROBE_TOOLS, judge, f"a question{offered}")
 
     def thinking_row(self, step: Step | None, plain: Row) -> Row:
         """Thinking, judged on the plain answer's step (a config that thinks sends every
