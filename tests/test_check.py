@@ -22,7 +22,8 @@ HOSTED = ["model=qwen3-8b-dashscope", "embedding=minilm", "llm.model=qwen3-8b", 
 
 @pytest.fixture
 def provider():
-    with ScriptedServer(CheckPolicy(), provider=Provider(api_key=KEY, fingerprint="fp-check")) as srv:
+    limits = {"x-ratelimit-limit-requests": "600", "x-ratelimit-remaining-requests": "599"}
+    with ScriptedServer(CheckPolicy(), provider=Provider(api_key=KEY, fingerprint="fp-check", headers=limits)) as srv:
         yield srv
 
 
@@ -60,6 +61,8 @@ def test_check_passes_against_the_provider_with_the_runs_own_requests(reme, prov
     assert (data["model"], data["host"], data["model_config"]) == ("qwen3-8b", host, "qwen3-8b-dashscope")
     assert data["measured_at"][:4].isdigit() and data["seconds_per_answer"] > 0
     assert data["seeded_identical"] is True and data["time_to_first_token_s"] is not None
+    assert data["rate_limit_headers"] == {"x-ratelimit-limit-requests": "600", "x-ratelimit-remaining-requests": "599"}
+    assert "rate limits: x-ratelimit-limit-requests=600, x-ratelimit-remaining-requests=599" in err
     assert KEY not in kept.read_text()
     assert kept == reme.cwd / ".reme_cache" / "calibration" / f"qwen3-8b-dashscope@{host.replace(':', '_')}.json"
 

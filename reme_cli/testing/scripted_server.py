@@ -40,7 +40,8 @@ it; a thinking request's answer starts with reasoning; streamed answers come in 
 pieces (reasoning, content and each tool call's arguments split across chunks, two tool
 calls' pieces sharing a chunk); every ``rate_limit_every``-th chat request gets HTTP 429
 with ``Retry-After``; the first ``cut_streams`` streamed answers break off midway; and
-``system_fingerprint`` is sent when given; ``/v1/models`` is not served. Only behaviour,
+``system_fingerprint`` and ``headers`` (rate-limit headers, say) are sent when given;
+``/v1/models`` is not served. Only behaviour,
 never the provider's model.
 
 ``/v1/embeddings`` answers every policy with deterministic vectors (``scripted_vector``: the
@@ -324,6 +325,7 @@ class Provider:
     cut_streams: int = 0  # the first n streamed answers break off after a few chunks
     piece: int = 7  # characters per streamed piece
     fingerprint: str | None = None
+    headers: dict[str, str] | None = None  # sent with every answer (a provider's x-ratelimit-* headers)
 
     def refusal(self, body: dict[str, Any], headers: Mapping[str, str], count: int) -> tuple[int, dict, dict] | None:
         """(status, error body, headers) when the provider refuses the request, else None."""
@@ -493,7 +495,7 @@ class _Handler(BaseHTTPRequestHandler):
             include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
             self._stream(stream_chunks(completion, provider.piece if provider else None, include_usage))
         else:
-            self._send(200, completion)
+            self._send(200, completion, provider.headers if provider else None)
 
     def _stream(self, chunks: list[dict[str, Any]]) -> None:
         """Server-sent events, chunked; the first ``cut_streams`` streams stop midway and hang up."""
@@ -506,6 +508,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Transfer-Encoding", "chunked")
+        for name, value in ((provider.headers if provider else None) or {}).items():
+            self.send_header(name, value)
         self.end_headers()
         events = [f"data: {json.dumps(c)}\n\n" for c in chunks] + ["data: [DONE]\n\n"]
         for i, event in enumerate(events):
