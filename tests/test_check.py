@@ -147,3 +147,22 @@ def test_a_kept_measurement_gives_a_served_model_its_rates(tmp_path):
     bad.write_text('{"points": [{"concurrency": 1}]}')
     with pytest.raises(Exception, match="cost.calibration=.*bad.json: not a calibration"):
         cost.split_overrides([f"cost.calibration={bad}"])
+
+
+@pytest.mark.slow  # the embedded model's server
+def test_check_starts_the_embedded_model_as_eval_would_and_stops_it(reme):
+    """No server given: the check starts the embedded llama.cpp model (model=local), tries it
+    with the run's JSON-protocol requests, keeps a one-request-at-a-time throughput sweep, and
+    leaves no server behind."""
+    from reme_cli.llm.local_engine import choose
+    from tests.conftest import processes
+
+    proc = reme("check", "benchmark.release=current", env={"COLUMNS": "220"})
+    assert proc.returncode == 0, proc.stderr
+    err = _plain(proc.stderr)
+    assert "context limit: 8192 tokens (the server reme started)" in err
+    kept = json.loads((reme.cwd / proc.stdout.strip().splitlines()[-1]).read_text())
+    assert kept["model"] == "smollm2-135m-instruct" and kept["host"].startswith("embedded@")
+    (point,) = kept["points"]
+    assert point["concurrency"] == 1 and point["generated_tokens_per_s"] > 0 and point["prompt_tokens_per_s"] > 0
+    assert processes(choose().module, f"REME_CACHE_DIR={reme.cwd / '.reme_cache'}") == []
