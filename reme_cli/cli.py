@@ -252,12 +252,15 @@ def check_cmd(
 
     Example: reme check --mode dynamic memory=reme model=qwen3-8b llm.base_url=http://127.0.0.1:8000/v1
     """
-    from reme_cli.commands.check import check
-    from reme_cli.run.cost import split_overrides
-
     def body() -> None:
-        assumptions, rest = split_overrides(_mode_overrides(mode, overrides or []))
-        code, kept = check(compose(rest), assumptions, console)
+        jobs = _mode_overrides(mode, overrides or [])
+        # The config first, the machinery after: a bad override costs no heavy import.
+        cfg = compose([o for o in jobs if not o.startswith("cost.")])
+        from reme_cli.commands.check import check
+        from reme_cli.run.cost import split_overrides
+
+        assumptions, _ = split_overrides(jobs)  # cost.calibration=FILE: where the measurement goes
+        code, kept = check(cfg, assumptions, console)
         if kept is not None:
             print(kept)
         raise typer.Exit(code)
