@@ -245,6 +245,36 @@ def eval_cmd(
     _run(body)
 
 
+@app.command("check", cls=_Command, context_settings=_OVERRIDES)
+def check_cmd(
+    mode: Optional[Mode] = typer.Option(None, "--mode", help="As for reme eval: the memory mode whose endpoints "
+                                                             "to try (the summarizer and the embedding with a memory)."),
+    overrides: Optional[list[str]] = OverridesArg,
+) -> None:
+    """Before a long run, try every endpoint it will use with its own requests, and keep what was measured.
+
+    Composes the config as reme eval would, starts what it would start (the embedded model, a managed vLLM), and sends each endpoint the run's request shapes: a plain answer, thinking where the config thinks, one tool call, parallel calls where the config sends parallel_tool_calls, AppWorld's code action, an embedding batch. Prints what was sent, what came back and what was measured (time to first token, seconds per answer, tokens per second, a seed's repeatability, the context limit, rate-limit headers). Exit 0 when everything the run needs works (the measurement is kept, and reme ablate --dry-run plans with it), 4 otherwise. Prints the kept file's path last.
+
+    Example: reme check model=qwen3-8b-dashscope
+
+    Example: reme check --mode dynamic memory=reme model=qwen3-8b llm.base_url=http://127.0.0.1:8000/v1
+    """
+    def body() -> None:
+        jobs = _mode_overrides(mode, overrides or [])
+        # The config first, the machinery after: a bad override costs no heavy import.
+        cfg = compose([o for o in jobs if not o.startswith("cost.")])
+        from reme_cli.commands.check import check
+        from reme_cli.run.cost import split_overrides
+
+        assumptions, _ = split_overrides(jobs)  # cost.calibration=FILE: where the measurement goes
+        code, kept = check(cfg, assumptions, console)
+        if kept is not None:
+            print(kept)
+        raise typer.Exit(code)
+
+    _run(body)
+
+
 @app.command("serve", cls=_Command, context_settings=_OVERRIDES)
 def serve_cmd(
     port: int = typer.Option(8000, help="Port to serve on."),

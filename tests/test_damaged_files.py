@@ -56,6 +56,7 @@ NOT_FILES = {
     "reme_cli/bench/appworld/venv_programs/protocol.py": (2, "pipe messages, in AppWorld's own interpreter"),
     "reme_cli/bench/bfcl/benchmark.py": (2, "tool docs round-tripped in memory; a model's call arguments"),
     "reme_cli/bench/bfcl/calls.py": (1, "a model's call arguments, bounded by the call parser"),
+    "reme_cli/run/probes.py": (1, "a probe's tool-call arguments in the model's answer (`reme check`)"),
 }
 
 

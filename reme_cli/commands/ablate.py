@@ -412,15 +412,16 @@ def cost_table(p: SuitePlan, assumptions: Any) -> Table:
             for j in p.pools if not j.source]
     jobs += [(j.label, j.cfg, cost.run_calls(j.cfg, j.units, assumptions)) for j in p.runs]
     for name, cfg, calls in jobs:
-        rates = cost.rates_for(cfg, assumptions)
-        row = cost.as_row(cost.estimate(cfg, calls, assumptions, rates))
+        based = cost.basis(cfg, assumptions)  # a kept `reme check` measurement, else the assumptions
+        row = cost.as_row(cost.estimate(cfg, calls, based.assumptions, based.rates))
         if cost.hosted(cfg):
             sources.add(f"hosted: {cfg.llm.rpm or '-'} requests and {cfg.llm.tpm or '-'} tokens per minute, "
-                        f"{assumptions.hosted_call_s:g} s an answer, {cfg.llm.concurrency} in flight")
-        elif rates is None:
+                        f"{based.assumptions.hosted_call_s:g} s an answer ({based.source}), "
+                        f"{cfg.llm.concurrency} in flight")
+        elif based.rates is None:
             unknown = True
         else:
-            sources.add(f"{rates.source}, {cfg.llm.concurrency} in flight")
+            sources.add(f"{based.source}, {cfg.llm.concurrency} in flight")
         if row["usd"] is None and cost.hosted(cfg):
             unpriced = True
         if (price := cfg.model.price).input is not None:

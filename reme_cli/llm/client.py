@@ -215,6 +215,17 @@ class wait_retry_after:
         return min(asked, RETRY_AFTER_MAX_S) if asked is not None else self.fallback(state)
 
 
+@dataclass(frozen=True)
+class Wire:
+    """How one answer travelled, for a caller that measures the endpoint (``reme check``):
+    the response's headers (rate limits, request ids) and, for a streamed answer, the
+    seconds from sending to its first chunk that carried text, reasoning or a call."""
+
+    headers: dict[str, str]
+    streamed: bool
+    first_token_s: float | None = None
+
+
 class StreamCutOff(openai.APIConnectionError):
     """A streamed answer ended before its last chunk: retried as a whole request."""
 
@@ -273,6 +284,8 @@ class ChatClient:
     meter: SpendMeter | None = None  # shared by a run's clients (llm.budget_usd)
     prices: Prices | None = None  # this client's model's (model.price)
     parallel_tool_calls: bool | None = None  # sent with tools when set (model.parallel_tool_calls)
+    # Told how each answer the server computed travelled (``Wire``); None: nobody asks.
+    on_wire: Callable[[Wire], None] | None = None
 
     def __post_init__(self) -> None:
         urls = [self.base_url] if isinstance(self.base_url, str) else list(self.base_url)
@@ -414,6 +427,8 @@ class ChatClient:
         finally:
             replica.outstanding -= 1
         replica.served += 1
+        if self.on_wire is not None:
+            self.on_wire(Wire(dict(response.headers), streamed=False))
         return response.json()
 
     async def _post_stream(self, request: dict[str, Any], headers: dict[str, str] | None) -> dict[str, Any]:
@@ -426,6 +441,7 @@ class ChatClient:
         replica.outstanding += 1
         state = ChatCompletionStreamState()
         chunks = 0
+        sent, first = time.perf_counter(), None
         try:
             stream = await replica.client.post(
                 "/chat/completions", body=body, cast_to=ChatCompletionChunk, stream=True,
@@ -435,6 +451,8 @@ class ChatClient:
                 async for chunk in stream:
                     state.handle_chunk(chunk)
                     chunks += 1
+                    if first is None and _carries_tokens(chunk):
+                        first = time.perf_counter() - sent
             except (openai.APIError, asyncio.CancelledError):
                 raise
             except Exception as exc:  # the connection broke mid-answer (httpx, aiohttp, OSError)
@@ -451,6 +469,8 @@ class ChatClient:
             raise StreamCutOff(message=f"the answer's stream ended after {chunks} chunk(s) without a finish reason",
                                request=httpx.Request("POST", replica.base_url))
         replica.served += 1
+        if self.on_wire is not None:
+            self.on_wire(Wire(dict(stream.response.headers), streamed=True, first_token_s=first))
         return snapshot.model_dump()
 
     def _route(self) -> Replica:
@@ -481,6 +501,16 @@ class ChatClient:
 
 
 REPLICA_COOLDOWN_S = 10.0
+
+
+def _carries_tokens(chunk: ChatCompletionChunk) -> bool:
+    """Whether a streamed chunk holds generated text: content, reasoning or a call's piece
+    (the first chunk often holds only the role)."""
+    for choice in chunk.choices:
+        delta = choice.delta
+        if delta.content or delta.tool_calls or getattr(delta, "reasoning_content", None):
+            return True
+    return False
 
 
 @dataclass

@@ -2,10 +2,16 @@
 
     python -m reme_cli.llm.xllama_server --model GGUF --port N [--model_alias NAME]
         [--host 127.0.0.1] [--n_ctx 8192] [--n_threads N] [--n_threads_batch N] [--cache_ram_mib 2048]
+        [--chat_template_file FILE.jinja]
 
 xllamacpp has no command line of its own; this one takes the argument names of
 ``python -m llama_cpp.server``, so ``LocalServer`` starts either engine the same way. It serves
 ``/v1/models``, ``/v1/chat/completions`` and ``/health`` until SIGTERM or SIGINT, then exits 0.
+``--chat_template_file`` serves the model with another chat template (llama-server's
+``--chat-template-file``), rendered in jinja mode, as llama.cpp's server always renders here:
+Qwen3's own template makes it speak Qwen3's wire format (tools in the system prompt, calls
+parsed from ``<tool_call>`` into native ``tool_calls``, ``<think>`` into ``reasoning_content``:
+llama.cpp's chat-format detection reads them off the template; tests/test_qwen3_server.py).
 A server that cannot start (a broken model file, a taken port, a wheel that does not load)
 ends with one ``error:`` line and exit code 1.
 """
@@ -19,6 +25,7 @@ import signal
 import socket
 import sys
 import threading
+from pathlib import Path
 
 # What llama-cpp-python's `--cache true` keeps in RAM (LlamaRAMCache's 2 GiB), where llama.cpp's
 # server would take 8 GiB: a laptop runs reme's embedder and the test suite beside it.
@@ -37,6 +44,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--n_threads_batch", type=int, default=None, help="default: --n_threads")
     ap.add_argument("--cache_ram_mib", type=int, default=CACHE_RAM_MIB,
                     help="RAM for cached prompt prefixes (llama.cpp's server default is 8192)")
+    ap.add_argument("--chat_template_file", default=None,
+                    help="a jinja chat template to serve the model with (default: the GGUF's own)")
     return ap.parse_args(argv)
 
 
@@ -57,6 +66,12 @@ def params(args: argparse.Namespace, xlc) -> object:
     # prefix instead of recomputing it (llama-cpp-python's `--cache true`).
     p.cache_prompt = True
     p.cache_ram_mib = args.cache_ram_mib
+    # Jinja mode (xllamacpp's default, said here because the template below needs it): tools
+    # are rendered by the template, and the reply is parsed by the format llama.cpp detects
+    # in it; reasoning goes to reasoning_content (the deepseek format, also the default).
+    p.use_jinja = True
+    if args.chat_template_file:
+        p.chat_template = Path(args.chat_template_file).read_text()
     return p
 
 

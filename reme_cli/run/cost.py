@@ -20,7 +20,7 @@ provider (``model.kind=openai``) has no GPU: its time is what its limits allow (
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from omegaconf import OmegaConf
@@ -28,10 +28,10 @@ from omegaconf.errors import OmegaConfBaseException
 
 from reme_cli.core.config import Config
 from reme_cli.core.errors import UserError
-from reme_cli.core.reading import JsonFile
 from reme_cli.core.registry import METHODS
 from reme_cli.methods.base import Memory, find_method, method_class
 from reme_cli.methods.hooks import CostGuess, Guess, expected_attempts
+from reme_cli.run import calibration
 
 PREFIX = "cost."
 
@@ -68,10 +68,11 @@ class Assumptions:
     tokens_per_s: float | None = None  # generated, at llm.concurrency (None: calibration or table)
     prompt_tokens_per_s: float | None = None
     gpus: int | None = None  # per server (None: model.tensor_parallel, auto sized to this node's GPUs, else 1)
-    calibration: str | None = None  # a JSON file written by scripts/bench_vllm.py
+    calibration: str | None = None  # a JSON file written by reme check or scripts/bench_vllm.py
     # The methods' own guesses (``Memory.cost_guesses``) given as cost.NAME=VALUE; the rest
     # take their defaults.
     own: dict[str, float] = field(default_factory=dict)
+    given: list[str] = field(default_factory=list)  # the keys given as cost.KEY=VALUE
 
     def guess(self, plugin: type[Memory]) -> CostGuess:
         """What ``plugin``'s cost formula may assume."""
@@ -93,7 +94,7 @@ def split_overrides(overrides: list[str]) -> tuple[Assumptions, list[str]]:
     the rest, for the runs."""
     mine = [o[len(PREFIX):] for o in overrides if o.startswith(PREFIX)]
     rest = [o for o in overrides if not o.startswith(PREFIX)]
-    shared = {f.name for f in fields(Assumptions)} - {"own"}
+    shared = {f.name for f in fields(Assumptions)} - {"own", "given"}
     methods = methods_guesses() if any(item.split("=", 1)[0] not in shared for item in mine) else {}
     for item in mine:
         key = item.split("=", 1)[0]
@@ -106,12 +107,13 @@ def split_overrides(overrides: list[str]) -> tuple[Assumptions, list[str]]:
                                  OmegaConf.from_dotlist([i for i in mine if i not in own]))
         out: Assumptions = OmegaConf.to_object(merged)  # type: ignore[assignment]
         out.own = {k: float(v) for k, v in (i.split("=", 1) for i in own)}
+        out.given = [item.split("=", 1)[0] for item in mine]
     except (OmegaConfBaseException, ValueError) as exc:
         raise UserError(f"bad {PREFIX}* value: {str(exc).splitlines()[0]}") from None
     if not 0.0 <= out.success_rate <= 1.0 or not 0.0 <= out.prefix_cached_share <= 1.0:
         raise UserError(f"{PREFIX}success_rate and {PREFIX}prefix_cached_share must be between 0 and 1")
     if out.calibration:
-        read_calibration(out.calibration)  # a bad file fails before the plan is printed
+        calibration.Calibration.read(out.calibration)  # a bad file fails before the plan is printed
     return out, rest
 
 
@@ -204,32 +206,28 @@ def _interpolate(points: dict[int, float], c: float) -> float:
     return math.exp(math.log(points[lo]) + t * (math.log(points[hi]) - math.log(points[lo])))
 
 
-CALIBRATION = JsonFile("a cost.calibration file", fix="write it again with scripts/bench_vllm.py",
-                       shape={"points": list}, required=("points",))
-
-
 def read_calibration(path: str) -> Rates:
-    try:
-        data = CALIBRATION.read(path)
-        if data is None:
-            raise FileNotFoundError(f"no file {path}")
-        points = data["points"]
-        generated = {int(p["concurrency"]): float(p["generated_tokens_per_s"]) for p in points}
-        prompt = {int(p["concurrency"]): float(p["prompt_tokens_per_s"]) for p in points}
-    except (OSError, ValueError, KeyError, TypeError, UserError) as exc:
-        raise UserError(f"{PREFIX}calibration={path}: not a calibration file written by scripts/bench_vllm.py "
-                        f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})") from None
-    if not points or min(generated.values()) <= 0 or min(prompt.values()) <= 0:
-        raise UserError(f"{PREFIX}calibration={path} holds no positive rates")
-    return Rates(generated, prompt, f"calibration {path} ({data.get('model', '?')} at {data.get('base_url', '?')})")
+    """The rates of a calibration file (``cost.calibration=FILE``: scripts/bench_vllm.py's, or
+    what `reme check` kept); a one-line UserError if it has none."""
+    return _rates(calibration.Calibration.read(path), path)
+
+
+def _rates(cal: calibration.Calibration, where: str) -> Rates:
+    generated, prompt = cal.rates()
+    if not generated:
+        raise UserError(f"{PREFIX}calibration={where} holds no token rates (a hosted model's measurement: "
+                        "its answer time is what a plan uses)")
+    return Rates(generated, prompt, f"{cal.label} ({cal.model}, {cal.tool})")
 
 
 def rates_for(cfg: Config, a: Assumptions) -> Rates | None:
-    """Explicit cost.tokens_per_s wins, then a calibration file, then the H200 table; None
-    when none knows this model, or it is hosted (its limits set its time)."""
+    """Explicit cost.tokens_per_s wins, then a calibration file (``cost.calibration``, else
+    the one `reme check` kept for this model and host), then the H200 table; None when none
+    knows this model, or it is hosted (its limits set its time)."""
     if hosted(cfg):
         return None
-    base = read_calibration(a.calibration) if a.calibration else None
+    kept = calibration.kept(cfg, a.calibration)
+    base = _rates(kept, str(kept.path)) if kept is not None and kept.points else None
     if base is None and cfg.model.name in H200_ASSUMED:
         table = H200_ASSUMED[cfg.model.name]
         base = Rates(dict(table["generated"]), dict(table["prompt"]), H200_SOURCE)
@@ -243,6 +241,33 @@ def rates_for(cfg: Config, a: Assumptions) -> Rates | None:
     gen = {c: a.tokens_per_s} if a.tokens_per_s is not None else base.generated  # type: ignore[union-attr]
     prm = {c: a.prompt_tokens_per_s} if a.prompt_tokens_per_s is not None else base.prompt  # type: ignore[union-attr]
     return Rates(gen, prm, f"{PREFIX}tokens_per_s / {PREFIX}prompt_tokens_per_s as given")
+
+
+ASSUMED = "assumed"
+
+
+@dataclass
+class Basis:
+    """What one job's time estimate rests on: the assumptions (a hosted model's answer time
+    as measured, where `reme check` measured it), the rates of a served model (None: hosted,
+    or unknown), and where the time comes from: "calibrated on DATE against HOST" or "assumed"."""
+
+    assumptions: Assumptions
+    rates: Rates | None
+    source: str
+
+
+def basis(cfg: Config, a: Assumptions) -> Basis:
+    """The basis of the plan of ``cfg``'s job: a kept measurement of its model and host
+    (``calibration.kept``; ``cost.calibration=FILE`` names another) replaces the assumed
+    rates, and a hosted model's ``hosted_call_s`` unless ``cost.hosted_call_s`` was given."""
+    if not hosted(cfg):
+        rates = rates_for(cfg, a)
+        return Basis(a, rates, rates.source if rates is not None else "no rates for this model")
+    kept = calibration.kept(cfg, a.calibration)
+    if kept is None or kept.seconds_per_answer is None or "hosted_call_s" in a.given:
+        return Basis(a, None, ASSUMED if "hosted_call_s" not in a.given else f"{PREFIX}hosted_call_s as given")
+    return Basis(replace(a, hosted_call_s=kept.seconds_per_answer), None, kept.label)
 
 
 def gpus_per_server(cfg: Config, a: Assumptions) -> int:

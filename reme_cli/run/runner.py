@@ -97,6 +97,11 @@ class EpisodeSettings:
     history_reasoning: str = "drop"  # benchmark.history_reasoning
     fixed_seed: int | None = None  # model.sampling.seed: one seed on every call (None: per unit and trial)
 
+    def sampling(self, seed: int | None) -> Sampling:
+        """What each request of an episode sends, with ``seed``."""
+        return Sampling(self.temperature, self.top_p, self.max_tokens, seed, self.extra_body,
+                        top_k=self.top_k, min_p=self.min_p)
+
 
 class Batches:
     """Batches of ``size`` consecutive units of each memory stream (by their position in it),
@@ -322,8 +327,7 @@ class Runner:
             try:
                 traj = await run_episode(
                     self.llm, s.protocol, env, task,
-                    Sampling(s.temperature, s.top_p, s.max_tokens, seed,
-                             s.extra_body, top_k=s.top_k, min_p=s.min_p),
+                    s.sampling(seed),
                     guidance=guidance,
                     system_prompt=s.system_prompt,
                     max_interactions=s.max_interactions,

@@ -21,6 +21,7 @@ Policies:
   (distillation, judge, reflection, curation...), scripted in the method's plug-in and found
   through the registry (``scripted_answers``, end of this file); other requests for a JSON
   schema or a forced tool call get an answer that fills the schema (``schema_fill``).
+* ``CheckPolicy``: what a model that does as asked would answer `reme check`'s probes.
 * ``AgentAndSummarizerPolicy``: replay for agent requests, the summarizer for the rest.
 * ``FaultPolicy(inner, overflow, truncate)``: vLLM's context-length 400 or a reply cut off
   by ``max_tokens`` for chosen tasks (``--overflow``, ``--truncate``).
@@ -39,7 +40,8 @@ it; a thinking request's answer starts with reasoning; streamed answers come in 
 pieces (reasoning, content and each tool call's arguments split across chunks, two tool
 calls' pieces sharing a chunk); every ``rate_limit_every``-th chat request gets HTTP 429
 with ``Retry-After``; the first ``cut_streams`` streamed answers break off midway; and
-``system_fingerprint`` is sent when given; ``/v1/models`` is not served. Only behaviour,
+``system_fingerprint`` and ``headers`` (rate-limit headers, say) are sent when given;
+``/v1/models`` is not served. Only behaviour,
 never the provider's model.
 
 ``/v1/embeddings`` answers every policy with deterministic vectors (``scripted_vector``: the
@@ -155,6 +157,29 @@ class ScriptedSummarizerPolicy:
         """The fields of a reply satisfying the request's schema or forced tool (for scripts)."""
         content, calls = structured_answer(body, topic_from=topic_from)
         return {"content": content, "tool_calls": calls, "raw": True}
+
+
+class CheckPolicy:
+    """What a model that does as asked would answer `reme check`'s probes (run/probes.py): a
+    call of every offered tool the last user message names (one reply, as parallel calls; one
+    call only when ``parallel_tool_calls`` is false), Python in a fenced block when asked for
+    code, else one sentence."""
+
+    name = "check"
+
+    def reply(self, body: dict[str, Any], headers: Mapping[str, str]) -> Reply:
+        messages = body.get("messages") or []
+        asked = _text_of(messages[-1].get("content")) if messages else ""
+        if any(m.get("role") == "tool" for m in messages):
+            return Reply(content="It is sunny in Paris.")
+        offered = [t["function"]["name"] for t in body.get("tools") or [] if isinstance(t, dict) and "function" in t]
+        named = [n for n in offered if n in asked and "Without calling" not in asked]
+        if named:
+            calls = named if body.get("parallel_tool_calls") is not False else named[:1]
+            return Reply(tool_calls=[(n, {"city": "Paris"}) for n in calls])
+        if "```python" in asked:
+            return Reply(content="```python\nprint(2 + 3)\n```")
+        return Reply(content="The capital of France is Paris.")
 
 
 class AgentAndSummarizerPolicy:
@@ -300,6 +325,7 @@ class Provider:
     cut_streams: int = 0  # the first n streamed answers break off after a few chunks
     piece: int = 7  # characters per streamed piece
     fingerprint: str | None = None
+    headers: dict[str, str] | None = None  # sent with every answer (a provider's x-ratelimit-* headers)
 
     def refusal(self, body: dict[str, Any], headers: Mapping[str, str], count: int) -> tuple[int, dict, dict] | None:
         """(status, error body, headers) when the provider refuses the request, else None."""
@@ -469,7 +495,7 @@ class _Handler(BaseHTTPRequestHandler):
             include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
             self._stream(stream_chunks(completion, provider.piece if provider else None, include_usage))
         else:
-            self._send(200, completion)
+            self._send(200, completion, provider.headers if provider else None)
 
     def _stream(self, chunks: list[dict[str, Any]]) -> None:
         """Server-sent events, chunked; the first ``cut_streams`` streams stop midway and hang up."""
@@ -482,6 +508,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Transfer-Encoding", "chunked")
+        for name, value in ((provider.headers if provider else None) or {}).items():
+            self.send_header(name, value)
         self.end_headers()
         events = [f"data: {json.dumps(c)}\n\n" for c in chunks] + ["data: [DONE]\n\n"]
         for i, event in enumerate(events):
@@ -580,7 +608,7 @@ class ScriptedServer:
         self.stop()
 
 
-BASE_POLICIES = ("fixed", "steps", "summarizer")
+BASE_POLICIES = ("fixed", "steps", "summarizer", "check")
 
 
 def policy_names() -> list[str]:
@@ -602,6 +630,8 @@ def make_policy(name: str, corrupt: Iterable[str] = (), text: str = "ok", steps:
         return StepsPolicy(steps)
     if name == "summarizer":
         return ScriptedSummarizerPolicy()
+    if name == "check":
+        return CheckPolicy()
     base, plus, rest = name.partition("+")
     if REPLAY_POLICIES.has(base) and (not plus or rest == "summarizer"):
         replay = REPLAY_POLICIES.get(base)
