@@ -2,7 +2,7 @@
 
 The dataclasses below (and each plug-in's ``config_class``) hold every key, its type and its
 default, once; composition (``configs/``) picks group options, and a group file holds only
-what its option changes (``tests/test_config_defaults.py`` keeps it so). Any mistake
+what its option changes (``tests/core/test_config_defaults.py`` keeps it so). Any mistake
 becomes a ``UserError`` with one line that says what to fix.
 """
 

@@ -2,8 +2,8 @@
 each turn with the conversation so far, ends the episode when it has no more, and a
 benchmark's simulated user gets an LLM handle served as the summarizer's is. In process,
 with an in-process scripted LLM double (never a model's answers); the toy benchmark's
-simulated user runs end to end through `reme eval` in tests/test_plugin_toy.py, and BFCL's
-and AppWorld's fixed turns are checked unchanged in tests/test_fixed_turns_unchanged.py."""
+simulated user runs end to end through `reme eval` in tests/plugins/test_plugin_toy.py, and BFCL's
+and AppWorld's fixed turns are checked unchanged in tests/bench/test_fixed_turns_unchanged.py."""
 
 from __future__ import annotations
 

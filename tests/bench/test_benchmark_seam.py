@@ -28,7 +28,7 @@ class Plain(Benchmark):
 def test_appworld_brings_its_own_prompt_and_the_config_still_wins():
     appworld = compose(["benchmark=appworld"])
     # The authors' agent (the default): each task brings its system message (Task.meta), the
-    # benchmark none; benchmark.agent=compact sets reme's (tests/test_appworld_agent.py).
+    # benchmark none; benchmark.agent=compact sets reme's (tests/bench/appworld/test_appworld_agent.py).
     assert episode_settings(appworld, AppWorldBenchmark).system_prompt is None
     own = compose(["benchmark=appworld", "benchmark.system_prompt=Be brief."])
     assert episode_settings(own, AppWorldBenchmark).system_prompt == "Be brief."

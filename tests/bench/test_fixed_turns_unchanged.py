@@ -6,7 +6,7 @@ clock readings and cache flags left out, as a resume's comparison leaves them ou
 digest of every chat request the scripted server (a TEST DOUBLE) received, per task in the
 order sent. They were written by this file's ``write`` on the code just before
 ``Benchmark.user`` existed (main at 8bc63f9). Should a later change alter records on
-purpose, write them again: ``python -m tests.test_fixed_turns_unchanged bfcl|appworld``, and
+purpose, write them again: ``python -m tests.bench.test_fixed_turns_unchanged bfcl|appworld``, and
 say why in the commit."""
 
 from __future__ import annotations

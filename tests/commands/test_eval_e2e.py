@@ -19,7 +19,7 @@ from tests.conftest import reme_env, reme_popen, reme_process, scripted_server_p
 pytestmark = pytest.mark.slow  # starts a process (tests/tiers.py)
 
 # The replay servers here replay the ground truth of the release this process imports, the
-# pinned one; a plain eval runs the paper release (tests/test_authors_agent.py runs that one).
+# pinned one; a plain eval runs the paper release (tests/bench/bfcl/test_authors_agent.py runs that one).
 REPLAY = ["model=qwen3-8b", "embedding=minilm", "llm.model=replay", "llm.cache=false", "benchmark.release=current"]
 
 

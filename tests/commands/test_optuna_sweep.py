@@ -17,7 +17,7 @@ import pytest
 from reme_cli.commands.optuna_sweep import objective_value, parse
 from reme_cli.core.errors import UserError
 from tests.conftest import reme_env, reme_popen, reme_process, run_reme, scripted_server_process
-from tests.test_tracking import REPLAY, mlflow_runs
+from tests.track.test_tracking import REPLAY, mlflow_runs
 
 SWEEP = ["--mode", "fixed", "hydra/sweeper=optuna", "memory.top_k=choice(5,3,1)", "hydra/sweeper/sampler=grid",
          "hydra.sweeper.n_trials=3", "hydra.sweeper.objective=tokens/prompt", "hydra.sweeper.direction=minimize"]

@@ -11,7 +11,7 @@ from reme_cli.commands.pool import _with_method, import_pool, show_pool, show_st
 from reme_cli.core.errors import UserError
 from reme_cli.methods.reme.experience import Experience
 from reme_cli.methods.reme.pool import Pool
-from tests.test_safe_state import FakeEmbedder
+from tests.core.test_safe_state import FakeEmbedder
 
 
 def rows(text: str) -> dict[str, str]:

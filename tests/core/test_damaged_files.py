@@ -299,7 +299,7 @@ def test_a_unit_record_of_the_wrong_types_is_refused_naming_its_line_and_key(tmp
 
 @pytest.fixture
 def reme_pool(tmp_path) -> Path:
-    from tests.test_safe_state import reme_pool as make
+    from tests.core.test_safe_state import reme_pool as make
 
     return make(tmp_path / "built" / "pool").parent
 

@@ -1,5 +1,5 @@
 """Managed vLLM on a GPU node, proven with stand-ins (no GPU here): the stand-in `vllm` of
-tests/test_endpoints.py records each start's arguments and environment, and a stand-in
+tests/llm/test_endpoints.py records each start's arguments and environment, and a stand-in
 `nvidia-smi` lists 1, 2 or 8 GPUs. Checked: the tensor parallelism chosen, each server's
 CUDA_VISIBLE_DEVICES, one server shared by a suite's jobs, and a server's environment free of
 the variables reme sets for itself. The stand-in answers as the scripted server (a TEST
@@ -21,7 +21,7 @@ from reme_cli.commands.ablate import plan
 from reme_cli.core.config import config_hash
 from reme_cli.core.environ import OWN_ENV, set_default
 from tests.conftest import reme_popen, run_reme
-from tests.test_endpoints import reme_cli, stand_in, stand_ins_running
+from tests.llm.test_endpoints import reme_cli, stand_in, stand_ins_running
 
 QUICK = ["llm.cache=false", "benchmark.limit=1", "eval.runs=1", "eval.seeds=1", "benchmark.release=current"]
 H200_MIB = 143771
@@ -30,7 +30,7 @@ H200_MIB = 143771
 def reme_here(tmp_path: Path, env: dict, *args: str) -> subprocess.CompletedProcess:
     """reme in this process (tests/conftest.py ``run_reme``) with exactly ``env``: what these
     tests check is what reme gives the servers it starts (the stand-ins record it) and its one
-    line, not reme's own process. tests/test_endpoints.py and the last tests here start reme
+    line, not reme's own process. tests/llm/test_endpoints.py and the last tests here start reme
     as a process."""
     return run_reme(list(args), tmp_path, env={**env, **{k: None for k in os.environ if k not in env}})
 

@@ -229,7 +229,7 @@ def _reme_schemas() -> dict[str, dict]:
     from reme_cli.agent.protocols import JSONProtocol
     from reme_cli.bench.bfcl.benchmark import MULTI_TURN_FUNC_DOC_FILE_MAPPING, TOOL_DIALECT, _tools_json
     from reme_cli.methods.reme.formats import CONSTRAINED_FORMATS
-    from tests.test_constrained_formats import _requests
+    from tests.methods.test_constrained_formats import _requests
 
     protocol = JSONProtocol(TOOL_DIALECT)
     schemas = {f"bfcl:{cls}": protocol.request_kwargs(json.loads(_tools_json((cls,))))["response_format"]["schema"]

@@ -20,7 +20,7 @@ from reme_cli.llm.json_grammar import compact_json_request
 from reme_cli.llm.local_engine import XLLAMACPP, choose
 from reme_cli.llm.local_server import LocalServer, default_model_path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 ENUM_SCHEMA = {
     "type": "object",
     "properties": {

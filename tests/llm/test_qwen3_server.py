@@ -32,7 +32,7 @@ from tests.conftest import without_timing
 
 pytestmark = pytest.mark.slow  # a llama.cpp server process
 
-TEMPLATE = Path(__file__).parent / "fixtures" / "chat_templates" / "Qwen-Qwen3-0.6B.jinja"
+TEMPLATE = Path(__file__).parents[1] / "fixtures" / "chat_templates" / "Qwen-Qwen3-0.6B.jinja"
 TEMPLATE_SHA256 = "87a2728cb8dc9fe424d624542f6060ec05a1d285ebbec578bb078900e33396b5"
 MODEL = "smollm2-135m-instruct"
 ASK_ONE = [{"role": "user", "content": "What is the weather in Paris?"}]

@@ -14,7 +14,7 @@ from tests.conftest import run_reme_together
 pytestmark = pytest.mark.slow  # starts a process (tests/tiers.py)
 
 # The pinned release (benchmark.release=current): the runs stay in the test process, where the
-# paper's would re-execute reme; tests/test_local_model_e2e.py runs the embedded model on it.
+# paper's would re-execute reme; tests/llm/test_local_model_e2e.py runs the embedded model on it.
 ONE_TASK = ["--mode", "dynamic", "benchmark.task_ids=[multi_turn_base_1]", "benchmark.max_interactions=2",
             "llm.concurrency=1", "eval.runs=1", "eval.seeds=1", "benchmark.release=current",
             # room for a whole answer: a 135M model cut off at 384 tokens answers nothing usable

@@ -21,7 +21,7 @@ from tests.conftest import REPO, reme_process, scripted_popen
 PLUGIN = REPO / "tests" / "plugins" / "reme_toy"
 
 
-@pytest.fixture(scope="session")  # shared with tests/test_plugin_toy_hooks.py: one install per session
+@pytest.fixture(scope="session")  # shared with tests/plugins/test_plugin_toy_hooks.py: one install per session
 def site(tmp_path_factory) -> Path:
     """The plug-in installed the way a user installs one (pip), into a private folder."""
     target = tmp_path_factory.mktemp("site")

@@ -15,7 +15,7 @@ from rich.console import Console
 
 from reme_cli.core.errors import UserError
 from tests.conftest import REPO, scripted_popen
-from tests.test_plugin_toy import reme, site, toy_server  # noqa: F401 - pytest fixtures
+from tests.plugins.test_plugin_toy import reme, site, toy_server  # noqa: F401 - pytest fixtures
 
 pytestmark = pytest.mark.slow  # starts a process (tests/tiers.py)
 

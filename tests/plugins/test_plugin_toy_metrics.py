@@ -12,7 +12,7 @@ import json
 import pandas as pd
 import pytest
 
-from tests.test_plugin_toy import reme, site, toy_server  # noqa: F401 - the fixtures, shared
+from tests.plugins.test_plugin_toy import reme, site, toy_server  # noqa: F401 - the fixtures, shared
 
 pytestmark = pytest.mark.slow  # starts a process (tests/tiers.py)
 

@@ -17,7 +17,7 @@ import yaml
 
 from reme_cli.commands.ablate import plan
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SUITES = sorted(p.stem for p in (ROOT / "configs" / "ablation").glob("*.yaml"))
 BASE = ["model=qwen3-8b", "embedding=minilm"]
 TICKED = re.compile(r"`([^`]*)`")

@@ -19,7 +19,7 @@ from reme_cli.report.metrics import run_metrics
 from reme_cli.report.order import SUITE_RANK
 from reme_cli.report.tables import build_table
 from reme_cli.report.write import choose_tables, write_report
-from tests.test_report_pkg import make_run, make_units
+from tests.report.test_report_pkg import make_run, make_units
 
 TOPK_SUITE = ["k0", "k1", "k3", "k5", "k7", "k10"]
 

@@ -17,7 +17,7 @@ from reme_cli.report.retries import first_trial_table
 from reme_cli.report.tables import FIRST_NOTE, build_table
 from reme_cli.report.write import write_report
 from reme_cli.run.records import TRIALS_FILE, RunDir, UnitRecord
-from tests.test_report_pkg import make_run, make_units, one_row
+from tests.report.test_report_pkg import make_run, make_units, one_row
 
 # {(seed, task): [(first trial, scored trial, trials run) per run]}
 DYNAMIC = {

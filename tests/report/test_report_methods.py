@@ -8,7 +8,7 @@ from reme_cli.report.metrics import run_metrics
 from reme_cli.report.published import load_published
 from reme_cli.report.tables import COST_NOTE, FIDELITY, MAX_PROMPT, PUBLISHED, PUBLISHED_NOTE, TOKENS, build_table
 from reme_cli.report.write import choose_tables
-from tests.test_report_pkg import ERR, make_run, make_units, one_row
+from tests.report.test_report_pkg import ERR, make_run, make_units, one_row
 
 
 def _units(run_id: str, tokens: list, longest: list) -> pd.DataFrame:

@@ -11,7 +11,7 @@ from reme_cli.core.errors import UserError
 from reme_cli.report.metrics import run_metrics
 from reme_cli.report.specs import table_names, table_spec
 from reme_cli.report.tables import build_table
-from tests.test_report_pkg import _reme, make_units
+from tests.report.test_report_pkg import _reme, make_units
 
 NEW_SUITE = """\
 description: a new sweep, with a table of its own

@@ -1,4 +1,4 @@
-"""``AppWorldConfig``: the ``benchmark.*`` keys of ``benchmark=appworld`` (configs/benchmark/appworld.yaml),
+"""``AppWorldConfig``: the ``benchmark.*`` keys of ``benchmark=appworld`` (reme_cli/bench/appworld/configs/benchmark/appworld.yaml),
 validated before anything runs: the split, the data and venv folders, the sandbox, the
 agent's words, and each episode's bounds (see ``benchmark.py``)."""
 

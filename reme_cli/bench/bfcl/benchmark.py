@@ -1,8 +1,8 @@
 """BFCL-v3 multi-turn base: tasks, isolated episodes, and the official checker.
 
 Task data, the stateful backends and ``multi_turn_checker`` all come from the pinned
-``bfcl-eval`` package. Two things in it need care (tests/test_call_safety.py and
-tests/test_bfcl_bench.py hold both to it; docs/trust.md says the first to users):
+``bfcl-eval`` package. Two things in it need care (tests/bench/bfcl/test_call_safety.py and
+tests/bench/bfcl/test_bfcl_bench.py hold both to it; docs/trust.md says the first to users):
 
 * bfcl executes model output with ``eval()``. We never do: the environment dispatches
   only to bound methods of its own backend instances, and the checker only ever sees

@@ -1,4 +1,4 @@
-"""``BFCLConfig``: the ``benchmark.*`` keys of ``benchmark=bfcl_v3`` (configs/benchmark/bfcl_v3.yaml),
+"""``BFCLConfig``: the ``benchmark.*`` keys of ``benchmark=bfcl_v3`` (reme_cli/bench/bfcl/configs/benchmark/bfcl_v3.yaml),
 validated before anything runs (bfcl-eval is not imported for it)."""
 
 from __future__ import annotations

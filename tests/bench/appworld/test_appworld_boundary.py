@@ -3,7 +3,7 @@ reaches neither its supervisor nor the next episode, holds no memory outside its
 AppWorld runs from any install path.
 
 Every payload runs against the real sandbox on the toy world, answered step by step by a
-scripted server (a TEST DOUBLE, tests/test_appworld_sandbox.py's ``Payloads``); AppWorld's
+scripted server (a TEST DOUBLE, tests/bench/appworld/test_appworld_sandbox.py's ``Payloads``); AppWorld's
 import denylist is bypassed as an adversary would (``sneak``). Where an old sandbox would
 have let a payload change the host, the payload writes back the value it read: the refusal
 is what is tested, never a change."""
@@ -20,8 +20,8 @@ import pytest
 
 from reme_cli.bench import sandbox
 from tests.conftest import run_reme, run_watched, scripted_server_process
-from tests.test_appworld import common
-from tests.test_appworld_sandbox import (VENV_SITE, WALK, aw_eval, by_unit, outputs,  # noqa: F401 - a fixture
+from tests.bench.appworld.test_appworld import common
+from tests.bench.appworld.test_appworld_sandbox import (VENV_SITE, WALK, aw_eval, by_unit, outputs,  # noqa: F401 - a fixture
                                          payloads, sneak)
 
 pytestmark = pytest.mark.slow  # starts a process (tests/tiers.py)

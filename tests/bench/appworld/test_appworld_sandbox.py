@@ -33,7 +33,7 @@ from reme_cli.bench.appworld.processes import PRIVATE_PREFIX
 from reme_cli.core.staging import clean_stale_tempdirs, private_tempdir
 from reme_cli.testing.scripted_server import Reply, ScriptedServer
 from tests.conftest import descendants, reme_popen, run_reme, run_watched, scripted_server_process, still_running
-from tests.test_appworld import common, trials
+from tests.bench.appworld.test_appworld import common, trials
 
 pytestmark = pytest.mark.slow  # starts a process (tests/tiers.py)
 

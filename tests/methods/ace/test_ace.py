@@ -19,7 +19,7 @@ import pytest
 from reme_cli.methods.ace.playbook import Bullet, Playbook
 from reme_cli.methods.context_guard import estimate_tokens
 from tests.conftest import reme_env, reme_popen, run_reme, run_reme_together, scripted_server_process, without_timing
-from tests.test_memory_flow import _kill_when, _trials
+from tests.methods.reme.test_memory_flow import _kill_when, _trials
 
 FAILS_TRAINING = "multi_turn_base_5"  # the first training task; the replayed agent gets it wrong
 SCRIPTED = ["memory=ace", "model=qwen3-8b", "embedding=minilm", "llm.model=replay", "benchmark.release=current",

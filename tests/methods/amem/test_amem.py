@@ -15,7 +15,7 @@ import pytest
 from reme_cli.llm.embed import make_embedder
 from reme_cli.methods.amem.notes import Note, NoteStore
 from tests.conftest import reme_env, reme_popen, run_reme, scripted_server_process, without_timing
-from tests.test_memory_flow import _kill_when, _trials
+from tests.methods.reme.test_memory_flow import _kill_when, _trials
 
 # One worker per stream: the tests below follow a stream task by task (BFCL's default is 4).
 SCRIPTED = ["model=qwen3-8b", "embedding=minilm", "llm.model=replay", "benchmark.release=current",

@@ -18,7 +18,7 @@ import pytest
 from reme_cli.methods.dc.cheatsheet import EMPTY, Cheatsheet, digest, extract_cheatsheet, prompt, split_items
 from reme_cli.methods.dc.pool import DCPool
 from tests.conftest import reme_env, reme_popen, run_reme, run_reme_together, scripted_server_process, without_timing
-from tests.test_memory_flow import _kill_when, _trials
+from tests.methods.reme.test_memory_flow import _kill_when, _trials
 
 SCRIPTED = ["model=qwen3-8b", "embedding=minilm", "llm.model=replay", "benchmark.release=current",
             "eval.dynamic_workers=1"]

@@ -18,7 +18,7 @@ from reme_cli.methods.langmem.config import LangMemConfig
 from reme_cli.bench.bfcl.scripted import BFCLReplayPolicy
 from reme_cli.testing.scripted_server import AgentAndSummarizerPolicy, ScriptedServer, ScriptedSummarizerPolicy
 from tests.conftest import REPO, reme_env, reme_popen, run_reme, scripted_popen
-from tests.test_memory_flow import _kill_when
+from tests.methods.reme.test_memory_flow import _kill_when
 
 GUIDE = REPO / "tests" / "fixtures" / "langmem_episodic_guide"
 FAILS = "multi_turn_base_2"  # an eval task the replayed agent gets wrong

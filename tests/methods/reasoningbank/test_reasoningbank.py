@@ -22,7 +22,7 @@ from reme_cli.core.errors import UserError
 from reme_cli.methods.reasoningbank.items import ItemStore, Record
 from reme_cli.methods.reasoningbank.method import BUILD_LINES, ReasoningBankConfig
 from tests.conftest import reme_env, reme_popen, run_reme, run_reme_together, scripted_server_process, without_timing
-from tests.test_memory_flow import _kill_when, _trials
+from tests.methods.reme.test_memory_flow import _kill_when, _trials
 
 FAILS, FAILS_TRAINING = "multi_turn_base_2", "multi_turn_base_5"  # an eval and a training task that fail
 PLANTED_FOR = "multi_turn_base_0"

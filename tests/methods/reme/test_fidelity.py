@@ -382,7 +382,7 @@ def test_the_released_pool_by_default_sends_exactly_the_authors_text(reme, serve
     pool = {e["id"]: e for e in map(json.loads, (official_pool / "experiences.jsonl").read_text().splitlines())}
     retrieved = [(pool[i]["when_to_use"], pool[i]["content"]) for i in trial["retrieved_ids"]]
     assert len(retrieved) == 5
-    from tests.test_distill import official_first_message
+    from tests.methods.reme.test_distill import official_first_message
 
     sent = _first_user(server.requests[n])
     query = sent.split("\n", 1)[1].split("\n\nSome Related Experience", 1)[0]

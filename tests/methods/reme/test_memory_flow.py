@@ -306,7 +306,7 @@ def test_build_pool_survives_junk_and_its_pool_serves_fixed_eval(workdir, server
         proc = reme(workdir, "build-pool", *_args(server, "benchmark.limit=3", "build.samples=2",
                     "summarizer.name=scripted", f"summarizer.base_url={summarizer.base_url}",
                     # every 3rd answer junk is more than the answer-health gate lets pass
-                    # (tests/test_summarizer_answers.py tests the gate)
+                    # (tests/methods/test_summarizer_answers.py tests the gate)
                     "summarizer.max_failed_share=0.5", "out_dir=built"))
     out = workdir / "built"
     assert proc.stdout.strip().splitlines()[-1] == "built"
