@@ -18,8 +18,9 @@ task header and where in a conversation a request stands.
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 TASK_HEADER = "X-Reme-Task-Id"
 # The harness's JSON tool-call protocol sends tool results as user messages with this
@@ -42,6 +43,18 @@ class Reply:
     finish_reason: str | None = None  # default: "tool_calls" or "stop"
     raw: bool = False  # send content as is, even when the request has a response_format
     reasoning: str | None = None  # sent as the message's reasoning_content, as vLLM's reasoning parser does
+
+
+class ReplayPolicy(Protocol):
+    """A benchmark's ground truth on the scripted server (``REPLAY_POLICIES`` holds the class;
+    ``add_arguments`` and ``from_options`` above are optional)."""
+
+    name: str
+
+    def reply(self, body: dict[str, Any], headers: Mapping[str, str]) -> Reply:
+        """The answer to one chat request (its JSON ``body``); ``PolicyError`` for a request
+        the policy cannot answer."""
+        ...
 
 
 def text_of(content: Any) -> str:
@@ -88,8 +101,14 @@ def has_lessons(messages: list[dict[str, Any]]) -> bool:
 # script may raise ValueError for a request of its method's it cannot answer (HTTP 400).
 
 
+class ScriptedAnswers(Protocol):
+    """A method's script (``SCRIPTED`` holds the module)."""
+
+    def answer(self, system: str, user: str, body: Any = None, policy: Any = None) -> dict[str, Any] | None: ...
+
+
 @functools.cache
-def scripted_answers() -> tuple[Any, ...]:
+def scripted_answers() -> tuple[ScriptedAnswers, ...]:
     """Every registered method's script, in name order; looked up once per process (the
     entry points are not scanned per request: ``scripted_answers.cache_clear()`` after
     registering one in process)."""

@@ -4,6 +4,7 @@ equal to the default it sets again is a second copy that can drift, and fails he
 
 from __future__ import annotations
 
+import importlib.resources
 import shutil
 from pathlib import Path
 from typing import Any
@@ -12,7 +13,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from reme_cli.bench.base import BenchmarkConfig
-from reme_cli.core.config import PLUGIN_SECTIONS, Config, compose, config_dir
+from reme_cli.core.config import PLUGIN_SECTIONS, Config, compose, config_dir, group_files, plugin_config_dirs
 from reme_cli.core.errors import UserError
 from reme_cli.core.registry import BENCHMARKS, METHODS
 
@@ -84,14 +85,22 @@ def repeated_defaults(root: Path) -> list[str]:
     return found
 
 
+def config_roots() -> list[Path]:
+    """reme's configs/ and the config groups of every installed plug-in (reme.configs)."""
+    return [config_dir(), *(Path(str(importlib.resources.files(source.removeprefix("pkg://"))))
+                            for source in plugin_config_dirs())]
+
+
 def test_no_config_file_repeats_a_default():
-    assert repeated_defaults(config_dir()) == []
+    assert len(config_roots()) > 1  # the plug-ins' groups are read too
+    assert [found for root in config_roots() for found in repeated_defaults(root)] == []
 
 
 def test_the_check_sees_planted_repeats(tmp_path):
     """The test above can fail: defaults written again in a copy of configs/ are found."""
     copy = tmp_path / "configs"
     shutil.copytree(config_dir(), copy)
+    shutil.copytree(Path(str(group_files("benchmark")["bfcl_v3"])).parent, copy / "benchmark")  # BFCL's own group
     with (copy / "benchmark" / "bfcl_v3.yaml").open("a") as fh:
         fh.write("split: test\n")
     qwen = copy / "model" / "qwen3-8b.yaml"

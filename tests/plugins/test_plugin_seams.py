@@ -22,6 +22,12 @@ from reme_cli.methods.pool_dirs import is_pool
 from tests.conftest import REPO, reme_process
 
 
+def _added(registry: Registry, name: str, plugin):
+    """``plugin`` registered as ``name`` for a moment, as a test adds one: held to the seam."""
+    with registry.temporarily(name, plugin):
+        return registry.get(name)
+
+
 def benchmarks() -> Registry:
     return Registry("benchmark", "reme.tests_benchmarks", seam="reme_cli.bench.base:Benchmark")
 
@@ -52,7 +58,7 @@ class NoOpen(Benchmark):
 def test_a_benchmark_without_a_required_hook_is_refused_naming_it():
     with pytest.raises(UserError, match=r"benchmark 'x' \(.*NoOpen\) has no open \(required by "
                                         r"reme_cli\.bench\.base\.Benchmark\)") as err:
-        benchmarks().register("x")(NoOpen)
+        _added(benchmarks(), "x", NoOpen)
     assert "\n" not in str(err.value)
 
 
@@ -61,9 +67,9 @@ def test_a_plugin_that_does_not_subclass_its_seam_is_refused():
         name, config_class = "duck", NoOpenConfig
 
     with pytest.raises(UserError, match=r"is not a subclass of reme_cli\.bench\.base\.Benchmark"):
-        benchmarks().register("duck")(Duck)
+        _added(benchmarks(), "duck", Duck)
     with pytest.raises(UserError, match=r"is not a subclass of reme_cli\.methods\.base\.Memory"):
-        methods().register("duck")(Duck)
+        _added(methods(), "duck", Duck)
 
 
 def test_a_method_needs_a_config_class_that_is_a_section():
@@ -78,9 +84,9 @@ def test_a_method_needs_a_config_class_that_is_a_section():
         config_class = Plain
 
     with pytest.raises(UserError, match=r"has no config_class"):
-        methods().register("bare")(Bare)
+        _added(methods(), "bare", Bare)
     with pytest.raises(UserError, match=r"config_class .* is not a subclass of reme_cli\.core\.plugin\.Section"):
-        methods().register("plain")(PlainConfig)
+        _added(methods(), "plain", PlainConfig)
 
     @dataclass
     class Fine(Section):
@@ -89,7 +95,7 @@ def test_a_method_needs_a_config_class_that_is_a_section():
     class Good(Memory):
         config_class = Fine
 
-    assert methods().register("good")(Good) is Good
+    assert _added(methods(), "good", Good) is Good
 
 
 @pytest.mark.slow

@@ -1,5 +1,7 @@
 """The report learns a method's columns from the method, and shows runs as their suite lists them."""
 
+import contextlib
+import dataclasses
 import json
 from pathlib import Path
 
@@ -10,6 +12,7 @@ import yaml
 import reme_cli.report.plots as plots
 from reme_cli.commands.report import report, suite_dir_order, suite_order
 from reme_cli.core.errors import UserError
+from reme_cli.core.plugin import Section
 from reme_cli.core.registry import METHODS
 from reme_cli.methods.base import Memory
 from reme_cli.report.columns import method_columns, series_labels
@@ -39,12 +42,16 @@ def figures(monkeypatch):
 
 
 @pytest.fixture
-def plugin(monkeypatch):
-    """Register a plug-in method (as an entry point would) that declares its report columns."""
-    def register(name: str, columns: object) -> None:
-        monkeypatch.setitem(METHODS._loaded, name, type(name, (Memory,), {"report_columns": columns}))
-    method_columns.cache_clear()
-    yield register
+def plugin():
+    """Register a throwaway plug-in method for the test (held to the seam as an installed one
+    is) that declares its report columns."""
+    with contextlib.ExitStack() as registered:
+        def register(name: str, columns: object) -> None:
+            section = dataclasses.make_dataclass(f"{name}_config", [("name", str, name)], bases=(Section,))
+            method = type(name, (Memory,), {"report_columns": columns, "config_class": section})
+            registered.enter_context(METHODS.temporarily(name, method))
+        method_columns.cache_clear()
+        yield register
     method_columns.cache_clear()
 
 

@@ -253,8 +253,6 @@ class BFCLBenchmark(Benchmark):
 
     name = "bfcl_v3"
     config_class = BFCLConfig
-    # The authors' run_bfcl.py: 4 Ray workers, worker i taking task_ids[i::4], one shared pool.
-    dynamic_workers = 4
     max_steps_per_turn: int | None = BFCLConfig.max_steps_per_turn
     tool_dialect = TOOL_DIALECT
     packages = ("bfcl-eval",)  # its tasks, backends and official checker
