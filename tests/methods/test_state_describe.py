@@ -14,11 +14,7 @@ import pytest
 from reme_cli.core.registry import METHODS
 from reme_cli.core.run_log import COMMIT_LOG
 from reme_cli.llm.embed import make_embedder
-from reme_cli.methods.base import NoMemory
 from reme_cli.methods.streams import CommitLog
-
-BUILT_IN = ("reme", "amem", "langmem", "langmem_prompt", "ace", "dc", "reasoningbank")
-
 
 @pytest.fixture(scope="module")
 def embedder(tmp_path_factory):
@@ -30,12 +26,6 @@ def commit(where: Path, *lines: tuple[str, list[dict]]) -> None:
     log = CommitLog(where / COMMIT_LOG)
     for seq, (unit, events) in enumerate(lines):
         log.append(unit, seq, events)
-
-
-@pytest.mark.parametrize("name", BUILT_IN)
-def test_a_folder_without_the_methods_state_is_none(name, tmp_path):
-    assert METHODS.get(name).describe(tmp_path) is None
-    assert NoMemory.describe(tmp_path) is None
 
 
 def test_ace_tells_bullets_counters_and_what_each_commit_added(tmp_path):
