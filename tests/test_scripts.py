@@ -459,6 +459,7 @@ def test_bench_startup_times_the_answers_that_need_no_run(tmp_path):
     assert out.read_text() == proc.stdout
     rows = [line.split("|")[1:-1] for line in proc.stdout.splitlines() if line.startswith("| reme ")]
     assert [r[0].strip() for r in rows] == ["reme eval model=nope"] * 2 + ["reme eval eval.runs=0"] * 2 + \
+        ["reme eval memory=reme memory.colour=red"] * 2 + ["reme eval --mode fixed eval.runs=0"] * 2 + \
         ["reme --help"] * 2 + ["reme eval --help"] * 2
     assert [r[1].strip() for r in rows[:2]] == ["first", sys.executable]  # a label, else the path
     for command, python, wall, cpu, ratio, heavy in rows:

@@ -11,6 +11,7 @@ import sys
 
 import pytest
 
+from reme_cli.core.config import group_files
 from tests.conftest import REPO
 
 pytestmark = pytest.mark.slow  # a fresh interpreter per command (tests/tiers.py)
@@ -42,6 +43,14 @@ def run(*args: str, cwd) -> tuple[dict, str]:
     (["eval", "eval.runs=0"], "eval.runs"),  # after both plug-ins' sections were validated
     (["eval", "-m", "eval.runs=1,0"], "eval.runs"),  # any point of a sweep, before the first runs
     (["build-pool", "model=nope"], "model=nope does not exist"),
+    (["build-pool", "benchmark.limit=0"], "benchmark.limit=0 must be >= 1"),  # the default method's, validated
+    (["eval", "--mode", "fixed", "eval.runs=0"], "eval.runs"),  # after the default method's section settled
+    (["eval", "--mode", "dynamic", "-m", "eval.runs=1,0"], "eval.runs"),
+    # Each plug-in's own section: validated by its section alone (core.registry.Registry.section).
+    *((["eval", f"{group}={option}", f"{group}.colour=red"], f"unknown key '{group}.colour'")
+      for group, option in (("memory", o) for o in group_files("memory"))),
+    *((["eval", f"{group}={option}", f"{group}.colour=red"], f"unknown key '{group}.colour'")
+      for group, option in (("benchmark", o) for o in group_files("benchmark"))),
 ])
 def test_a_config_error_imports_nothing_heavy(args, says, tmp_path):
     out, stderr = run(*args, cwd=tmp_path)
