@@ -1,9 +1,7 @@
 """The package layers import downward only: no cycle between packages, ever.
 
 Every import statement of every module under reme_cli/ counts, module-level or inside a
-function (a lazy import is still a dependency). An import under ``if TYPE_CHECKING:`` imports
-nothing when the code runs: it names a type for annotations, and only the registry may name
-one from above its floor (each registry's type is its seam's own class)."""
+function (a lazy import is still a dependency)."""
 
 from __future__ import annotations
 
@@ -28,23 +26,7 @@ def package_of(module: str) -> str | None:
     return parts[1]
 
 
-def type_only(tree: ast.AST) -> set[int]:
-    """The import statements under ``if TYPE_CHECKING:`` (annotations only)."""
-    found = set()
-    for node in ast.walk(tree):
-        test = getattr(node, "test", None)
-        if isinstance(node, ast.If) and getattr(test, "id", getattr(test, "attr", None)) == "TYPE_CHECKING":
-            found |= {id(n) for inner in node.body for n in ast.walk(inner) if isinstance(n, (ast.Import, ast.ImportFrom))}
-    return found
-
-
-# Files whose type-only imports may name a floor above their own, each with why.
-TYPE_ONLY_UPWARD = {"reme_cli/core/registry.py": "each registry is typed by its seam's own class"}
-
-
-def import_edges(runtime: bool = True) -> dict[tuple[str, str], list[str]]:
-    """(package, package it imports) -> where; ``runtime``: what runs (type-only imports left
-    out), else the type-only imports alone."""
+def import_edges() -> dict[tuple[str, str], list[str]]:
     edges: dict[tuple[str, str], list[str]] = defaultdict(list)
     root = REPO / "reme_cli"
     for path in root.rglob("*.py"):
@@ -53,11 +35,7 @@ def import_edges(runtime: bool = True) -> dict[tuple[str, str], list[str]]:
         source = package_of(module if rel.name != "__init__" else module + ".x")
         if source is None:  # reme_cli/__init__.py
             continue
-        tree = ast.parse(path.read_text(), str(path))
-        annotations = type_only(tree)
-        for node in ast.walk(tree):
-            if (id(node) in annotations) == runtime:
-                continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
             names = []
             if isinstance(node, ast.Import):
                 names = [a.name for a in node.names]
@@ -80,9 +58,6 @@ def test_imports_go_downward_only():
     upward = [f"{src} -> {dst} ({', '.join(where[:3])})" for (src, dst), where in import_edges().items()
               if LAYERS.index(dst) > LAYERS.index(src)]
     assert upward == []
-    typed = [w for (src, dst), where in import_edges(runtime=False).items() if LAYERS.index(dst) > LAYERS.index(src)
-             for w in where if w.split(":")[0] not in TYPE_ONLY_UPWARD]
-    assert typed == []
 
 
 def test_the_check_sees_a_planted_cycle(tmp_path, monkeypatch):
@@ -112,19 +87,14 @@ def plugin_packages(root) -> set[str]:
             if (p / "__init__.py").is_file()}
 
 
-def module_imports(root, runtime: bool = False) -> dict[str, set[str]]:
+def module_imports(root) -> dict[str, set[str]]:
     """Module -> the reme_cli modules it imports (``from pkg import module`` counts as
-    importing that module; a package's own ``__init__`` is not an edge); ``runtime``: what
-    runs, type-only imports left out."""
+    importing that module; a package's own ``__init__`` is not an edge)."""
     modules = {".".join(p.relative_to(root).with_suffix("").parts).removesuffix(".__init__"): p
                for p in (root / "reme_cli").rglob("*.py")}
     graph: dict[str, set[str]] = {m: set() for m in modules}
     for module, path in modules.items():
-        tree = ast.parse(path.read_text(), str(path))
-        annotations = type_only(tree) if runtime else set()
-        for node in ast.walk(tree):
-            if id(node) in annotations:
-                continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
             if isinstance(node, ast.Import):
                 targets = [a.name for a in node.names]
             elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
@@ -179,7 +149,7 @@ def test_no_plugin_imports_another_and_the_seam_imports_none():
 
 
 def test_no_circle_of_files():
-    assert file_cycles(module_imports(REPO, runtime=True)) == []  # a type-only import runs nothing
+    assert file_cycles(module_imports(REPO)) == []
 
 
 def test_the_checks_see_a_planted_crossing_and_a_planted_circle(tmp_path):
@@ -193,15 +163,16 @@ def test_the_checks_see_a_planted_crossing_and_a_planted_circle(tmp_path):
     (bench / "appworld" / "oops.py").write_text("from reme_cli.bench.bfcl.calls import canonical_call\n")
     (bench / "oops_seam.py").write_text("import reme_cli.bench.appworld\n")
     (copy / "reme_cli" / "core" / "ring_a.py").write_text("from reme_cli.core import ring_b\n")
-    (copy / "reme_cli" / "core" / "ring_b.py").write_text("def f():\n    from reme_cli.core.ring_a import x\n")
+    (copy / "reme_cli" / "core" / "ring_b.py").write_text("import reme_cli.core.ring_c\n")
+    (copy / "reme_cli" / "core" / "ring_c.py").write_text("def f():\n    from reme_cli.core.ring_a import x\n")
     graph = module_imports(copy)
     assert plugin_crossings(graph, plugin_packages(copy)) == [
         "reme_cli.bench.appworld.oops -> reme_cli.bench.bfcl.calls",
         "reme_cli.bench.oops_seam -> reme_cli.bench.appworld",
         "reme_cli.methods.amem.oops -> reme_cli.methods.reme.pool",
         "reme_cli.methods.oops_seam -> reme_cli.methods.langmem.config"]
-    circles = file_cycles(module_imports(copy, runtime=True))
-    assert len(circles) == 1 and set(circles[0].split(" -> ")) == {"reme_cli.core.ring_a", "reme_cli.core.ring_b"}
+    circles = file_cycles(graph)
+    assert len(circles) == 1 and set(circles[0].split(" -> ")) == {f"reme_cli.core.ring_{x}" for x in "abc"}
 
 
 # ---------------------------------------------------------------- plug-ins reached through the registry
@@ -266,11 +237,12 @@ def test_core_registry_declares_no_plugin():
         assert points, group
 
 
-def test_only_tests_add_a_plugin_for_a_while():
-    """``Registry.temporarily`` is the tests' way in; reme's own code adds no name to a
-    registry (what is installed is what there is)."""
-    hits = [f"{p.relative_to(REPO)}" for p in (REPO / "reme_cli").rglob("*.py")
-            if ".temporarily(" in p.read_text() and p.name != "registry.py"]
+def test_only_tests_add_a_plugin_for_a_while_or_read_the_installed_ones_again():
+    """``Registry.temporarily`` is the tests' way in, ``forget_installed`` the fork server's
+    (a forked process with another sys.path); reme's own code calls neither: what was
+    installed when a command started is what it has."""
+    hits = [f"{p.relative_to(REPO)}" for p in (REPO / "reme_cli").rglob("*.py") if p.name != "registry.py"
+            and (".temporarily(" in p.read_text() or "forget_installed(" in p.read_text())]
     assert hits == []
 
 

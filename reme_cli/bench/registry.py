@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from reme_cli.bench.base import Benchmark
 from reme_cli.core.registry import BENCHMARKS
@@ -10,7 +10,7 @@ from reme_cli.core.registry import BENCHMARKS
 
 def benchmark_plugin(name: str) -> type[Benchmark]:
     """The ``Benchmark`` subclass registered as ``name`` (the registry has held it to the seam)."""
-    return BENCHMARKS.get(name)
+    return cast("type[Benchmark]", BENCHMARKS.get(name))
 
 
 def make_benchmark(cfg: Any) -> Benchmark:

@@ -18,9 +18,10 @@ task header and where in a conversation a request stands.
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
+
+from reme_cli.core.seams import ScriptedAnswers
 
 TASK_HEADER = "X-Reme-Task-Id"
 # The harness's JSON tool-call protocol sends tool results as user messages with this
@@ -43,18 +44,6 @@ class Reply:
     finish_reason: str | None = None  # default: "tool_calls" or "stop"
     raw: bool = False  # send content as is, even when the request has a response_format
     reasoning: str | None = None  # sent as the message's reasoning_content, as vLLM's reasoning parser does
-
-
-class ReplayPolicy(Protocol):
-    """A benchmark's ground truth on the scripted server (``REPLAY_POLICIES`` holds the class;
-    ``add_arguments`` and ``from_options`` above are optional)."""
-
-    name: str
-
-    def reply(self, body: dict[str, Any], headers: Mapping[str, str]) -> Reply:
-        """The answer to one chat request (its JSON ``body``); ``PolicyError`` for a request
-        the policy cannot answer."""
-        ...
 
 
 def text_of(content: Any) -> str:
@@ -101,17 +90,11 @@ def has_lessons(messages: list[dict[str, Any]]) -> bool:
 # script may raise ValueError for a request of its method's it cannot answer (HTTP 400).
 
 
-class ScriptedAnswers(Protocol):
-    """A method's script (``SCRIPTED`` holds the module)."""
-
-    def answer(self, system: str, user: str, body: Any = None, policy: Any = None) -> dict[str, Any] | None: ...
-
-
 @functools.cache
 def scripted_answers() -> tuple[ScriptedAnswers, ...]:
     """Every registered method's script, in name order; looked up once per process (the
-    entry points are not scanned per request: ``scripted_answers.cache_clear()`` after
-    registering one in process)."""
+    entry points are not scanned per request: a test that registers one for a while,
+    ``SCRIPTED.temporarily``, clears this cache around it)."""
     from reme_cli.core.registry import SCRIPTED
 
     return tuple(SCRIPTED.get(name) for name in SCRIPTED.names())

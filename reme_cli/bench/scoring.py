@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Optional, Union
+from typing import TYPE_CHECKING, Any, Optional, Union, cast
 
 from reme_cli.bench.base import Benchmark
 from reme_cli.core.registry import BENCHMARKS
@@ -154,7 +154,7 @@ def fields_of(metrics: Sequence[Reducer]) -> tuple[str, ...]:
 def benchmark_class(name: str) -> type[Benchmark] | None:
     """The benchmark registered as ``name``, or None where it cannot be loaded here (a run of
     a plug-in not installed still reports, with Avg@k and Pass@k only)."""
-    return BENCHMARKS.find(name)
+    return cast("type[Benchmark] | None", BENCHMARKS.find(name))
 
 
 def registered() -> dict[str, type[Benchmark]]:

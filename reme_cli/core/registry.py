@@ -31,18 +31,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from importlib import metadata
 from types import MappingProxyType, ModuleType
-from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
+from typing import Any, Generic, TypeVar, cast
 
 from reme_cli.core.errors import UserError
-from reme_cli.core.plugin import Section, breach, missing_hooks
-
-if TYPE_CHECKING:  # each seam's own type, for annotations only: core imports no floor above it
-    from reme_cli.agent.protocols import ToolProtocol
-    from reme_cli.bench.base import Benchmark
-    from reme_cli.bench.replay import ReplayPolicy, ScriptedAnswers
-    from reme_cli.llm.embed import EmbedderKind
-    from reme_cli.methods.base import Memory
-    from reme_cli.track.base import Tracker
+from reme_cli.core.plugin import Plugin, Section, breach, missing_hooks
+from reme_cli.core.seams import EmbedderKind, ReplayPolicy, ScriptedAnswers, ToolCalls, Tracking, hooks_of
 
 T = TypeVar("T")
 
@@ -85,6 +78,15 @@ def _declared_in(group: str) -> Mapping[str, metadata.EntryPoint]:
     return MappingProxyType(found)
 
 
+def forget_installed() -> None:
+    """Read the installed entry points again on next use, as a new process does. For a
+    process forked from a warmed interpreter and given another ``sys.path`` (the tests' fork
+    server, tests/forkserver.py), which is a new process to everything but its imports; a
+    running command never calls it (its plug-ins are what was installed when it started)."""
+    _every_entry_point.cache_clear()
+    _declared_in.cache_clear()
+
+
 def _owner(ep: metadata.EntryPoint) -> str:
     dist = getattr(ep, "dist", None)
     return dist.metadata["Name"] if dist is not None else "?"
@@ -95,16 +97,17 @@ class Registry(Generic[T]):
 
     ``group``: the entry-point group they are declared under. ``seam``: where the base class
     every plug-in subclasses lives (``"module:Class"``, loaded on first check, so the core
-    imports no floor above it); its ``required_hooks`` are checked. ``hooks``: for plug-ins
-    that subclass nothing (a module, a protocol's class), the hooks each must have.
-    ``sections``: the group naming each plug-in's config section (benchmarks, methods)."""
+    imports no floor above it); its ``required_hooks`` are checked. ``shape``: for plug-ins
+    that subclass nothing (a module, a protocol's class), the protocol whose members each must
+    have (``core/seams.py``). ``sections``: the group naming each plug-in's config section
+    (benchmarks, methods)."""
 
-    def __init__(self, kind: str, group: str, seam: str | None = None, hooks: tuple[str, ...] = (),
+    def __init__(self, kind: str, group: str, seam: str | None = None, shape: type | None = None,
                  sections: str | None = None):
         self.kind = kind  # for messages: "benchmark", "memory method", ...
         self.group = group
         self.seam = seam
-        self.hooks = hooks
+        self.hooks = hooks_of(shape) if shape is not None else ()
         self.sections = sections
         self._trial: dict[str, T] = {}  # a test's throwaway plug-ins (``temporarily``)
         self._loaded: dict[str, T] = {}
@@ -235,36 +238,28 @@ class CommandGroup:
 
 
 # The seams. Benchmarks and methods subclass their seam's base class (its optional hooks defined
-# there once); the others are structural: a plug-in subclasses nothing and must have the hooks
-# listed.
-BENCHMARKS: Registry[type[Benchmark]] = Registry("benchmark", "reme.benchmarks", seam="reme_cli.bench.base:Benchmark",
-                                                 sections="reme.benchmark_sections")
-METHODS: Registry[type[Memory]] = Registry("memory method", "reme.methods", seam="reme_cli.methods.base:Memory",
+# there once; the core reads only what ``Plugin`` declares, and each floor narrows the type:
+# ``bench.registry``, ``methods.base.method_class``). The others are structural: a plug-in
+# subclasses nothing and has the members of its shape (``core/seams.py``).
+BENCHMARKS: Registry[type[Plugin]] = Registry("benchmark", "reme.benchmarks", seam="reme_cli.bench.base:Benchmark",
+                                              sections="reme.benchmark_sections")
+METHODS: Registry[type[Plugin]] = Registry("memory method", "reme.methods", seam="reme_cli.methods.base:Memory",
                                            sections="reme.method_sections")
 # The method a command runs when it needs one and none is named (`reme eval --mode fixed`,
 # `reme build-pool`, a suite's pools): the paper's, whose authors' released pools a suite's
 # ``official`` names.
 DEFAULT_METHOD = "reme"
 
-# How the agent's model calls tools (agent/protocols.py's ToolProtocol).
-PROTOCOLS: Registry[type[ToolProtocol]] = Registry(
-    "tool-call protocol", "reme.protocols", hooks=("name", "system_prompt", "request_kwargs", "read", "result_messages"))
-# Where the vectors come from (llm/embed.py: a class built ``from_config`` of the embedding section).
-EMBEDDERS: Registry[EmbedderKind] = Registry("embedder", "reme.embedders", hooks=("from_config",))
-# Where runs are also logged (track/base.py's Tracker, built with the ``tracker`` settings).
-TRACKERS: Registry[type[Tracker]] = Registry("tracker", "reme.trackers", hooks=(
-    "where", "start", "children", "log_params", "set_tags", "log_metrics", "log_artifact", "end"))
+PROTOCOLS: Registry[type[ToolCalls]] = Registry("tool-call protocol", "reme.protocols", shape=ToolCalls)
+EMBEDDERS: Registry[EmbedderKind] = Registry("embedder", "reme.embedders", shape=EmbedderKind)
+TRACKERS: Registry[type[Tracking]] = Registry("tracker", "reme.trackers", shape=Tracking)
 # A package of config groups (``benchmark/NAME.yaml``, ``memory/NAME.yaml``, ...) on Hydra's
 # search path, as ``pkg://PACKAGE`` (core/config.py); named by the plug-in it belongs to.
 CONFIGS: Registry[ModuleType] = Registry("config groups", "reme.configs")
 # A plug-in's own commands (a ``CommandGroup`` or a function).
 COMMANDS: Registry[CommandGroup | Callable[..., Any]] = Registry("command", "reme.commands")
-
-# TEST DOUBLES, never results. A method's scripted summarizer answers for the test server: a
-# module of the plug-in with ``answer(system, user, body, policy) -> dict | None`` and,
-# optionally, ``RETRY_MARKS`` (reme_cli/bench/replay.py); the server asks every one, in name
-# order, so it names none.
-SCRIPTED: Registry[ScriptedAnswers] = Registry("scripted answers", "reme.scripted", hooks=("answer",))
-# A benchmark's ground-truth replay on the test server: a policy class named by policy name
-# (``--policy NAME`` and ``NAME+summarizer``; reme_cli/bench/replay.py says what it declares).
-REPLAY_POLICIES: Registry[type[ReplayPolicy]] = Registry("replay policy", "reme.replay_policies", hooks=("name", "reply"))
+# TEST DOUBLES, never results: a method's scripted summarizer answers and a benchmark's
+# ground-truth replay on the test server (reme_cli/bench/replay.py; the server asks every
+# script, in name order, so it names none).
+SCRIPTED: Registry[ScriptedAnswers] = Registry("scripted answers", "reme.scripted", shape=ScriptedAnswers)
+REPLAY_POLICIES: Registry[type[ReplayPolicy]] = Registry("replay policy", "reme.replay_policies", shape=ReplayPolicy)

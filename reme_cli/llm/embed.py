@@ -42,13 +42,6 @@ class Embedder(Protocol):
         ...
 
 
-class EmbedderKind(Protocol):
-    """What ``EMBEDDERS`` holds for ``embedding.kind``: an embedder class built from the
-    ``embedding`` settings."""
-
-    def from_config(self, cfg: Mapping[str, Any]) -> Embedder: ...
-
-
 def _normalized(vecs: np.ndarray) -> np.ndarray:
     vecs = np.asarray(vecs, dtype=np.float32)
     norms = np.linalg.norm(vecs, axis=1, keepdims=True)

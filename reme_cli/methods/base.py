@@ -19,7 +19,7 @@ import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Protocol, runtime_checkable
+from typing import Any, ClassVar, Protocol, cast, runtime_checkable
 
 from reme_cli.agent.trajectory import Trajectory
 from reme_cli.bench.base import Outcome, Task
@@ -373,10 +373,10 @@ class NoMemory(Memory):
 def method_class(name: str) -> type[Memory]:
     """The ``Memory`` subclass registered as ``memory=name`` (the registry holds every plug-in
     to this seam when it loads it; a bad or unknown name is a one-line UserError)."""
-    return METHODS.get(name)
+    return cast("type[Memory]", METHODS.get(name))
 
 
 def find_method(name: Any) -> type[Memory] | None:
     """``method_class``, or None where ``name`` is not registered or cannot be loaded here (a
     run of a plug-in not installed still reports what every run has)."""
-    return METHODS.find(name)
+    return cast("type[Memory] | None", METHODS.find(name))

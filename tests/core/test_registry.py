@@ -15,7 +15,7 @@ from reme_cli.core import registry as core_registry
 from reme_cli.core.config import compose
 from reme_cli.core.errors import UserError
 from reme_cli.core.plugin import Section
-from reme_cli.core.registry import METHODS, Registry
+from reme_cli.core.registry import METHODS, Registry, forget_installed
 from reme_cli.methods.base import Memory
 
 HEAVY_MODULE = """
@@ -73,13 +73,9 @@ def installed_methods() -> Registry:
 @pytest.fixture
 def fresh_discovery():
     """The entry points read anew for the test, and again after it (what a new process does)."""
-    def forget():
-        core_registry._every_entry_point.cache_clear()
-        core_registry._declared_in.cache_clear()
-
-    forget()
-    yield forget
-    forget()
+    forget_installed()
+    yield forget_installed
+    forget_installed()
 
 
 def test_a_section_named_apart_is_validated_without_the_plugin(tmp_path, monkeypatch, fresh_discovery):
