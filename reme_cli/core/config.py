@@ -24,7 +24,8 @@ from omegaconf.errors import OmegaConfBaseException
 
 from reme_cli import PROGRAM
 from reme_cli.core.errors import UserError
-from reme_cli.core.registry import BENCHMARKS, CONFIGS, DEFAULT_METHOD, EMBEDDERS, METHODS, PROTOCOLS, TRACKERS, Registry
+from reme_cli.core.registry import (BENCHMARKS, CONFIGS, DEFAULT_METHOD, EMBEDDERS, METHODS, NOT_INSTALLED, PROTOCOLS,
+                                     TRACKERS, Registry)
 
 
 @dataclass
@@ -414,7 +415,9 @@ def compose(overrides: list[str], config_name: str = "config") -> Config:
     given = list(overrides)
     overrides = [_plugin_key_override(o) for o in overrides]
     plugin_dirs = plugin_config_dirs()
-    if plugin_dirs and not any(o.startswith("hydra.searchpath") for o in overrides):
+    if not plugin_dirs:  # reme's own benchmarks and methods bring their config groups
+        raise UserError(NOT_INSTALLED)
+    if not any(o.startswith("hydra.searchpath") for o in overrides):
         overrides.append(f"hydra.searchpath=[{','.join(plugin_dirs)}]")
     try:
         with initialize_config_dir(config_dir=str(config_dir()), version_base="1.3"):

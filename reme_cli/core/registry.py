@@ -39,6 +39,12 @@ from reme_cli.core.seams import EmbedderKind, ReplayPolicy, ScriptedAnswers, Too
 
 T = TypeVar("T")
 
+# What a command says when not even reme's own plug-ins are registered: a checkout run without
+# being installed, or installed before its plug-ins were entry points (an editable install reads
+# pyproject.toml's entry points when it is made, not when reme runs).
+NOT_INSTALLED = ("reme's own plug-ins are not registered here (reme is not installed, or was installed before they "
+                 "were entry points): run `pip install -e .` in the checkout, or bash scripts/install.sh")
+
 
 def load_object(target: str) -> Any:
     """``"pkg.module:attr"`` or ``"pkg.module.attr"`` -> the object; ``"pkg.module"`` whose
@@ -179,6 +185,8 @@ class Registry(Generic[T]):
                 return load_object(name)
         except (ImportError, AttributeError) as exc:
             raise UserError(f"{self.kind} {name!r} cannot be loaded: {exc}") from None
+        if not self.names():
+            raise UserError(f"unknown {self.kind} {name!r}: {NOT_INSTALLED}")
         raise UserError(f"unknown {self.kind} {name!r}; choose one of {self.names()} "
                         f"(or a 'module:Class' path, or a package registering under '{group}')")
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass
+from importlib import metadata
 from pathlib import Path
 
 import pytest
@@ -151,3 +152,13 @@ def test_a_test_adds_a_plugin_for_a_while_and_only_a_name_of_its_own():
             METHODS.temporarily("plain", JotConfig):  # held to the seam as an installed one
         pass
     assert not METHODS.has("plain")
+
+
+def test_a_checkout_whose_plugins_are_not_registered_says_how_to_install_it(monkeypatch, fresh_discovery):
+    """Run from a checkout never installed, or installed before its plug-ins were entry
+    points: one line naming the install command, not 'choose one of []'."""
+    monkeypatch.setattr(core_registry.metadata, "entry_points", lambda: metadata.EntryPoints([]))
+    with pytest.raises(UserError, match=r"reme's own plug-ins are not registered here .*pip install -e \."):
+        compose([])
+    with pytest.raises(UserError, match=r"unknown memory method 'reme': reme's own plug-ins are not registered"):
+        installed_methods().get("reme")
