@@ -251,6 +251,8 @@ class LLM(Protocol):
         headers: dict[str, str] | None = None,
         top_k: int | None = None,
         min_p: float | None = None,
+        tool_choice: Any = None,
+        stream: str | None = None,
     ) -> ChatResult: ...
 
 
@@ -273,6 +275,7 @@ class ChatClient:
     meter: SpendMeter | None = None  # shared by a run's clients (llm.budget_usd)
     prices: Prices | None = None  # this client's model's (model.price)
     parallel_tool_calls: bool | None = None  # sent with tools when set (model.parallel_tool_calls)
+    tool_choice: Any = None  # sent with tools when set (model.tool_choice); None: none, the server's auto
 
     def __post_init__(self) -> None:
         urls = [self.base_url] if isinstance(self.base_url, str) else list(self.base_url)
@@ -302,7 +305,13 @@ class ChatClient:
         headers: dict[str, str] | None = None,
         top_k: int | None = None,
         min_p: float | None = None,
+        tool_choice: Any = None,
+        stream: str | None = None,
     ) -> ChatResult:
+        """One chat completion. ``tool_choice``: sent with ``tools`` (a caller forcing a call),
+        over the client's own (``model.tool_choice``); None: the client's, and with neither set
+        none is sent, as the authors' agents sent none. ``stream``: how this call travels
+        (``llm.stream``'s values), over the client's (the summarizer's ``summarizer.stream``)."""
         request: dict[str, Any] = {"model": self.model, "messages": messages}
         # None: not sent, so the server's default applies (vLLM >= 0.8: the model's
         # generation_config.json; llama.cpp: top_k 40, min_p 0.05). top_k and min_p are
@@ -315,7 +324,8 @@ class ChatClient:
             request["seed"] = seed
         if tools:
             request["tools"] = tools
-            request["tool_choice"] = "auto"
+            if (choice := self.tool_choice if tool_choice is None else tool_choice) is not None:
+                request["tool_choice"] = choice
             if self.parallel_tool_calls is not None:
                 request["parallel_tool_calls"] = self.parallel_tool_calls
         if response_format is not None:
@@ -334,7 +344,8 @@ class ChatClient:
             self.usage.add(result)
             return result
 
-        streamed = self.stream == "always" or (self.stream == "auto" and thinking_on(request))
+        how = self.stream if stream is None else stream
+        streamed = how == "always" or (how == "auto" and thinking_on(request))
         async with self._slots:
             start = time.perf_counter()
             async for attempt in AsyncRetrying(

@@ -208,6 +208,7 @@ def make_client(cfg: Config, ep: Endpoint) -> ChatClient:
         meter=SpendMeter(cfg.llm.budget_usd),
         prices=Prices.of(cfg.model.price),
         parallel_tool_calls=cfg.model.parallel_tool_calls,
+        tool_choice=cfg.model.tool_choice,
     )
 
 
