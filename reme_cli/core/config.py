@@ -88,8 +88,9 @@ class ModelCfg:
     # without it. null: not sent (vLLM returns every call it parses either way).
     parallel_tool_calls: Optional[bool] = None
     # Sent with the tools of an executor request when set (auto | none | required, or a named
-    # function as a mapping); null: none sent, as the authors' agents sent none
-    # (bfcl_agent.py:250-259), and vLLM, llama.cpp and DashScope then apply auto.
+    # function as a mapping, which vLLM honours and llama.cpp's server reads as auto). null:
+    # none sent, as the authors' agents sent none (bfcl_agent.py:250-259); vLLM and llama.cpp's
+    # server then apply auto (docs/fidelity.md).
     tool_choice: Any = None
     # Context length in tokens: the embedded server's, what a hosted provider is budgeted at,
     # and what memory budgets against (a vLLM server's: model.max_model_len, context_length()).
@@ -306,7 +307,7 @@ PLUGIN_SECTIONS = ("benchmark", "memory")
 # (the authors' BFCL agent: ``reasoning_content``; vLLM's chat-message parser reads ``reasoning``).
 HISTORY_REASONING = ("drop", "reasoning_content", "reasoning")
 
-TOOL_CHOICES = ("auto", "none", "required")  # OpenAI's, as vLLM, llama.cpp and DashScope take them
+TOOL_CHOICES = ("auto", "none", "required")  # OpenAI's strings (llama.cpp's server takes only these)
 _CHOICES = {
     "model.kind": {"local", "vllm", "openai"},
     "model.thinking_switch": {"chat_template_kwargs", "enable_thinking", "none"},

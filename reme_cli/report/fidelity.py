@@ -44,7 +44,8 @@ AUTHORS_SEED = 0  # bfcl_agent.py:255, appworld_react_agent.py:86 (the hosted co
 SEED = Departure(f"seed: one per unit and trial (authors: seed={AUTHORS_SEED} on every request)", "low")
 
 # Ledger keys whose departure at these values moves no number (docs/fidelity.md): "auto" is
-# what vLLM, llama.cpp and DashScope apply when a request with tools names no tool_choice; a
+# what vLLM and llama.cpp's server apply when a request with tools names no tool_choice (and
+# OpenAI's default, whose API DashScope's compatible mode follows); a
 # summarizer's seed fixes sampling only for a prompt sent twice, and each summary's prompt holds
 # its own trajectory. Any other departure of a key is medium.
 LOW_WHEN = {"model.tool_choice": lambda v: v == "auto", "summarizer.seed": lambda v: isinstance(v, int)}
