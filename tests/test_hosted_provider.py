@@ -92,7 +92,8 @@ def test_the_hosted_configs_send_what_the_authors_agents_sent():
     # bfcl_agent.py:250-258: temperature 0.9, seed=0, extra_body enable_thinking, stream, parallel calls
     assert sent["temperature"] == 0.9 and sent["seed"] == 0
     assert sent["extra_body"] == {"enable_thinking": True}  # top level: DashScope's, not vLLM's kwargs
-    assert sent["parallel_tool_calls"].startswith("true") and sent["stream"] == "always"
+    assert sent["parallel_tool_calls"].startswith("true") and sent["stream"] == "when thinking is on"
+    assert "tool_choice" not in sent  # bfcl_agent.py:250-259 names none
     # AppWorld: the authors' agent switched thinking off (appworld_react_agent.py:85)
     assert request_record(compose(["model=qwen3-8b-dashscope", "benchmark=appworld"]))["sent"]["extra_body"] == \
         {"enable_thinking": False}
@@ -135,6 +136,31 @@ def test_a_gpu_run_can_have_the_hosted_context_through_yarn():
     assert rope["original_max_position_embeddings"] == 32768
     native = serve_command(compose(["model=qwen3-8b"]), 8000, "127.0.0.1", 1)
     assert "--hf-overrides" not in native and native[native.index("--max-model-len") + 1] == "32768"
+
+
+def test_appworld_gets_the_long_context_by_default_and_bfcl_stays_native():
+    """benchmark.context: AppWorld's episodes went past 32k in the authors' runs (issue #81), so
+    a managed server serves them 131,072 with YaRN; BFCL's stay native, as Qwen advises for
+    contexts under 32k; model.max_model_len wins over both. Jobs of other contexts never share
+    a server."""
+    from reme_cli.core.config import context_length
+    from reme_cli.llm.shared import server_key
+
+    def served(*overrides: str) -> tuple[str, bool]:
+        cmd = serve_command(compose(["model=qwen3-8b", *overrides]), 8000, "127.0.0.1", 1)
+        return cmd[cmd.index("--max-model-len") + 1], "--hf-overrides" in cmd
+
+    assert served("benchmark=appworld") == ("131072", True)
+    assert served() == ("32768", False)
+    assert served("benchmark=appworld", "model.max_model_len=65536") == ("65536", True)
+    assert served("benchmark=appworld", "benchmark.context=null") == ("32768", False)
+    appworld, bfcl = compose(["model=qwen3-8b", "benchmark=appworld"]), compose(["model=qwen3-8b"])
+    assert server_key(appworld) != server_key(bfcl)
+    m = appworld.model
+    assert context_length(m.kind, m.n_ctx, m.max_model_len, appworld.benchmark.context) == 131072
+    hosted = compose(["model=qwen3-8b-dashscope", "benchmark=appworld"])  # the provider applies its own
+    assert context_length(hosted.model.kind, hosted.model.n_ctx, hosted.model.max_model_len,
+                          hosted.benchmark.context) == 32768
 
 
 # ------------------------------------------------------------------------------- client
@@ -230,6 +256,30 @@ def test_thinking_without_a_stream_is_refused_as_the_provider_does_and_auto_stre
     thought, plain, streams = asyncio.run(go())
     assert streams == [None, True, None]  # auto streams exactly the request that thinks
     assert thought.reasoning and plain.content
+
+
+def test_the_hosted_agent_streams_where_it_thinks_and_its_summarizer_every_call():
+    """llm.stream=auto: BFCL's thinking calls stream, AppWorld's (thinking off) do not, as the
+    authors' agents; the summarizer, sharing the agent's client, streams every call as the
+    FAQ's service (summarizer.stream=always)."""
+    from reme_cli.llm.endpoint import request_extra_body
+    from reme_cli.methods.summarizer import summarizer_settings
+
+    async def go():
+        with ScriptedServer(Answer(), provider=Provider(api_key=KEY)) as srv:
+            out = []
+            for bench in ("bfcl_v3", "appworld"):
+                cfg = compose(["model=qwen3-8b-dashscope", f"benchmark={bench}"])
+                client = _client(srv, stream=cfg.llm.stream)
+                summ, own = summarizer_settings(cfg, client)
+                assert own is None  # summarizer=same: the agent's client
+                await client.chat([{"role": "user", "content": "go"}], extra_body=request_extra_body(cfg))
+                await summ.llm.chat([{"role": "user", "content": "summarize"}], temperature=summ.temperature)
+                await client.close()
+                out += [r["body"].get("stream") for r in _chats(srv)[len(out):]]
+            return out
+
+    assert asyncio.run(go()) == [True, True, None, True]  # BFCL agent, its summarizer, AppWorld agent, its summarizer
 
 
 def test_a_429_waits_as_retry_after_says_and_a_broken_stream_is_asked_again_whole():

@@ -88,11 +88,18 @@ class ModelCfg:
     # parallel_tool_calls=true (bfcl_agent.py:258), and DashScope returns one call per reply
     # without it. null: not sent (vLLM returns every call it parses either way).
     parallel_tool_calls: Optional[bool] = None
-    n_ctx: int = 8192  # context length in tokens: the embedded server's, and what memory budgets against
+    # Sent with the tools of an executor request when set (auto | none | required, or a named
+    # function as a mapping, which vLLM honours and llama.cpp's server reads as auto). null:
+    # none sent, as the authors' agents sent none (bfcl_agent.py:250-259); vLLM and llama.cpp's
+    # server then apply auto (docs/fidelity.md).
+    tool_choice: Any = None
+    # Context length in tokens: the embedded server's, what a hosted provider is budgeted at,
+    # and what memory budgets against (a vLLM server's: model.max_model_len, context_length()).
+    n_ctx: int = 8192
     # A managed vLLM server's context length (--max-model-len). Above Qwen3's native 32,768
     # tokens reme adds YaRN rope scaling with factor max_model_len / 32768 (Qwen's model card:
     # factor 4 for 131,072), so a GPU run can have a hosted provider's context. null: the
-    # serve_args' own --max-model-len.
+    # benchmark's (benchmark.context), else the serve_args' own --max-model-len.
     max_model_len: Optional[int] = None
     # A cap on tool steps per user turn for models that rarely stop calling tools (the
     # 135M CPU model); the benchmark's own limit applies too.
@@ -105,6 +112,16 @@ class ModelCfg:
     # bf16 weights plus KV cache room) or a number.
     tensor_parallel: Any = "auto"
     price: PriceCfg = field(default_factory=PriceCfg)
+
+
+def context_length(kind: str, n_ctx: int, max_model_len: Optional[int], wanted: Optional[int]) -> int:
+    """The context (tokens) a run's executor gets: a vLLM server's --max-model-len
+    (``model.max_model_len``, else the benchmark's ``benchmark.context``, else the serve_args'
+    own, which the Qwen3 configs keep at ``model.n_ctx``); the embedded server's and a hosted
+    provider's ``model.n_ctx``."""
+    if kind == "vllm":
+        return max_model_len or wanted or n_ctx
+    return n_ctx
 
 
 # Caches live under $REME_CACHE_DIR when set (resolved when the config is composed).
@@ -164,6 +181,13 @@ class SummarizerCfg:
     max_tokens: Optional[int] = None  # None: no cap (the model's context is the limit)
     # None: send no thinking switch; true/false: Qwen3's enable_thinking, as for the executor.
     thinking: Optional[bool] = None
+    # The seed of the authors' summarizer's calls (memory.prompts=authors). None: none sent, as
+    # the FAQ's service sent none (65971baf reme/core/llm/openai_llm.py:55-62 sends only what its
+    # config holds, and service.yaml:177-182 holds none); 42 sends flowllm 0.1.9's (base_llm.py:26).
+    seed: Optional[int] = None
+    # How the summarizer's calls travel (llm.stream's values); None: as llm.stream. The hosted
+    # configs stream every one, as the FAQ's service did (openai_llm.py:59, stream=True).
+    stream: Optional[str] = None
     # A model config (configs/model/NAME.yaml) whose vLLM server reme starts for the
     # summarizer, beside the executor's, when summarizer.base_url is unset
     # (summarizer=qwen3-14b / qwen3-32b: Table 4's rows); None: no server of its own.
@@ -284,6 +308,7 @@ PLUGIN_SECTIONS = ("benchmark", "memory")
 # (the authors' BFCL agent: ``reasoning_content``; vLLM's chat-message parser reads ``reasoning``).
 HISTORY_REASONING = ("drop", "reasoning_content", "reasoning")
 
+TOOL_CHOICES = ("auto", "none", "required")  # OpenAI's strings (llama.cpp's server takes only these)
 _CHOICES = {
     "model.kind": {"local", "vllm", "openai"},
     "model.thinking_switch": {"chat_template_kwargs", "enable_thinking", "none"},
@@ -307,6 +332,7 @@ _AT_LEAST = {
     "llm.tpm": 1,
     "llm.budget_usd": 0.0,
     "model.max_model_len": 1,
+    "benchmark.context": 1,
     "model.price.input": 0.0,
     "model.price.output": 0.0,
     "model.price.thinking_output": 0.0,
@@ -342,7 +368,8 @@ _EXECUTION_KEYS = ("out_dir", "runs_root", "llm.concurrency", "llm.timeout", "ll
                    "summarizer.base_url",
                    "embedding.device", "embedding.batch_size", "embedding.api_key_env",
                    # How requests travel and are paid for, not what they ask.
-                   "llm.api_key_env", "llm.stream", "llm.rpm", "llm.tpm", "llm.budget_usd", "model.price",
+                   "llm.api_key_env", "llm.stream", "summarizer.stream", "llm.rpm", "llm.tpm", "llm.budget_usd",
+                   "model.price",
                    # Where a managed server runs, not what it computes.
                    "model.params_b", "model.tensor_parallel", "llm.replicas",
                    # Where the run is also logged (an experiment tracker).
@@ -507,6 +534,13 @@ def validate(raw: DictConfig | dict) -> Config:
         raise UserError(f"embedding.device={cfg.embedding.device!r} is not allowed; choose auto, cpu, cuda or cuda:N")
     _check_embedding(cfg.embedding)
     _check_llm_key(cfg.llm)
+    if cfg.summarizer.stream is not None and cfg.summarizer.stream not in _CHOICES["llm.stream"]:
+        raise UserError(f"summarizer.stream={cfg.summarizer.stream!r} is not allowed; choose null (as llm.stream) "
+                        f"or one of {sorted(_CHOICES['llm.stream'])}")
+    choice = cfg.model.tool_choice
+    if not (choice is None or choice in TOOL_CHOICES or isinstance(choice, dict)):
+        raise UserError(f"model.tool_choice={choice!r} is not allowed; choose null (none sent), "
+                        f"{', '.join(TOOL_CHOICES)} or a named function ({{type: function, function: {{name: N}}}})")
     history = cfg.benchmark.history_reasoning
     if history not in HISTORY_REASONING:
         raise UserError(f"benchmark.history_reasoning={history!r} is not allowed; choose one of {list(HISTORY_REASONING)}")
@@ -627,7 +661,12 @@ def to_dict(cfg: Config) -> dict[str, Any]:
 _NEUTRAL_WHEN = {"eval.dynamic_workers": 1, "eval.dynamic_batches": False, "embedding.dimensions": None, "model.sampling.repeat_penalty": None, "summarizer.serve": None,
                  # The hosted provider's keys (issue 46): at these values a run is what it was.
                  "model.sampling.seed": None, "model.thinking_switch": "chat_template_kwargs", "model.same_as": None,
-                 "model.max_model_len": None, "model.parallel_tool_calls": None}
+                 "model.max_model_len": None, "model.parallel_tool_calls": None,
+                 # Issue 57. Runs before it sent tool_choice "auto", what every server applies to a
+                 # request with tools that names none, and the summarizer's seed 42, which fixes
+                 # sampling only for a prompt sent twice (docs/fidelity.md: low departures): at
+                 # none sent they are the same runs, and resume.
+                 "model.tool_choice": None, "summarizer.seed": None, "benchmark.context": None}
 # Keys that change nothing outside one mode: out of the hash in the others.
 _ONLY_IN_MODE = {"eval.dynamic_workers": "dynamic", "eval.dynamic_batches": "dynamic", "eval.task_order": "dynamic"}
 

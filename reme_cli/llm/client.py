@@ -262,6 +262,8 @@ class LLM(Protocol):
         headers: dict[str, str] | None = None,
         top_k: int | None = None,
         min_p: float | None = None,
+        tool_choice: Any = None,
+        stream: str | None = None,
     ) -> ChatResult: ...
 
 
@@ -286,6 +288,7 @@ class ChatClient:
     parallel_tool_calls: bool | None = None  # sent with tools when set (model.parallel_tool_calls)
     # Told how each answer the server computed travelled (``Wire``); None: nobody asks.
     on_wire: Callable[[Wire], None] | None = None
+    tool_choice: Any = None  # sent with tools when set (model.tool_choice); None: none, the server's auto
 
     def __post_init__(self) -> None:
         urls = [self.base_url] if isinstance(self.base_url, str) else list(self.base_url)
@@ -315,7 +318,13 @@ class ChatClient:
         headers: dict[str, str] | None = None,
         top_k: int | None = None,
         min_p: float | None = None,
+        tool_choice: Any = None,
+        stream: str | None = None,
     ) -> ChatResult:
+        """One chat completion. ``tool_choice``: sent with ``tools`` (a caller forcing a call),
+        over the client's own (``model.tool_choice``); None: the client's, and with neither set
+        none is sent, as the authors' agents sent none. ``stream``: how this call travels
+        (``llm.stream``'s values), over the client's (the summarizer's ``summarizer.stream``)."""
         request: dict[str, Any] = {"model": self.model, "messages": messages}
         # None: not sent, so the server's default applies (vLLM >= 0.8: the model's
         # generation_config.json; llama.cpp: top_k 40, min_p 0.05). top_k and min_p are
@@ -328,7 +337,8 @@ class ChatClient:
             request["seed"] = seed
         if tools:
             request["tools"] = tools
-            request["tool_choice"] = "auto"
+            if (choice := self.tool_choice if tool_choice is None else tool_choice) is not None:
+                request["tool_choice"] = choice
             if self.parallel_tool_calls is not None:
                 request["parallel_tool_calls"] = self.parallel_tool_calls
         if response_format is not None:
@@ -347,7 +357,8 @@ class ChatClient:
             self.usage.add(result)
             return result
 
-        streamed = self.stream == "always" or (self.stream == "auto" and thinking_on(request))
+        how = self.stream if stream is None else stream
+        streamed = how == "always" or (how == "auto" and thinking_on(request))
         async with self._slots:
             start = time.perf_counter()
             async for attempt in AsyncRetrying(

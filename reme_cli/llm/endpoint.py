@@ -208,19 +208,20 @@ def make_client(cfg: Config, ep: Endpoint) -> ChatClient:
         meter=SpendMeter(cfg.llm.budget_usd),
         prices=Prices.of(cfg.model.price),
         parallel_tool_calls=cfg.model.parallel_tool_calls,
+        tool_choice=cfg.model.tool_choice,
     )
 
 
 def side_client(cfg: Config, executor: ChatClient, base_url: str, model: str, cache_name: str,
-                prices: Prices | None = None) -> ChatClient:
+                prices: Prices | None = None, stream: str | None = None) -> ChatClient:
     """A client for a role served by an endpoint of its own beside the executor's (the
     summarizer, a benchmark's simulated user): the run's limits and retries, the executor's
     pacer and spend meter (one budget for the run), its response cache ``cache_name`` beside
-    the executor's."""
+    the executor's; ``stream`` as the role streams (None: as ``llm.stream`` says)."""
     cache = ResponseCache(executor.cache.path.with_name(f"{cache_name}.sqlite")) if executor.cache is not None else None
     return ChatClient(base_url=base_url, model=model, api_key=llm_key(cfg), concurrency=cfg.llm.concurrency,
                       timeout=cfg.llm.timeout, max_retries=cfg.llm.max_retries,
-                      breaker_threshold=cfg.llm.breaker_threshold, cache=cache, stream=cfg.llm.stream,
+                      breaker_threshold=cfg.llm.breaker_threshold, cache=cache, stream=stream or cfg.llm.stream,
                       pacer=executor.pacer, meter=executor.meter, prices=prices)
 
 

@@ -32,6 +32,11 @@ class AppWorldConfig(BenchmarkConfig):
     split: str = "test_normal"  # train | dev | test_normal | test_challenge
     tool_protocol: Optional[str] = "code"  # Python code actions against `apis` (over model.tool_protocol)
     thinking: Optional[bool] = False  # Qwen3 thinking off, as in the official AppWorld runs (over model.thinking)
+    # Qwen3 with YaRN to 131,072 tokens on a vLLM server reme starts: the authors' runs went on
+    # past 32k (their agent's output cap is commented out, appworld_react_agent.py:208-210; a
+    # 32k server overflows, their issue #81), where Qwen's vLLM guide advises YaRN (its
+    # deployment/vllm.md:252-272). docs/fidelity.md, row "context length".
+    context: Optional[int] = 131072
     data_dir: Optional[str] = None  # holds data/ (default $APPWORLD_ROOT, else <prefix>/share/reme/appworld)
     venv: Optional[str] = None  # AppWorld's own virtualenv (default: where `reme appworld setup` puts it)
     timeout: float = 100.0  # seconds per step (AppWorld's own execute default)
