@@ -62,7 +62,8 @@ class Trajectory:
     user: list[list[str]] = field(default_factory=list)
     interactions: int = 0
     stop_reason: str = "answered"  # one of STOP_REASONS: the last turn's
-    stop_detail: str | None = None  # the server's words for context_overflow
+    # the server's words for context_overflow; what the episode did, for a bound that ended it
+    stop_detail: str | None = None
     turn_stops: list[str] = field(default_factory=list)  # each turn's stop reason (records before 0.3: none)
     limits: list[dict[str, Any]] = field(default_factory=list)  # bounds hit: {limit, interaction}
 
@@ -230,9 +231,11 @@ async def run_episode(
                 outputs.append(res.output)
                 done = done or res.done
                 if res.limit:
-                    traj.limits.append({"limit": res.limit, "interaction": traj.interactions})
+                    traj.limits.append({"limit": res.limit, "interaction": traj.interactions,
+                                        **({"detail": res.detail} if res.detail else {})})
                     if res.done:
                         stopped = LIMIT_STOPS.get(res.limit, res.limit)
+                        traj.stop_detail = res.detail or traj.stop_detail
                 calls.append({"name": call.name, "arguments": call.arguments, "call": res.call,
                               "output": res.output, "error": res.error})
             # Code-action protocols record the step as code and its output (AppWorld).
