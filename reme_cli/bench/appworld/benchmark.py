@@ -45,7 +45,7 @@ from reme_cli.core.errors import UserError
 SPLIT_SIZES = {"train": 90, "dev": 57, "test_normal": 168, "test_challenge": 417}
 _GRACE_S = 30.0  # reme's wait on a supervisor beyond the step's own limit
 # Who mounts the sandbox's tmpfs (sandbox.Binary.mounts) -> how its inodes are bounded.
-_KERNEL_MEMORY = {"reme": "tmpfs nr_inodes", "bwrap": "none: bwrap's --size tmpfs (only bwrap may make a user "
+_KERNEL_MEMORY = {"own": "tmpfs nr_inodes", "bwrap": "none: bwrap's --size tmpfs (only bwrap may make a user "
                                                       "namespace here), inodes unbounded"}
 
 
@@ -148,7 +148,7 @@ class AppWorldBenchmark(Benchmark):
                                    # how what the kernel holds for the episode, and its CPU, are bounded
                                    "mechanisms": {"kernel_memory": _KERNEL_MEMORY[binary.mounts], "cpu": "RLIMIT_CPU"},
                                    "inodes": {scratch.inside: scratch.inodes, sandbox.SHM.inside: sandbox.SHM.inodes}
-                                   if binary.mounts == "reme" else "unbounded"}
+                                   if binary.mounts == "own" else "unbounded"}
         self._processes = processes
 
     # ------------------------------------------------------------------ tasks
