@@ -4,7 +4,8 @@ Both are programs of ``reme_cli/bench/appworld/venv_programs/`` run under AppWor
 spoken to over pipes (``reme_cli.bench.worker``). In the sandbox (``benchmark.sandbox``):
 
 - an episode supervisor sees AppWorld's venv, its interpreter, the task data's
-  ``base_dbs`` and ``api_docs`` (read-only), and a tmpfs of ``benchmark.disk_mb`` that holds
+  ``base_dbs`` and ``api_docs`` (read-only), and a tmpfs of ``benchmark.disk_mb`` (its inodes
+  from ``benchmark.memory_mb``: ``Limits.scratch``) that holds
   the one task it is given (``specs.json`` and ``dbs/``, sent by reme: never ``ground_truth/``)
   and the world's outputs; nothing of the host is writable and nothing of the host leaves;
 - the evaluator sees the whole task data (ground truth included) and the episodes' saved
