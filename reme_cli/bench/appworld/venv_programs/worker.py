@@ -134,9 +134,10 @@ class Supervisor:
         if isinstance(answer, Ended):
             return self._end(answer)
         if answer.hit:
-            return self._end(Ended(answer.hit), answer.output)
-        if self._disk_full():
-            return self._end(Ended("disk", "its scratch space is full (bytes or inodes)"), answer.output)
+            return self._end(Ended(answer.hit, STEP_HITS[answer.hit]), answer.output)
+        full = self._disk_full()
+        if full:
+            return self._end(Ended("disk", full), answer.output)
         return {"output": answer.output, "done": answer.done, "hit": answer.cut, "ended": False, "detail": None}
 
     def start(self):
@@ -249,11 +250,19 @@ class Supervisor:
             return None, 0.0
 
     def _disk_full(self):
+        """Whether the scratch space is full (in the sandbox), in words: its bytes or its
+        inodes (files, directories and links: their kernel memory counts against memory_mb)."""
         try:
             st = os.statvfs(self.root)
         except OSError:
-            return False
-        return self.confine and (st.f_bavail * st.f_frsize < DISK_FULL or st.f_favail < INODES_FULL)
+            return None
+        if not self.confine:
+            return None
+        if st.f_bavail * st.f_frsize < DISK_FULL:
+            return f"its scratch space is full: {st.f_blocks * st.f_frsize >> 20} MB (benchmark.disk_mb)"
+        if st.f_favail < INODES_FULL:
+            return f"its scratch space is full: {st.f_files} inodes, files and folders (benchmark.memory_mb)"
+        return None
 
     def _state(self):
         """The world's saved DBs (AppWorld writes them after every step), as text: regular
@@ -284,12 +293,18 @@ class Supervisor:
         return files
 
 
+@dataclasses.dataclass(frozen=True)
 class Ended:
     """Why an episode ended: the bound it hit (``hit``: time, memory, processes, disk, output,
     crashed) and, in words, what it did (``detail``)."""
 
-    def __init__(self, hit, detail=None):
-        self.hit, self.detail = hit, detail
+    hit: str
+    detail: str
+
+
+# What the episode's process says a step hit (protocol.StepDone.hit), in words.
+STEP_HITS = {"memory": "an allocation failed (MemoryError): benchmark.memory_mb",
+             "disk": "a write failed (no space left): benchmark.disk_mb"}
 
 
 def _is_regular(fd):
