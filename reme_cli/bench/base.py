@@ -90,6 +90,7 @@ class ToolResult:
     # A resource bound this action hit (reme_cli.agent.trajectory.LIMIT_STOPS names them): with
     # done, it ended the episode; without, it was only cut (an output past its cap).
     limit: Optional[str] = None
+    detail: Optional[str] = None  # what the episode did to hit it, in words (recorded with the limit)
 
 
 @dataclass
