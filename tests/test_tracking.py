@@ -94,9 +94,11 @@ def test_an_eval_logs_params_metrics_tags_series_and_files_to_mlflow(reme, serve
     assert tags["scripted server"] == "true" and "not model results" in tags["reme.test_double"]
     assert "benchmark.release=current (authors: paper)" in tags["reme.fidelity"]
     assert tags["reme.status"] == "complete" and tags["reme.path"] == str(run.resolve())
-    # files
+    # files, in a hidden store beside the database: out of the way of the folders runs are read from
     assert {a.path for a in client.list_artifacts(logged.info.run_id)} == {
         "config.yaml", "manifest.json", "metrics.json", "metrics.csv"}
+    assert client.get_experiment_by_name("reme").artifact_location == (reme.cwd / "runs" / ".mlartifacts").as_uri()
+    assert sorted(p.name for p in (reme.cwd / "runs").iterdir() if not p.name.startswith(".")) == ["default", "mlflow.db"]
     copy = Path(client.download_artifacts(logged.info.run_id, "metrics.json", str(reme.cwd)))
     assert json.loads(copy.read_text()) == metrics
 
@@ -184,7 +186,7 @@ def test_wandb_offline_writes_a_run_whose_summary_holds_the_metrics(reme, server
     run = last_path(proc, reme.cwd)
     assert "wandb" not in proc.stderr.lower()  # W&B keeps off reme's terminal
     (entry,) = json.loads((run / "manifest.json").read_text())["trackers"].values()
-    (folder,) = (reme.cwd / "runs" / "wandb").glob(f"offline-run-*-{entry['run_id']}")
+    (folder,) = (reme.cwd / "runs" / ".wandb" / "wandb").glob(f"offline-run-*-{entry['run_id']}")  # hidden
     records = wandb_records(folder / f"run-{entry['run_id']}.wandb")
     summary: dict = {}
     for r in records:
@@ -197,6 +199,37 @@ def test_wandb_offline_writes_a_run_whose_summary_holds_the_metrics(reme, server
     saved = {f.path for r in records if r.WhichOneof("record_type") == "files" for f in r.files.files}
     assert {"metrics.json", "config.yaml", "manifest.json", "metrics.csv"} <= saved
     assert json.loads((folder / "files" / "metrics.json").read_text()) == metrics
+
+
+@pytest.mark.slow
+def test_a_trackers_copies_of_a_run_are_not_runs(reme, server):
+    """MLflow's artifacts and W&B's run files hold copies of a run's config.yaml and
+    manifest.json. Stores where an earlier reme kept them, in plain folders of runs/
+    (runs/mlartifacts, runs/wandb), are not read as runs: the report, the viewer and
+    `reme track sync` find the one run, and the MLflow run stays pointed at it."""
+    from mlflow.tracking import MlflowClient
+
+    from reme_cli.core.run_log import find_runs
+    from reme_cli.view.runs import Catalog
+
+    runs = reme.cwd / "runs"
+    runs.mkdir()
+    MlflowClient(tracking_uri=f"sqlite:///{runs / 'mlflow.db'}").create_experiment(
+        "reme", artifact_location=(runs / "mlartifacts").as_uri())  # the store as reme made it before
+    run = last_path(reme("eval", *REPLAY, *SMALL, "eval.seeds=1", f"llm.base_url={server.base_url}",
+                         "tracker=mlflow", check=True), reme.cwd).resolve()
+    reme("track", "sync", "runs", "tracker=wandb", "tracker.dir=runs", check=True)  # W&B's files in runs/wandb
+    copies = [p.parent for p in runs.rglob("manifest.json") if p.parent != run]
+    assert {"artifacts", "files"} <= {c.name for c in copies}  # MLflow's and W&B's copies are there
+
+    assert find_runs([runs]) == [run]
+    assert Catalog([runs]).paths == [run]
+    reme("report", "runs", check=True)
+    assert json.loads((runs / "report" / "REME_REPORT").read_text())["runs"] == [str(run)]
+    synced = reme("track", "sync", "runs", "tracker=mlflow", check=True)
+    assert synced.stdout.split() == [str(run)]
+    _, (logged,) = mlflow_runs(runs / "mlflow.db")
+    assert logged.data.tags["reme.path"] == str(run)
 
 
 @pytest.mark.slow

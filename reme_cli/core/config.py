@@ -250,7 +250,7 @@ class TrackerCfg:
     uri: Optional[str] = None
     # W&B: offline (written under tracker.dir, uploaded later with `wandb sync`) | online.
     mode: str = "offline"
-    dir: Optional[str] = None  # W&B: the folder its run files go to (tracker=wandb sets runs_root)
+    dir: Optional[str] = None  # W&B: the folder its run files go to (tracker=wandb sets <runs_root>/.wandb)
     # Set by `reme ablate` and sweeps: the suite's or study's tracker run each run belongs to
     # (MLflow: the parent run's id; W&B: the group).
     parent: Optional[str] = None
