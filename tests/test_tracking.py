@@ -6,6 +6,7 @@ with the real MLflow (its SQLite store, read back with MLflow's own client) and 
 from __future__ import annotations
 
 import json
+import re
 import signal
 import struct
 import subprocess
@@ -20,6 +21,7 @@ from reme_cli.core.config import compose, config_hash
 from reme_cli.testing.scripted_server import AgentAndSummarizerPolicy, ScriptedServer, ScriptedSummarizerPolicy
 from tests.conftest import reme_env, reme_popen, reme_process, run_reme, scripted_server_process
 
+ROOT = Path(__file__).resolve().parents[1]
 REPLAY = ["model=qwen3-8b", "embedding=minilm", "llm.model=replay", "llm.cache=false", "benchmark.release=current"]
 SMALL = ["benchmark.limit=2", "eval.runs=1"]
 
@@ -101,6 +103,48 @@ def test_an_eval_logs_params_metrics_tags_series_and_files_to_mlflow(reme, serve
     assert sorted(p.name for p in (reme.cwd / "runs").iterdir() if not p.name.startswith(".")) == ["default", "mlflow.db"]
     copy = Path(client.download_artifacts(logged.info.run_id, "metrics.json", str(reme.cwd)))
     assert json.loads(copy.read_text()) == metrics
+    assert_the_docs_mlflow_ui_opens(reme.cwd / "runs" / "mlflow.db")
+
+
+# The UI's install command, as the docs and the README name it.
+UI_INSTALL = re.compile(r"pip install -c constraints\.txt mlflow==([0-9][0-9a-z.]*)")
+
+
+def assert_the_docs_mlflow_ui_opens(db: Path) -> None:
+    """The MLflow the docs name for the UI opens the store reme wrote. Its UI server is the full
+    `mlflow` package at the client's version, which runs mlflow-skinny's store code of that
+    version (mlflow==X requires mlflow-skinny==X); that code's own schema check, the one `mlflow
+    ui` runs when it opens a store, passes here. (The UI's web server itself, Flask and pyarrow,
+    is not installed in the tests: `mlflow ui` was started on such a store by hand, see
+    docs/tracking.md.)"""
+    from importlib import metadata
+
+    from mlflow.store.db.utils import _get_latest_schema_revision, _get_schema_version, _verify_schema
+    from sqlalchemy import create_engine
+
+    (version,) = set(UI_INSTALL.findall((ROOT / "docs" / "tracking.md").read_text()))
+    assert version == metadata.version("mlflow-skinny")
+    engine = create_engine(f"sqlite:///{db}")
+    try:
+        _verify_schema(engine)  # raises MlflowException on a schema this MLflow does not know
+        assert _get_schema_version(engine) == _get_latest_schema_revision()
+    finally:
+        engine.dispose()
+
+
+def test_the_docs_install_mlflows_ui_at_the_version_of_the_client_reme_pins():
+    """An unpinned `pip install mlflow` resolved an MLflow older than reme's client (the full
+    MLflow at the client's version did not install), whose UI refused the store's newer schema:
+    every place that tells a user how to get the UI names the client's pinned version."""
+    texts = {p: (ROOT / p).read_text() for p in ("README.md", "docs/tracking.md", "configs/tracker/mlflow.yaml")}
+    named = {p: set(UI_INSTALL.findall(t)) for p, t in texts.items()}
+    pins = {p: re.findall(r"^mlflow-skinny==(\S+)$", (ROOT / p).read_text(), re.M)
+            for p in ("constraints.txt", "constraints-gpu.txt")}
+    (pin,) = set(pins["constraints.txt"])
+    assert pins["constraints-gpu.txt"] == [pin]
+    assert named == {p: {pin} for p in texts}, named
+    for p, text in texts.items():
+        assert not re.search(r"pip install mlflow(?![=-])", text), f"{p} names the UI unpinned"
 
 
 def test_the_tracker_is_out_of_the_run_hash():
