@@ -120,11 +120,35 @@ def test_a_literal_key_is_refused_in_one_line_and_nothing_is_written(reme, overr
 
 
 def test_a_missing_key_is_one_line_before_anything_is_written(reme):
-    proc = reme("eval", *HOSTED, "llm.base_url=http://127.0.0.1:9/v1", "benchmark.limit=1",
+    # A provider elsewhere (192.0.2.1: TEST-NET-1, never routed; nothing is asked of it).
+    proc = reme("eval", *HOSTED, "llm.base_url=http://192.0.2.1:9/v1", "benchmark.limit=1",
                 env={"DASHSCOPE_API_KEY": None})
     assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1
-    assert "export DASHSCOPE_API_KEY=" in proc.stderr
+    assert "export DASHSCOPE_API_KEY=" in proc.stderr and "llm.api_key_env=null" in proc.stderr
     assert not (reme.cwd / "runs").exists()
+
+
+def test_no_key_is_a_valid_setting(monkeypatch):
+    """model=openai-compatible names OPENAI_API_KEY; a server on this machine (llama.cpp's or
+    vLLM's, keyless) is sent none when it is unset, and llm.api_key_env=null sends none to any
+    server. A provider elsewhere still needs the variable, and a literal key stays refused
+    (test_a_literal_key_is_refused_in_one_line_and_nothing_is_written)."""
+    from reme_cli.core.errors import UserError
+    from reme_cli.llm.keys import NO_KEY, llm_key
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    at = lambda *o: llm_key(compose(["model=openai-compatible", "llm.model=x", *o]))
+    for url in ("http://127.0.0.1:8080/v1", "http://localhost:8000/v1", "http://[::1]:8000/v1"):
+        assert at(f"llm.base_url='{url}'") == NO_KEY
+    assert at("llm.base_url=[http://127.0.0.1:8080/v1,http://127.0.0.2:8080/v1]") == NO_KEY
+    assert at("llm.base_url=http://192.0.2.1:8000/v1", "llm.api_key_env=null") == NO_KEY
+    for remote in ("llm.base_url=http://192.0.2.1:8000/v1", "llm.base_url=[http://127.0.0.1:1/v1,http://192.0.2.1:1/v1]"):
+        with pytest.raises(UserError, match="OPENAI_API_KEY.*llm.api_key_env=null"):
+            at(remote)
+    with pytest.raises(UserError, match="OPENAI_API_KEY"):
+        at()  # OpenAI's own endpoint, the config's default
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-local-proxy-key")  # a local proxy that takes one gets it
+    assert at("llm.base_url=http://127.0.0.1:8080/v1") == "sk-local-proxy-key"
 
 
 def test_a_gpu_run_can_have_the_hosted_context_through_yarn():
@@ -364,6 +388,40 @@ def test_bfcl_replay_scores_100_through_the_provider_and_no_file_holds_the_key(r
     assert metrics["identical_runs"] == {"tasks": 5, "of": 5} and "honoured seed=0" in proc.stderr
     assert _files_holding(reme.cwd, KEY) == []
     assert "SECRET" not in proc.stderr + proc.stdout
+
+
+@pytest.mark.slow
+def test_a_keyless_local_server_answers_then_a_dead_one_replays_or_is_named_refused(reme):
+    """model=openai-compatible against a keyless server on this machine (the scripted one),
+    no key variable set: the run scores. Rerun against a dead port, every answer is in the
+    response cache: it replays (exit 0) and says that no request reached a server, in the
+    summary and the manifest. With nothing cached, the refused connection is named as one,
+    not as a timeout."""
+    args = ["eval", "--mode", "none", "model=openai-compatible", "embedding=minilm", "llm.model=replay",
+            "benchmark.release=current", "benchmark.limit=2", "eval.runs=1", "eval.seeds=1"]
+    keyless = {"OPENAI_API_KEY": None}
+    with ScriptedServer(BFCLReplayPolicy()) as srv:
+        first = reme(*args, f"llm.base_url={srv.base_url}", "out_dir=first", env=keyless, check=True)
+        asked = len(_chats(srv))
+    assert asked >= 2 and "no request reached a server" not in first.stderr
+    served = json.loads((reme.cwd / "first" / "manifest.json").read_text())["served"]
+    assert served["models"] == {"replay": asked} and served["replayed"] == 0 and "note" not in served
+
+    dead = "http://127.0.0.1:9/v1"  # the discard port: nothing listens there
+    again = reme(*args, f"llm.base_url={dead}", "out_dir=again", env=keyless)
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert f"no request reached a server: all {asked} answers were replayed from the response cache" in \
+        " ".join(again.stderr.split())
+    served = json.loads((reme.cwd / "again" / "manifest.json").read_text())["served"]
+    assert served == {"models": {}, "changed": False, "replayed": asked, "note": "no request reached a server"}
+    metrics = lambda run: json.loads((reme.cwd / run / "metrics.json").read_text())
+    assert metrics("again")["avg@1"] == metrics("first")["avg@1"]
+
+    refused = reme(*args, f"llm.base_url={dead}", "llm.cache=false", "llm.max_retries=0", "llm.breaker_threshold=1",
+                   "out_dir=refused", env=keyless)
+    assert refused.returncode == 4
+    (line,) = [l for l in refused.stderr.splitlines() if l.startswith("error:")]
+    assert "ConnectionRefusedError" in line and "Request timed out" not in line
 
 
 @pytest.mark.slow

@@ -41,7 +41,7 @@ from reme_cli.run.lifecycle import RunLifecycle, RunResult, Session
 from reme_cli.run.plan import plan_passes, plan_streams
 from reme_cli.run.records import CONFIG_FILE, REPORT_FILE, RunDir
 from reme_cli.run.wiring import method_context
-from reme_cli.run.summary import errors_summary, sandbox_notes
+from reme_cli.run.summary import errors_summary, replay_notes, sandbox_notes
 from reme_cli.track.run import RunTracking
 
 
@@ -95,7 +95,7 @@ def build_pool(cfg: Config, console: Console, wait: bool = False) -> RunResult:
         life.finish(REPORT_FILE, report, complete=not report["unit_errors"], what="the build report",
                     manifest={"summary_failures": summary_failures(report["summarizer_answers"])})
         track.finished()
-    console.print(report_table(report, built.rows, out, sandbox_notes(bench)))
+    console.print(report_table(report, built.rows, out, [*sandbox_notes(bench), *replay_notes(life.usage)]))
     if report["unit_errors"]:
         console.print(errors_summary(run_dir.trials()), soft_wrap=True, highlight=False, markup=False)
     failure = failure_message(report["summarizer_answers"], cfg.summarizer.max_failed_share)

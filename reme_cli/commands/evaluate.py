@@ -21,7 +21,8 @@ from reme_cli.run.lifecycle import RunLifecycle, RunResult, Session
 from reme_cli.run.metrics import final_metrics
 from reme_cli.run.plan import Unit, plan_streams
 from reme_cli.run.records import METRICS_FILE
-from reme_cli.run.summary import errors_summary, identical_runs, identical_runs_note, metrics_table, sandbox_notes
+from reme_cli.run.summary import (errors_summary, identical_runs, identical_runs_note, metrics_table, replay_notes,
+                                  sandbox_notes)
 from reme_cli.run.runner import Runner
 from reme_cli.run.wiring import method_context
 from reme_cli.track.run import RunTracking
@@ -72,7 +73,8 @@ def evaluate(cfg: Config, console: Console, wait: bool = False) -> RunResult:
         track.finished()
     console.print(metrics_table(metrics, f"{cfg.experiment}: {cfg.benchmark.name} / {cfg.model.name} / "
                                          f"mode={cfg.eval.mode}", metrics.get("variants"),
-                                notes=[*sandbox_notes(bench), *filter(None, [summary_line(metrics["summarizer_answers"])]),
+                                notes=[*sandbox_notes(bench), *replay_notes(life.usage),
+                                       *filter(None, [summary_line(metrics["summarizer_answers"])]),
                                        *identical_runs_note(metrics.get("identical_runs"), cfg.eval.runs,
                                                             cfg.model.sampling.seed)]))
     if cfg.model.kind == "local" and not cfg.llm.base_url:

@@ -125,7 +125,8 @@ def context_length(kind: str, n_ctx: int, max_model_len: Optional[int], wanted: 
 
 
 # Caches live under $REME_CACHE_DIR when set (resolved when the config is composed).
-CACHE_ROOT = "${oc.env:REME_CACHE_DIR,.reme_cache}"
+DEFAULT_CACHE_ROOT = ".reme_cache"
+CACHE_ROOT = f"${{oc.env:REME_CACHE_DIR,{DEFAULT_CACHE_ROOT}}}"
 
 
 @dataclass
@@ -274,7 +275,7 @@ class TrackerCfg:
     uri: Optional[str] = None
     # W&B: offline (written under tracker.dir, uploaded later with `wandb sync`) | online.
     mode: str = "offline"
-    dir: Optional[str] = None  # W&B: the folder its run files go to (tracker=wandb sets runs_root)
+    dir: Optional[str] = None  # W&B: the folder its run files go to (tracker=wandb sets <runs_root>/.wandb)
     # Set by `reme ablate` and sweeps: the suite's or study's tracker run each run belongs to
     # (MLflow: the parent run's id; W&B: the group).
     parent: Optional[str] = None
@@ -374,6 +375,21 @@ _EXECUTION_KEYS = ("out_dir", "runs_root", "llm.concurrency", "llm.timeout", "ll
                    "model.params_b", "model.tensor_parallel", "llm.replicas",
                    # Where the run is also logged (an experiment tracker).
                    "tracker")
+
+# What is in the hash, and what is not, for a key that names a place (a folder, a file, a
+# server): a key that says only WHERE something lives is out of it, or the same command in
+# another shell ($REME_CACHE_DIR set), folder or machine would hash otherwise and silently
+# start over instead of resuming. out_dir, runs_root, llm.cache_dir, llm.base_url,
+# summarizer.base_url and tracker.* were left out from the start (_EXECUTION_KEYS); the keys
+# below left it later, so each is hashed at one fixed value whatever it holds: the value runs
+# had by default while it was hashed, so their hashes stay as they were. A plug-in's section
+# declares its own (``Plugin.where_keys``: AppWorld's data_dir and venv). A key that names
+# WHAT a run uses stays in by its value: memory.pool (which pool the run starts from: its
+# path is the only name of that pool the config holds, so a pool moved elsewhere is another
+# run's), embedding.base_url's host (which provider computes the vectors; the port and path
+# only say how to reach it). tests/test_config.py walks every path-like key of the schema and
+# the plug-ins and holds each to one side.
+_WHERE_KEYS = {"embedding.cache_dir": f"{DEFAULT_CACHE_ROOT}/embeddings"}
 
 
 def config_dir() -> Path:
@@ -676,7 +692,12 @@ def hashed_part(data: dict[str, Any]) -> dict[str, Any]:
     determines a run's results: what ``config_hash`` hashes."""
     data = json.loads(json.dumps(data))
     mode = (data.get("eval") or {}).get("mode")
-    neutral = {**_NEUTRAL_WHEN, **_plugins_neutral(data)}
+    for dotted, fixed in {**_WHERE_KEYS, **_plugins_hooked(data, "where_keys")}.items():
+        parent, _, leaf = dotted.rpartition(".")
+        node = _dig(data, parent) if parent else data
+        if isinstance(node, dict) and leaf in node:
+            node[leaf] = fixed
+    neutral = {**_NEUTRAL_WHEN, **_plugins_hooked(data, "hash_neutral")}
     for dotted in (*_EXECUTION_KEYS, *(k for k, v in neutral.items() if _dig(data, k) == v),
                    *(k for k, only in _ONLY_IN_MODE.items() if mode != only)):
         parent, _, leaf = dotted.rpartition(".")
@@ -692,14 +713,14 @@ def hashed_part(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
-def _plugins_neutral(data: dict[str, Any]) -> dict[str, Any]:
-    """The ``hash_neutral`` keys of the benchmark and method a config names, dotted (none for
-    a plug-in that cannot be loaded here: its runs hash as they always did)."""
+def _plugins_hooked(data: dict[str, Any], hook: str) -> dict[str, Any]:
+    """The ``hash_neutral`` or ``where_keys`` keys of the benchmark and method a config names,
+    dotted (none for a plug-in that cannot be loaded here: its runs hash as they always did)."""
     out: dict[str, Any] = {}
     for section, registry in (("benchmark", BENCHMARKS), ("memory", METHODS)):
         plugin = registry.find((data.get(section) or {}).get("name"))
         if plugin is not None:
-            out |= {f"{section}.{key}": value for key, value in plugin.hash_neutral.items()}
+            out |= {f"{section}.{key}": value for key, value in getattr(plugin, hook).items()}
     return out
 
 

@@ -93,6 +93,28 @@ def is_context_overflow(exc: openai.APIStatusError) -> bool:
 _UNREACHABLE = (openai.APIConnectionError,)  # APITimeoutError is a subclass
 
 
+def unreachable(exc: openai.APIConnectionError, url: str) -> openai.APIConnectionError:
+    """``exc`` in the words of what failed underneath. openai's aiohttp client (httpx-aiohttp)
+    turns every failure to connect, a refused connection or an unknown host among them, into
+    httpx's ConnectTimeout, which the SDK reports as "Request timed out."; the OS's error at
+    the bottom of the chain says what happened. A timeout that is one (a server that took the
+    connection and did not answer in time) and reme's own errors (a cut stream) stay as they are."""
+    if type(exc) not in (openai.APIConnectionError, openai.APITimeoutError):
+        return exc
+    cause: BaseException = exc
+    seen = {id(exc)}
+    while (below := cause.__cause__ or cause.__context__) is not None and id(below) not in seen:
+        seen.add(id(below))
+        cause = below
+    if not isinstance(cause, OSError) or isinstance(cause, TimeoutError):
+        return exc
+    said = str(cause).splitlines()[0] if str(cause) else ""
+    better = openai.APIConnectionError(message=f"connection to {url} failed: {type(cause).__name__}: {said}",
+                                       request=exc.request)
+    better.__cause__ = exc
+    return better
+
+
 @dataclass
 class CircuitBreaker:
     """Trips after ``threshold`` consecutive attempts that could not reach the server.
@@ -125,6 +147,9 @@ class CircuitBreaker:
                 "the same command to resume (llm.breaker_threshold sets the count)")
 
 
+NO_SERVER = "no request reached a server"  # a session whose every answer the cache replayed
+
+
 @dataclass
 class UsageTotals:
     calls: int = 0
@@ -150,11 +175,16 @@ class UsageTotals:
 
     def served(self) -> dict[str, Any]:
         """The manifest's record of what answered: the models and fingerprints the responses
-        named, and whether either changed during the run."""
+        named, whether either changed during the run, and how many answers the response cache
+        replayed. When none came from a server (all replayed, or none asked), ``note`` says so:
+        a replay needs no server, and the record says why it names no model."""
         out: dict[str, Any] = {"models": dict(self.models)}
         if self.fingerprints:
             out["system_fingerprints"] = dict(self.fingerprints)
         out["changed"] = len(self.models) > 1 or len(self.fingerprints) > 1
+        out["replayed"] = self.cached_calls
+        if self.calls == self.cached_calls:
+            out["note"] = NO_SERVER
         return out
 
 
@@ -432,9 +462,9 @@ class ChatClient:
                 "/chat/completions", body=body, cast_to=httpx.Response,
                 options={"headers": headers or {}},
             )
-        except _UNREACHABLE:
+        except _UNREACHABLE as exc:
             replica.down_until = time.monotonic() + REPLICA_COOLDOWN_S  # the retry goes elsewhere
-            raise
+            raise unreachable(exc, replica.base_url)  # noqa: B904 - it keeps exc as its cause
         finally:
             replica.outstanding -= 1
         replica.served += 1
@@ -470,9 +500,9 @@ class ChatClient:
                 raise StreamCutOff(message=f"the answer's stream broke after {chunks} chunk(s): "
                                            f"{type(exc).__name__}: {exc}",
                                    request=httpx.Request("POST", replica.base_url)) from exc
-        except _UNREACHABLE:
+        except _UNREACHABLE as exc:
             replica.down_until = time.monotonic() + REPLICA_COOLDOWN_S
-            raise
+            raise unreachable(exc, replica.base_url)  # noqa: B904 - it keeps exc as its cause
         finally:
             replica.outstanding -= 1
         snapshot = state.current_completion_snapshot if chunks else None

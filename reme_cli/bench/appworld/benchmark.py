@@ -69,6 +69,9 @@ class AppWorldBenchmark(Benchmark):
     # them, so runs made before they existed resume (out of the run hash at these values).
     hash_neutral = {"episode_timeout": 300.0, "memory_mb": 2048, "disk_mb": 128, "max_threads": 64,
                     "output_chars": 100_000}
+    # Where AppWorld's data and interpreter are installed (their default, $APPWORLD_ROOT, was
+    # never hashed either): which AppWorld is there is `reme appworld setup`'s pinned release.
+    where_keys = {"data_dir": None, "venv": None}
 
     def __init__(self, cfg: AppWorldConfig):
         self.cfg = cfg
