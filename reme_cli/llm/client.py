@@ -651,16 +651,21 @@ def _result_from_record(rec: dict[str, Any], cached: bool) -> ChatResult:
     )
 
 
+class ServerUnreachable(UserError):
+    """A server named by the config does not answer its ``/models``: bad input for a run (fix
+    the URL or start the server, exit 2), a failed probe for `reme check` (exit 4)."""
+
+
 def served_models(base_url: str, api_key: str = "EMPTY", timeout: float = 10.0) -> list[dict[str, Any]]:
-    """The server's ``/models`` entries (vLLM adds ``max_model_len``); a one-line UserError
-    if it cannot be reached."""
+    """The server's ``/models`` entries (vLLM adds ``max_model_len``); a one-line
+    ``ServerUnreachable`` if it cannot be reached."""
     url = base_url.rstrip("/") + "/models"
     try:
         resp = httpx.get(url, headers={"Authorization": f"Bearer {api_key}"}, timeout=timeout)
         resp.raise_for_status()
         return [m for m in resp.json().get("data", []) if isinstance(m, dict)]
     except (httpx.HTTPError, ValueError, AttributeError) as exc:
-        raise UserError(
+        raise ServerUnreachable(
             f"cannot reach the LLM server at {base_url} ({type(exc).__name__}): "
             "start it (e.g. `reme serve model=...`) or fix llm.base_url"
         ) from None
