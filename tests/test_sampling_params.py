@@ -185,3 +185,16 @@ def test_runs_made_before_tool_choice_and_the_summarizer_seed_resume():
         assert config_hash(compose(["model=qwen3-8b", change])) != config_hash(base), change
     assert config_hash(compose(["model=qwen3-8b", "summarizer.stream=always"])) == config_hash(base)  # travel only
 
+
+
+def test_the_runs_client_speaks_its_servers_dialect():
+    """An endpoint on llama.cpp's C++ server (the xllamacpp engine) takes a JSON schema as a
+    compact grammar (llm/json_grammar.py); the client the run makes from it sends it so. It was
+    built but never handed to the client (make_client dropped ``Endpoint.adapt``)."""
+    from reme_cli.llm.endpoint import Endpoint, _dialect, make_client
+    from reme_cli.llm.json_grammar import compact_json_request
+
+    cfg = compose(["model=local", "llm.cache=false"])
+    assert make_client(cfg, Endpoint(["http://127.0.0.1:9/v1"], "m", adapt=_dialect(True))).adapt \
+        is compact_json_request
+    assert make_client(cfg, Endpoint(["http://127.0.0.1:9/v1"], "m", adapt=_dialect(False))).adapt is None

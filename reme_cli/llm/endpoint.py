@@ -209,6 +209,7 @@ def make_client(cfg: Config, ep: Endpoint) -> ChatClient:
         prices=Prices.of(cfg.model.price),
         parallel_tool_calls=cfg.model.parallel_tool_calls,
         tool_choice=cfg.model.tool_choice,
+        adapt=ep.adapt,  # the server's dialect: llama.cpp's C++ server takes a schema as a compact grammar
     )
 
 
