@@ -158,7 +158,9 @@ def _hosted(cfg: Config, urls: list[str]) -> Endpoint:
                 "n_ctx": cfg.model.n_ctx}
     if (price := Prices.of(cfg.model.price)) is not None:
         identity["price"] = {"input": price.input, "output": price.output, "thinking_output": price.thinking_output,
-                             "unit": "USD per 1M tokens", "source": price.source, "date": price.date}
+                             "cached_input": price.cached_input, "unit": f"{price.currency} per 1M tokens",
+                             **({"converted": price.converted} if price.converted else {}),
+                             "source": price.source, "date": price.date}
     return Endpoint(urls, model, identity)
 
 
@@ -194,7 +196,7 @@ def make_client(cfg: Config, ep: Endpoint) -> ChatClient:
         name = ep.model + (f"@{ep.identity['engine']}" if ep.identity.get("engine") else "")
         safe = "".join(ch if ch.isalnum() or ch in "-_.@" else "_" for ch in name)
         cache = ResponseCache(Path(cfg.llm.cache_dir) / f"{safe}.sqlite")
-    return ChatClient(
+    client = ChatClient(
         base_url=ep.base_urls if len(ep.base_urls) > 1 else ep.base_url,
         model=ep.model,
         api_key=llm_key(cfg),
@@ -209,6 +211,8 @@ def make_client(cfg: Config, ep: Endpoint) -> ChatClient:
         prices=Prices.of(cfg.model.price),
         parallel_tool_calls=cfg.model.parallel_tool_calls,
     )
+    client.meter.require_usd(client.prices, "model.price")
+    return client
 
 
 def request_extra_body(cfg: Config) -> dict[str, Any] | None:

@@ -115,11 +115,18 @@ def summarizer_settings(cfg: Config, executor: ChatClient) -> tuple[SummarizerSe
         model = s.model or (served[0] if served else s.name)
         cache = ResponseCache(executor.cache.path.with_name(f"summarizer-{s.name}.sqlite")) \
             if executor.cache is not None else None
+        # One endpoint, one count of requests in flight (a hosted summarizer at the executor's
+        # provider); a server of its own has its own.
+        same_endpoint = s.base_url in {r.base_url for r in executor.replicas}
         own = ChatClient(base_url=s.base_url, model=model, api_key=key,
                          concurrency=cfg.llm.concurrency, timeout=cfg.llm.timeout,
                          max_retries=cfg.llm.max_retries, breaker_threshold=cfg.llm.breaker_threshold, cache=cache,
                          stream=cfg.llm.stream, pacer=executor.pacer, meter=executor.meter,
-                         prices=Prices.of(served_by.price) if served_by is not None else None)
+                         prices=Prices.of(served_by.price) if served_by is not None else None,
+                         inflight=executor.inflight if same_endpoint else None,
+                         throughput=executor.throughput)
+        if executor.meter is not None:
+            executor.meter.require_usd(own.prices, f"summarizer.serve={s.serve}'s model.price")
         llm, author, constrained, llama_cpp = (
             _WithExtraBody(own, thinking_switch(cfg, model=served_by), sampling_filters(cfg)), s.name, False, False)
     return SummarizerSettings(llm, author, s.temperature, s.max_tokens, constrained, llama_cpp), own

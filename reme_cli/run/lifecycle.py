@@ -134,8 +134,9 @@ class RunLifecycle:
         client = make_client(self.cfg, ep)
         meter = client.meter
         if meter is not None:  # a resumed run's budget counts what its earlier sessions spent
-            meter.spent = float((run_dir.manifest().get("spend") or {}).get("usd") or 0.0)
+            meter.resume(run_dir.manifest().get("spend") or {})
             progress.spend = lambda: meter.spent
+        progress.rates = client.throughput.line
         # Spend and what answered go to the manifest as units end, so a kill -9 loses little of it.
         progress.on_advance = lambda: self._record_llm(run_dir, client)
         try:
@@ -149,10 +150,11 @@ class RunLifecycle:
             self._record_llm(run_dir, client)
 
     def _record_llm(self, run_dir: RunDir, client: ChatClient) -> None:
-        """The manifest's ``spend`` (USD at model.price, this run's sessions together) and
+        """The manifest's ``spend`` (at model.price, this run's sessions together),
         ``served`` (the models and fingerprints that answered this session, and whether
-        either changed)."""
-        fields: dict[str, Any] = {"served": client.usage.served()}
+        either changed) and ``throughput`` (requests in flight, requests and tokens a minute
+        against llm.rpm / llm.tpm, 429s)."""
+        fields: dict[str, Any] = {"served": client.usage.served(), "throughput": client.throughput.record()}
         if client.meter is not None:
             fields["spend"] = client.meter.record()
         with contextlib.suppress(OSError):  # a full disk: the unit records are what counts

@@ -18,6 +18,7 @@ from pathlib import Path
 from reme_cli.core.config import config_hash
 from reme_cli.core.io import append_lines, read_lines
 from reme_cli.llm.answer_health import answer_tally, merge
+from reme_cli.llm.inflight import most_in_flight
 from reme_cli.methods.base import BuildContext, BuildResult
 from reme_cli.methods.reme.distill import DistillStats
 from reme_cli.methods.reme.experience import Experience, assign_stable_ids
@@ -31,7 +32,7 @@ DISTILL_FILE = "distill.jsonl"
 async def distill_training(ctx: BuildContext) -> None:
     cfg, summarizer = ctx.cfg, ctx.summarizer
     done = {rec["task_id"] for rec in read_lines(ctx.work / DISTILL_FILE)}
-    slots = asyncio.Semaphore(cfg.llm.concurrency)
+    slots = asyncio.Semaphore(most_in_flight(cfg.llm.concurrency))
 
     shape = agent_shape(cfg.benchmark.name)
 
