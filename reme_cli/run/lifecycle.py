@@ -24,8 +24,10 @@ from reme_cli.core.config import Config, config_hash, to_dict
 from reme_cli.core.errors import RunAborted, UserError, os_error_message
 from reme_cli.core.io import write_json_atomic
 from reme_cli.llm.client import ChatClient
+from reme_cli.llm.embed import EMBED_SPEND
 from reme_cli.llm.embed import identity as embedding_identity
 from reme_cli.llm.endpoint import Endpoint, endpoint, make_client
+from reme_cli.llm.spend import Prices
 from reme_cli.run.lock import DirLock
 from reme_cli.run.progress import RunProgress
 from reme_cli.run.records import RunDir
@@ -136,6 +138,10 @@ class RunLifecycle:
         if meter is not None:  # a resumed run's budget counts what its earlier sessions spent
             meter.resume(run_dir.manifest().get("spend") or {})
             progress.spend = lambda: meter.spent
+            embedding = Prices.of(self.cfg.embedding.price, input_only=True)
+            if self.cfg.embedding.kind == "openai" and embedding is not None:
+                meter.require_usd(embedding, "embedding.price")
+                EMBED_SPEND.set((meter, embedding))  # this task's context: the run's work inherits it
         progress.rates = client.throughput.line
         # Spend and what answered go to the manifest as units end, so a kill -9 loses little of it.
         progress.on_advance = lambda: self._record_llm(run_dir, client)
