@@ -250,3 +250,15 @@ def test_the_manifest_and_the_progress_line_say_the_throughput():
     assert json.loads(json.dumps(t.record()))["tokens_per_min"] == {"last": 12_000, "best": 12_000,
                                                                     "limit": 1_000_000}
     assert t.line() == "in flight 8 (adaptive)  1/600 req/min  12k/1,000k tok/min"
+
+
+@pytest.mark.slow
+def test_the_dry_run_of_table1_on_qwen3_32b_costs_in_cny_and_names_the_bound(reme):
+    """The issue's done-when: a cost in a named currency, and which bound sets the hours."""
+    proc = reme("ablate", "table1", "model=qwen3-32b-dashscope", "--dry-run", env={"COLUMNS": "240"}, check=True)
+    text = re.sub(r"[\s│]+", " ", proc.stderr)
+    assert re.search(r"no_memory 21,600 0 142\.6 [\d.]+ - CNY 518\.40 ", text)
+    assert "the hours are set by the token bound (llm.tpm) for pool amem, no_memory" in text
+    assert "20 s an answer (assumed)" in text and "adaptive in flight (at most 256)" in text
+    assert "2 in / 8 out / 20 thinking / 0.4 cached in CNY per 1M tokens" in text
+    assert "https://help.aliyun.com/en/document_detail/3023262.html, 2026-12-07" in text

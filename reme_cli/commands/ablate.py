@@ -418,7 +418,7 @@ def cost_table(p: SuitePlan, assumptions: Any) -> Table:
         elif rates is None:
             unknown = True
         else:
-            sources.add(f"{rates.source}, {cfg.llm.concurrency} in flight")
+            sources.add(f"{rates.source}, {cfg.llm.concurrency or 'adaptive'} in flight")
         for key in totals:
             totals[key] += row[key] or 0.0
         table.add_row(name, fmt(row["executor"]), fmt(row["summarizer"]), fmt(row["tokens"] / 1e6, 1),

@@ -1,5 +1,5 @@
 """What a suite will cost before it runs: LLM calls, tokens, wall time, GPU-hours and, for a
-hosted model with prices (``model.price``), US dollars.
+hosted model with prices (``model.price``), money in the price lists' currencies.
 
 Calls are counted from the config the way the code makes them: executor episodes (first
 trials, and the retries a method may make, ``Memory.max_attempts``) and the summarizer calls
