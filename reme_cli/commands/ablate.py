@@ -441,36 +441,30 @@ def cost_table(p: SuitePlan, assumptions: Any) -> Table:
         return "?" if x is None else f"{x:,.{digits}f}"
 
     table = Table(title="estimate (expected counts; cost.KEY=VALUE overrides an assumption)")
-    for col in ("name", "executor calls", "summarizer calls", "tokens (M)", "wall (h)", "GPU-h", "cost (USD)"):
+    for col in ("name", "executor calls", "summarizer calls", "tokens (M)", "wall (h)", "GPU-h", "cost"):
         table.add_column(col, justify="left" if col == "name" else "right")
-    totals = {"executor": 0.0, "summarizer": 0.0, "tokens": 0.0, "wall_h": 0.0, "gpu_h": 0.0, "usd": 0.0}
-    unknown, unpriced, sources, prices = False, False, set(), set()
-    jobs = [(f"pool {j.name}", j.cfg,
+    totals = {"executor": 0.0, "summarizer": 0.0, "tokens": 0.0, "wall_h": 0.0, "gpu_h": 0.0}
+    unknown, sources = False, set()
+    money = HostedMoney()
+    jobs = [(f"pool {j.name}", j.cfg, j.units, True,
              cost.build_calls(j.cfg, j.units, j.units // cost.build_shape(j.cfg, 0.0)[0], assumptions))
             for j in p.pools if not j.source]
-    jobs += [(j.label, j.cfg, cost.run_calls(j.cfg, j.units, assumptions)) for j in p.runs]
-    for name, cfg, calls in jobs:
+    jobs += [(j.label, j.cfg, j.units, False, cost.run_calls(j.cfg, j.units, assumptions)) for j in p.runs]
+    for name, cfg, units, build, calls in jobs:
         based = cost.basis(cfg, assumptions)  # a kept `reme check` measurement, else the assumptions
-        row = cost.as_row(cost.estimate(cfg, calls, based.assumptions, based.rates))
+        row = cost.as_row(cost.estimate(cfg, calls, based.assumptions, based.rates, units, build))
         if cost.hosted(cfg):
-            sources.add(f"hosted: {cfg.llm.rpm or '-'} requests and {cfg.llm.tpm or '-'} tokens per minute, "
-                        f"{based.assumptions.hosted_call_s:g} s an answer ({based.source}), "
-                        f"{cfg.llm.concurrency} in flight")
+            money.add(name, cfg, row, build, based.assumptions)
         elif based.rates is None:
             unknown = True
         else:
-            sources.add(f"{based.source}, {cfg.llm.concurrency} in flight")
-        if row["usd"] is None and cost.hosted(cfg):
-            unpriced = True
-        if (price := cfg.model.price).input is not None:
-            prices.add(f"{cfg.model.name}: {price.input:g} in / {price.output:g} out"
-                       + (f" / {price.thinking_output:g} thinking" if price.thinking_output is not None else "")
-                       + f" USD per 1M tokens ({price.source or 'source not given'}, {price.date or 'undated'})")
+            sources.add(f"{based.source}, {cfg.llm.concurrency or 'adaptive'} in flight")
         for key in totals:
             totals[key] += row[key] or 0.0
         table.add_row(name, fmt(row["executor"]), fmt(row["summarizer"]), fmt(row["tokens"] / 1e6, 1),
                       fmt(row["wall_h"], 1), "-" if cost.hosted(cfg) else fmt(row["gpu_h"], 1),
-                      fmt(row["usd"], 2) if cost.hosted(cfg) else "-")
+                      money.cell(row) if cost.hosted(cfg) else "-")
+    table.columns[-1].header = money.header()
     a = assumptions
     table.caption = (
         f"in all: {totals['executor'] + totals['summarizer']:,.0f} LLM calls ({totals['executor']:,.0f} executor, "
@@ -484,10 +478,65 @@ def cost_table(p: SuitePlan, assumptions: Any) -> Table:
         f"per executor call ({a.prefix_cached_share:g} of the prompt prefix-cached), "
         f"{a.summarizer_prompt_tokens:g}+{a.summarizer_completion_tokens:g} per summarizer call"
         + (f"; rates: {'; '.join(sorted(sources))}" if sources else "")
-        + (f"; ${totals['usd']:,.2f} at prices: {'; '.join(sorted(prices))}" if prices else "")
-        + ("; cost (USD) unknown (?) for a hosted model without prices: set model.price.input, .output and "
-           ".thinking_output (USD per 1M tokens) from the provider's price list" if unpriced else ""))
+        + money.notes())
     return table
+
+
+class HostedMoney:
+    """The dry run's hosted part: the cost column in each price list's own currency, the
+    prices and their sources, and which bound sets each hosted job's hours."""
+
+    def __init__(self) -> None:
+        from reme_cli.llm.spend import Prices
+
+        self._prices_of = Prices.of
+        self.total: dict[str, float] = {}
+        self.unpriced = False
+        self.prices: set[str] = set()
+        self.limits: set[str] = set()
+        self.bounds: dict[str, list[str]] = {}  # bound -> the jobs it sets the hours of
+        self.answers: set[str] = set()  # the seconds an answer each job assumes, and whence
+
+    def add(self, name: str, cfg: Any, row: dict[str, Any], build: bool, a: Any) -> None:
+        from reme_cli.run.cost import embeds
+
+        if row["cost"] is None:
+            self.unpriced = True
+        for amount_currency, amount in (row["cost"] or {}).items():
+            self.total[amount_currency] = self.total.get(amount_currency, 0.0) + amount
+        if (price := self._prices_of(cfg.model.price)) is not None:
+            self.prices.add(f"{cfg.model.name}: {price.describe()}")
+        if embeds(cfg, build) and (price := self._prices_of(cfg.embedding.price, input_only=True)) is not None:
+            self.prices.add(f"embedding {cfg.embedding.model}: {price.input:g} {price.currency} per 1M tokens "
+                            f"({price.source or 'source not given'}, {price.date or 'undated'})")
+        flight = f"{cfg.llm.concurrency} in flight" if cfg.llm.concurrency else "adaptive in flight (at most 256)"
+        self.limits.add(f"{cfg.llm.rpm or '-'} requests and {cfg.llm.tpm or '-'} tokens per minute, {flight}")
+        self.bounds.setdefault(row["bound"], []).append(name)
+        self.answers.add(f"{a.hosted_call_s:g} s an answer ({a.hosted_call_s_source})")
+
+    def cell(self, row: dict[str, Any]) -> str:
+        from reme_cli.llm.spend import money
+
+        return "?" if row["cost"] is None else money(row["cost"])
+
+    def header(self) -> str:
+        """``cost (CNY)`` when every priced amount is in one currency, else ``cost``."""
+        return f"cost ({next(iter(self.total))})" if len(self.total) == 1 else "cost"
+
+    def notes(self) -> str:
+        from reme_cli.llm.spend import money
+        from reme_cli.run.cost import BOUND_WORDS
+
+        if not self.bounds:
+            return ""
+        jobs = sum(len(v) for v in self.bounds.values())
+        hours = "; ".join(f"{BOUND_WORDS[b]} for {'every job' if len(names) == jobs else ', '.join(names)}"
+                          for b, names in sorted(self.bounds.items(), key=lambda kv: -len(kv[1])))
+        return (f"; hosted: {'; '.join(sorted(self.limits))}, {'; '.join(sorted(self.answers))}; "
+                f"the hours are set by {hours}"
+                + (f"; {money(self.total)} at prices: {'; '.join(sorted(self.prices))}" if self.total else "")
+                + ("; cost unknown (?) for a hosted model without prices: set model.price.input, .output, "
+                   ".thinking_output and .currency from the provider's price list" if self.unpriced else ""))
 
 
 def _guesses(p: SuitePlan) -> dict[str, Any]:

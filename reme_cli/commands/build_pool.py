@@ -24,6 +24,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from reme_cli.llm.inflight import most_in_flight
 from reme_cli.llm.keys import llm_key
 from reme_cli.agent.trajectory import Trajectory
 from reme_cli.bench.base import Benchmark, Outcome
@@ -129,7 +130,7 @@ async def _sample_and_learn(cfg: Config, session: Session, bench: Benchmark, str
     async with method_context(cfg, session) as method_ctx:
         state = training_stream(method, method_ctx) if adapts else no_memory()
         # The learn phase summarizes the trajectories read back from the records: kept whole.
-        runner = session.runner(lambda _: state, cfg.llm.concurrency, whole_trajectories=True)
+        runner = session.runner(lambda _: state, most_in_flight(cfg.llm.concurrency), whole_trajectories=True)
         await runner.run(streams)
         progress.stop()
         # Before the method's own calls: what sampling cost, and how much of it the response

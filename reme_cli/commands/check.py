@@ -31,7 +31,7 @@ from reme_cli.llm.client import ChatClient, ServerUnreachable, thinking_on
 from reme_cli.llm.embed import check_key_for, make_embedder
 from reme_cli.llm.endpoint import Endpoint, endpoint, make_client
 from reme_cli.llm.keys import llm_key
-from reme_cli.llm.throughput import Sweep, measure
+from reme_cli.llm.sweep import Sweep, measure
 from reme_cli.methods.summarizer import summarizer_settings
 from reme_cli.run import calibration
 from reme_cli.run.cost import Assumptions

@@ -13,6 +13,7 @@ from reme_cli.bench.registry import make_benchmark, prepare_benchmark
 from reme_cli.bench.scoring import declared_metrics
 from reme_cli.core.config import Config, config_hash
 from reme_cli.llm.embed import check_key_for
+from reme_cli.llm.inflight import most_in_flight
 from reme_cli.llm.keys import llm_key
 from reme_cli.llm.answer_health import failure_message, summary_line
 from reme_cli.methods.base import Memory, method_class
@@ -109,7 +110,7 @@ def chains_at_once(cfg: Config, streams: list) -> int:
     requests in flight (the client queues the rest, first come first served), and
     ``env.concurrency`` / AppWorld's ``benchmark.workers`` the open environments. Independent
     units: ``llm.concurrency`` at once."""
-    return max(1, len(streams)) if cfg.eval.mode == "dynamic" else cfg.llm.concurrency
+    return max(1, len(streams)) if cfg.eval.mode == "dynamic" else most_in_flight(cfg.llm.concurrency)
 
 
 @contextlib.asynccontextmanager

@@ -53,14 +53,24 @@ class SamplingCfg:
 
 @dataclass
 class PriceCfg:
-    """A hosted model's token prices, in USD per million tokens: the dry run's `cost (USD)`,
-    a run's recorded spend and ``llm.budget_usd`` use them. null: not known (the cost shows ?)."""
+    """A hosted model's token prices, per million tokens in ``currency``: the dry run's cost
+    column, a run's recorded spend and ``llm.budget_usd`` use them. null: not known (the cost
+    shows ?). An embedding's (``embedding.price``) has an input price only."""
 
     input: Optional[float] = None  # per 1M prompt tokens
     output: Optional[float] = None  # per 1M completion tokens of a reply that did not think
     # Per 1M completion tokens of a reply that thought (priced apart by providers that bill
     # thinking mode's output higher); null: as output.
     thinking_output: Optional[float] = None
+    # Per 1M prompt tokens the provider served from its context cache (the answer's
+    # usage.prompt_tokens_details.cached_tokens); null: as input.
+    cached_input: Optional[float] = None
+    # The price list's currency (ISO 4217: USD, CNY): the cost column and the spend are in it,
+    # unless usd_rate converts them.
+    currency: str = "USD"
+    # USD for one unit of currency, as you set it (reme ships no exchange rate): costs and
+    # spend are then shown in USD, and llm.budget_usd can hold a list in another currency.
+    usd_rate: Optional[float] = None
     source: Optional[str] = None  # where the prices were read (a URL)
     date: Optional[str] = None  # when they were read (YYYY-MM-DD)
 
@@ -154,7 +164,10 @@ class LLMCfg:
     tpm: Optional[int] = None  # tokens (prompt + generated) per minute, all of them together
     # Stop the run (exit 4, resumable) once its spend at model.price reaches this many USD.
     budget_usd: Optional[float] = None
-    concurrency: int = 8  # requests in flight at once, across every episode of the run
+    # Requests in flight at once, across every episode of the run: a number (never more), or
+    # null: adaptive (the hosted configs), raised while the answers come back and RPM/TPM have
+    # room, halved on a 429, at most 256 (reme_cli/llm/inflight.py).
+    concurrency: Optional[int] = 8
     timeout: float = 600.0  # seconds per request
     max_retries: int = 6  # on connection errors, timeouts, 429 and 5xx
     startup_timeout: float = 1800.0  # seconds for a server reme starts to answer (a 32B load)
@@ -220,6 +233,8 @@ class EmbeddingCfg:
     # rounding, far below anything retrieval or dedup thresholds can tell apart.
     device: str = "auto"
     cache_dir: str = f"{CACHE_ROOT}/embeddings"  # the vector cache
+    # A hosted embedding's price (input only: per 1M tokens embedded, in price.currency).
+    price: PriceCfg = field(default_factory=PriceCfg)
 
 
 @dataclass
@@ -337,6 +352,10 @@ _AT_LEAST = {
     "model.price.input": 0.0,
     "model.price.output": 0.0,
     "model.price.thinking_output": 0.0,
+    "model.price.cached_input": 0.0,
+    "model.price.usd_rate": 0.0,
+    "embedding.price.input": 0.0,
+    "embedding.price.usd_rate": 0.0,
     "env.concurrency": 1,
     "build.samples": 1,
     "embedding.dim": 1,
@@ -370,7 +389,7 @@ _EXECUTION_KEYS = ("out_dir", "runs_root", "llm.concurrency", "llm.timeout", "ll
                    "embedding.device", "embedding.batch_size", "embedding.api_key_env",
                    # How requests travel and are paid for, not what they ask.
                    "llm.api_key_env", "llm.stream", "summarizer.stream", "llm.rpm", "llm.tpm", "llm.budget_usd",
-                   "model.price",
+                   "model.price", "embedding.price",
                    # Where a managed server runs, not what it computes.
                    "model.params_b", "model.tensor_parallel", "llm.replicas",
                    # Where the run is also logged (an experiment tracker).

@@ -200,7 +200,8 @@ class Manifest:
     streams: list[list[str]] | None = None  # dynamic mode: each stream's units in order
     units_total: int | None = None
     served: dict[str, Any] = field(default_factory=dict)  # the models and fingerprints that answered
-    spend: dict[str, Any] = field(default_factory=dict)  # USD at model.price
+    spend: dict[str, Any] = field(default_factory=dict)  # at model.price, by currency (usd, cny, ...)
+    throughput: dict[str, Any] = field(default_factory=dict)  # in flight, requests and tokens a minute, 429s
     summary_failures: dict[str, Any] = field(default_factory=dict)
     sandbox: str | None = None
     sandbox_detail: dict[str, Any] = field(default_factory=dict)

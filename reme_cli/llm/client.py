@@ -4,9 +4,11 @@ provider such as DashScope's compatible mode).
 Bounded concurrency, retries with backoff on transient failures (a 429 waits what its
 ``Retry-After`` says), a per-request seed, token/latency accounting per call, an on-disk
 response cache, replicas of one model with episode affinity (``episode_affinity``), streamed
-answers assembled whole (``llm.stream``), pacing under a provider's limits (``llm/pacing.py``)
-and spend at the model's prices (``llm/spend.py``). A refused key, a closed account or an
-exhausted quota stops the run at once (``RunAborted``), never after its retries.
+answers assembled whole (``llm.stream``), pacing under a provider's limits (``llm/pacing.py``),
+requests in flight fixed or adaptive (``llm/inflight.py``), what a run achieves against the
+limits (``llm/throughput.py``) and spend at the model's prices (``llm/spend.py``). A refused
+key, a closed account or an exhausted quota stops the run at once (``RunAborted``), never
+after its retries.
 """
 
 from __future__ import annotations
@@ -35,8 +37,10 @@ from tenacity import (
 
 from reme_cli.core.errors import RunAborted, UserError
 from reme_cli.llm.cache import ResponseCache, request_key
+from reme_cli.llm.inflight import InFlight
 from reme_cli.llm.pacing import Pacer, estimate_tokens
 from reme_cli.llm.spend import Prices, SpendMeter
+from reme_cli.llm.throughput import Throughput
 
 # Transient by nature: the same request may succeed a moment later.
 _RETRYABLE = (
@@ -302,7 +306,7 @@ class ChatClient:
     base_url: str | list[str]  # one server, or replicas of one model
     model: str
     api_key: str = "EMPTY"
-    concurrency: int = 8
+    concurrency: int | None = 8  # requests in flight; None: adaptive (llm/inflight.py)
     timeout: float = 600.0
     max_retries: int = 6
     breaker_threshold: int = 5
@@ -319,6 +323,8 @@ class ChatClient:
     # Told how each answer the server computed travelled (``Wire``); None: nobody asks.
     on_wire: Callable[[Wire], None] | None = None
     tool_choice: Any = None  # sent with tools when set (model.tool_choice); None: none, the server's auto
+    inflight: InFlight | None = None  # shared by the run's clients of one endpoint; None: its own
+    throughput: Throughput | None = None  # shared by a run's clients
 
     def __post_init__(self) -> None:
         urls = [self.base_url] if isinstance(self.base_url, str) else list(self.base_url)
@@ -331,7 +337,12 @@ class ChatClient:
             # dominated the harness's CPU at 32+ requests in flight (scripts/bench_harness.py).
             http_client=openai.DefaultAioHttpClient(timeout=self.timeout),
         )) for url in urls]
-        self._slots = asyncio.Semaphore(self.concurrency)
+        if self.inflight is None:
+            self.inflight = InFlight(self.concurrency)
+        if self.throughput is None:
+            self.throughput = Throughput(self.pacer.rpm if self.pacer else None, self.pacer.tpm if self.pacer else None)
+        if self.inflight not in self.throughput.inflight:
+            self.throughput.inflight.append(self.inflight)
         self.breaker = CircuitBreaker(self.breaker_threshold, ", ".join(urls))
 
     async def chat(
@@ -389,7 +400,9 @@ class ChatClient:
 
         how = self.stream if stream is None else stream
         streamed = how == "always" or (how == "auto" and thinking_on(request))
-        async with self._slots:
+        inflight = self.inflight
+        await inflight.acquire()
+        try:
             start = time.perf_counter()
             async for attempt in AsyncRetrying(
                 retry=retry_if_exception_type(_RETRYABLE),
@@ -402,20 +415,39 @@ class ChatClient:
                     if self.meter is not None:
                         self.meter.check()  # the budget: before anything more is billed
                     paced = await self.pacer.acquire(estimate_tokens(request)) if self.pacer else None
-                    response = await self._post_watched(request, headers, streamed)
+                    response = await self._send(request, headers, streamed)
             latency = time.perf_counter() - start
+            record = _record_from_response(response, latency)
+            waited = paced.waited_s if paced is not None else 0.0
+            inflight.answered(paced_s=waited, answer_s=latency - waited)
+        finally:
+            inflight.release()
 
-        record = _record_from_response(response, latency)
+        used = record["prompt_tokens"] + record["completion_tokens"]
         if paced is not None:
-            Pacer.settle(paced, record["prompt_tokens"] + record["completion_tokens"])
+            self.pacer.settle(paced, used)
+        self.throughput.answered(used)
         if self.meter is not None:
             self.meter.charge(self.prices, record["prompt_tokens"], record["completion_tokens"],
-                              thinking=thinking_on(request) or bool(record["reasoning"]))
+                              thinking=thinking_on(request) or bool(record["reasoning"]),
+                              cached_prompt_tokens=record.get("cached_prompt_tokens", 0))
         if self.cache is not None:
             self.cache.put(key, record)
         result = _result_from_record(record, cached=False)
         self.usage.add(result)
         return result
+
+    async def _send(self, request: dict[str, Any], headers: dict[str, str] | None, streamed: bool) -> dict[str, Any]:
+        """One attempt, counted: a 429 (or a provider's throttling code, sent as 429) lowers
+        the requests in flight of this endpoint once for the burst it belongs to."""
+        epoch = self.inflight.epoch
+        self.throughput.sent()
+        try:
+            return await self._post_watched(request, headers, streamed)
+        except openai.RateLimitError:
+            self.throughput.throttled += 1
+            self.inflight.throttled(epoch)
+            raise
 
     async def _post_watched(self, request: dict[str, Any], headers: dict[str, str] | None,
                             streamed: bool = False) -> dict[str, Any]:
@@ -619,6 +651,9 @@ def _record_from_response(response: dict[str, Any], latency: float) -> dict[str,
             response=httpx.Response(200, request=httpx.Request("POST", "/chat/completions")),
             body=response, message=f"malformed chat completion: {str(response)[:200]}") from None
     usage = response.get("usage") or {}
+    # Prompt tokens the provider served from its context cache (billed apart where it has
+    # a cached-input price: model.price.cached_input).
+    cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0
     return {
         "content": msg.get("content") or "",
         "reasoning": msg.get("reasoning_content") or msg.get("reasoning"),
@@ -630,6 +665,7 @@ def _record_from_response(response: dict[str, Any], latency: float) -> dict[str,
         "finish_reason": choice.get("finish_reason"),
         "prompt_tokens": usage.get("prompt_tokens") or 0,
         "completion_tokens": usage.get("completion_tokens") or 0,
+        **({"cached_prompt_tokens": int(cached)} if cached else {}),
         "latency_s": latency,
         "model": response.get("model"),
         "system_fingerprint": response.get("system_fingerprint"),

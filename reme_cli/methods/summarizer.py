@@ -117,6 +117,8 @@ def summarizer_settings(cfg: Config, executor: ChatClient) -> tuple[SummarizerSe
         model = s.model or (served[0] if served else s.name)
         own = side_client(cfg, executor, s.base_url, model, f"summarizer-{s.name}",
                           Prices.of(served_by.price) if served_by is not None else None, stream=s.stream)
+        if executor.meter is not None:
+            executor.meter.require_usd(own.prices, f"summarizer.serve={s.serve}'s model.price")
         llm, author, constrained, llama_cpp = (
             _WithExtraBody(own, thinking_switch(cfg, model=served_by), sampling_filters(cfg)), s.name, False, False)
     return SummarizerSettings(llm, author, s.temperature, s.max_tokens, constrained, llama_cpp, s.seed), own
