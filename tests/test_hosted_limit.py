@@ -192,7 +192,7 @@ def test_the_plan_names_the_bound_that_sets_a_hosted_runs_hours():
     # Where the latency came from is said: assumed, or given on the command line.
     assert a.hosted_call_s_source == "assumed"
     given, _ = cost.split_overrides(["cost.hosted_call_s=7.5"])
-    assert (given.hosted_call_s, given.hosted_call_s_source) == (7.5, "given (cost.hosted_call_s)")
+    assert (given.hosted_call_s, given.hosted_call_s_source) == (7.5, "cost.hosted_call_s as given")
     with pytest.raises(UserError, match="cost.KEY=VALUE"):
         cost.split_overrides(["cost.hosted_call_s_source=measured"])
 

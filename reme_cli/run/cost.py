@@ -71,8 +71,9 @@ class Assumptions:
     summarizer_prompt_tokens: float = 3000.0
     summarizer_completion_tokens: float = 1000.0
     hosted_call_s: float = 20.0  # seconds one hosted answer takes, thinking included (a guess)
-    # Where hosted_call_s came from, as the plan says it: "assumed" (the default above), "given"
-    # (cost.hosted_call_s=S), or a measurement's own words. Not a cost.* key.
+    # Where hosted_call_s came from, as the plan says it: "assumed" (the default above),
+    # "cost.hosted_call_s as given", or a kept measurement's "calibrated on DATE against HOST"
+    # (``basis``). Not a cost.* key.
     hosted_call_s_source: str = "assumed"
     # Tokens a unit with a memory method embeds (queries, new memories; a guess): priced at
     # embedding.price for a hosted embedding.
@@ -123,7 +124,7 @@ def split_overrides(overrides: list[str]) -> tuple[Assumptions, list[str]]:
     except (OmegaConfBaseException, ValueError) as exc:
         raise UserError(f"bad {PREFIX}* value: {str(exc).splitlines()[0]}") from None
     if any(item.split("=", 1)[0] == "hosted_call_s" for item in mine):
-        out.hosted_call_s_source = f"given ({PREFIX}hosted_call_s)"
+        out.hosted_call_s_source = f"{PREFIX}hosted_call_s as given"
     if out.hosted_call_s <= 0:
         raise UserError(f"{PREFIX}hosted_call_s must be more than 0 seconds")
     if not 0.0 <= out.success_rate <= 1.0 or not 0.0 <= out.prefix_cached_share <= 1.0:
@@ -259,9 +260,6 @@ def rates_for(cfg: Config, a: Assumptions) -> Rates | None:
     return Rates(gen, prm, f"{PREFIX}tokens_per_s / {PREFIX}prompt_tokens_per_s as given")
 
 
-ASSUMED = "assumed"
-
-
 @dataclass
 class Basis:
     """What one job's time estimate rests on: the assumptions (a hosted model's answer time
@@ -282,7 +280,7 @@ def basis(cfg: Config, a: Assumptions) -> Basis:
         return Basis(a, rates, rates.source if rates is not None else "no rates for this model")
     kept = calibration.kept(cfg, a.calibration)
     if kept is None or kept.seconds_per_answer is None or "hosted_call_s" in a.given:
-        return Basis(a, None, ASSUMED if "hosted_call_s" not in a.given else f"{PREFIX}hosted_call_s as given")
+        return Basis(a, None, a.hosted_call_s_source)  # "assumed", or "cost.hosted_call_s as given"
     return Basis(replace(a, hosted_call_s=kept.seconds_per_answer, hosted_call_s_source=kept.label), None, kept.label)
 
 
