@@ -294,7 +294,7 @@ def test_a_read_only_run_directory_is_refused_and_left_as_it_was(tmp_path, serve
                       ["eval", *REPLAY, f"llm.base_url={server.base_url}", "out_dir=run"],
                       cache=base.parent / ".reme_cache")
     line = assert_one_line(proc, 2)
-    assert "read-only" in line and "manifest.json" in line
+    assert "read-only" in line and "choose a writable directory" in line
     assert {p.name: p.read_bytes() for p in run.iterdir()} == before
     assert not (tmp_path / ".run.lock").exists()
 

@@ -406,7 +406,8 @@ def find_runs(dirs: list[Path], kinds: tuple[str, ...] = ("eval",)) -> list[Path
     A run directory holds the files ``RunDir.open`` writes together: ``config.yaml``,
     ``manifest.json`` and ``trials.jsonl`` (its unit records, empty until a unit ends). An
     experiment tracker's copy of a run (MLflow's artifacts, W&B's ``files/``) holds the
-    config and the manifest, never the records: it is no run. The walk enters no hidden
+    config and the manifest, never the records: it is no run; records beside either of the
+    other two are one (a damaged run is named by ``read_run_log``, not skipped). The walk enters no hidden
     folder (locks, caches, the trackers' stores by default) and nothing inside a run (its
     streams and pool copies are the run's)."""
     found: set[Path] = set()
@@ -427,10 +428,10 @@ def find_runs(dirs: list[Path], kinds: tuple[str, ...] = ("eval",)) -> list[Path
 
 
 def _is_run(folder: Path, files: set[str], kinds: tuple[str, ...]) -> bool:
-    if CONFIG_FILE not in files or TRIALS_FILE not in files:  # a tracker's copy has no records
+    if TRIALS_FILE not in files:  # a tracker's copy has no records
         return False
     if MANIFEST_FILE not in files:  # a run whose manifest.json is gone still has its config and records
-        return "eval" in kinds
+        return CONFIG_FILE in files and "eval" in kinds
     kind = (RUN_MANIFEST.probe(folder / MANIFEST_FILE) or {}).get("kind")  # not a reme manifest: no kind
     return kind in kinds  # config.yaml is read later: a damaged run is named, not skipped
 
