@@ -362,6 +362,7 @@ def ablate_cmd(
     Example: reme ablate table3 model=qwen3-8b llm.base_url=http://127.0.0.1:8000/v1 --dry-run
     """
     from reme_cli.commands.ablate import cost_table, fidelity_table, plan, plan_table, run_suite, suite_record
+    from reme_cli.commands.fidelity_count import fidelity_count
     from reme_cli.commands.report import report, suite_order
     from reme_cli.run.cost import split_overrides
     from reme_cli.track.group import GroupTracking
@@ -373,6 +374,9 @@ def ablate_cmd(
         p = plan(suite, rest, only=only)
         console.print(plan_table(p))
         console.print(fidelity_table(p))
+        # The paper's whole table at this provider only in a dry run: it plans the suite again
+        # for each of the paper's models and benchmarks.
+        console.print(fidelity_count(suite, rest, p, paper_wide=dry_run))
         console.print(cost_table(p, assumptions))
         if dry_run:
             print(p.path)

@@ -1,7 +1,7 @@
 """Tokens per second of an OpenAI-compatible server (vLLM, llama.cpp, ...) at several
 concurrencies, written as the calibration file `reme ablate ... --dry-run` reads
 (`cost.calibration=FILE`) for its wall-time and GPU-hour estimate: the same file, measured by
-the same code (``reme_cli/llm/throughput.py``), as `reme check` keeps after its short sweep.
+the same code (``reme_cli/llm/sweep.py``), as `reme check` keeps after its short sweep.
 This is the full sweep (64 in flight by default): run it on the GPU box once the server is up.
 
 At each concurrency c it runs two phases, each with c requests in flight until
@@ -22,7 +22,7 @@ from pathlib import Path
 
 from reme_cli.core.errors import UserError
 from reme_cli.llm.client import ChatClient, check_server
-from reme_cli.llm.throughput import Sweep, measure
+from reme_cli.llm.sweep import Sweep, measure
 from reme_cli.run.calibration import Calibration
 
 

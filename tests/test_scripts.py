@@ -109,6 +109,8 @@ def started(request, tmp_path_factory):
                                      "--out", "harness.md"],
         "bench_dynamic_workers.py": lambda: ["--tasks", "1", "--runs", "1", "--workers", "2", "--delay", "0.01",
                                              "--concurrency", "2", "--out", "dynamic.md"],
+        "bench_hosted_limit.py": lambda: ["--tasks", "3", "--runs", "1", "--latency", "0.05", "--rps", "20",
+                                          "--out", "hosted.md"],
         "bench_local_model.py": lambda: ["--threads", "1", "--repeats", "1", "--prompt-sentences", "2",
                                          "--decode-tokens", "8", "--out", "local.md"],
         "bench_json_answers.py": lambda: ["--ways", "plain,reme", "--limit", "2", "--max-tokens", "24",
@@ -335,6 +337,28 @@ def test_bench_dynamic_workers_compares_dynamic_reme_with_no_memory(started):
     for r in rows:
         assert float(r["wall s"]) >= float(r["critical path s"]) > 0
     assert rows[0]["wall / no memory"] == "1.0x"
+
+
+@script("bench_hosted_limit.py")
+def test_bench_hosted_limit_compares_fixed_with_adaptive_in_flight_at_the_servers_counts(started):
+    run = started["bench_hosted_limit.py"]
+    run.result()
+    text = (run.cwd / "hosted.md").read_text()
+    rows = {r["requests in flight"]: r for r in table(text, "requests in flight")}
+    assert list(rows) == ["fixed 32 (main)", "adaptive (this)"]
+    # The same replayed episodes either way (BFCL ground truth: every one solved), counted by the server.
+    assert {r["requests"] for r in rows.values()} == {rows["adaptive (this)"]["requests"]}
+    assert int(rows["adaptive (this)"]["requests"]) > 3 and {r["Avg@k"] for r in rows.values()} == {"1.00"}
+    for r in rows.values():
+        shares = [float(r[k].rstrip("%")) for k in ("best 10 s / limit", "steady state / limit", "throttled")]
+        assert all(0 <= x <= 100 for x in shares) and shares[0] > 0
+        assert int(r["peak in flight"]) >= 1 and float(r["reme CPU ms / request"]) > 0
+    assert rows["fixed 32 (main)"]["peak in flight"] == "32"
+    assert "Made by `python scripts/bench_hosted_limit.py --tasks 3" in text
+    assert re.search(r"^Measured \d{4}-\d\d-\d\d on \d+ cores; 1-min load average", text, re.M)
+
+    bad = run_script("bench_hosted_limit.py", "--rps", "0", cwd=run.cwd, ok=False)
+    assert bad.returncode == 2 and "--rps" in one_line_error(bad)
 
 
 @script("bench_local_model.py")

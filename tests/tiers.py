@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import _posixsubprocess
 import os
+import platform
 import subprocess
 import sys
 import threading
@@ -94,6 +95,10 @@ def _in_popen() -> bool:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", f"{MARK}: starts a process (a server, AppWorld, a browser, reme): "
                                        f"the full suite only; the fast tier is -m 'not {MARK}' (tests/tiers.py)")
+    # The openai client's first request reads the platform, whose processor Python finds by
+    # running `uname -p`: read once here, before the watch, so the first test in a worker to
+    # ask an in-process server something is not taken for one that starts a process.
+    platform.uname().processor
     _watch()
 
 

@@ -132,9 +132,11 @@ async def run_episode(
                 outputs.append(res.output)
                 done = done or res.done
                 if res.limit:
-                    traj.limits.append({"limit": res.limit, "interaction": traj.interactions})
+                    traj.limits.append({"limit": res.limit, "interaction": traj.interactions,
+                                        **({"detail": res.detail} if res.detail else {})})
                     if res.done:
                         stopped = LIMIT_STOPS.get(res.limit, res.limit)
+                        traj.stop_detail = res.detail or traj.stop_detail
                 calls.append({"name": call.name, "arguments": call.arguments, "call": res.call,
                               "output": res.output, "error": res.error})
             # Code-action protocols record the step as code and its output (AppWorld).

@@ -63,7 +63,8 @@ class Trajectory:
     user: list[list[str]] = field(default_factory=list)
     interactions: int = 0
     stop_reason: str = "answered"  # one of STOP_REASONS: the last turn's
-    stop_detail: str | None = None  # the server's words for context_overflow
+    # the server's words for context_overflow; what the episode did, for a bound that ended it
+    stop_detail: str | None = None
     turn_stops: list[str] = field(default_factory=list)  # each turn's stop reason (records before 0.3: none)
     limits: list[dict[str, Any]] = field(default_factory=list)  # bounds hit: {limit, interaction}
 

@@ -38,6 +38,10 @@ class BenchmarkConfig(Section):
     # (AppWorld: code actions, thinking off as in the official runs).
     tool_protocol: Optional[str] = None
     thinking: Optional[bool] = None  # null: the model's own setting (model.thinking)
+    # The context (tokens) a vLLM server reme starts serves the benchmark's episodes (its
+    # --max-model-len; above Qwen3's native 32,768 with YaRN, as Qwen's model card documents);
+    # model.max_model_len wins when set. null: the model's own (its serve_args).
+    context: Optional[int] = None
     # The model's reasoning in the history it sees (tool-call protocols; code actions keep
     # only the code): drop | reasoning_content (the authors' BFCL agent) | reasoning.
     history_reasoning: str = "reasoning_content"
@@ -99,6 +103,7 @@ class ToolResult:
     # A resource bound this action hit (reme_cli.agent.trajectory.LIMIT_STOPS names them): with
     # done, it ended the episode; without, it was only cut (an output past its cap).
     limit: Optional[str] = None
+    detail: Optional[str] = None  # what the episode did to hit it, in words (recorded with the limit)
 
 
 @dataclass

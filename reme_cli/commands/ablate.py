@@ -262,13 +262,15 @@ def _for_method(method: str | None, overrides: list[str]) -> list[str]:
             if not (o.startswith("experiment=") and experiment_memory(o.split("=", 1)[1]) not in (None, method))]
 
 
-def plan(name: str, overrides: list[str], only: list[str] | None = None) -> SuitePlan:
+def plan(name: str, overrides: list[str], only: list[str] | None = None, count_units: bool = True) -> SuitePlan:
     """The suite's jobs; ``only``: just these run labels (one cluster job each) and the
-    pools they need."""
+    pools they need; ``count_units=False``: the jobs' configs only, their units left at 0
+    (no split is read)."""
     from reme_cli.run.cost import build_shape
 
     suite = load_suite(name)
     overrides = suite_settings(suite, overrides)
+    count = _units if count_units else (lambda cfg, samples=None, notes=None: (0, 0))
     start = suite.get("start")
     # A two-form pool is, from here on, the form the suite starts from.
     forms = {p for p, spec in suite["pools"].items() if isinstance(spec, dict)}
@@ -285,6 +287,9 @@ def plan(name: str, overrides: list[str], only: list[str] | None = None) -> Suit
     root = Path(base.runs_root) / "ablate" / "-".join(
         [suite["name"], base.benchmark.name, base.model.name, *([start] if start else [])])
     out = SuitePlan(suite["name"], suite["description"], suite["table"], root, start=start)
+    # The suite's own summarizers are the agent's provider's (Table 4's 14B / 32B rows).
+    suite["pools"] = {p: follow_provider(spec, base.model.name, out.notes) if isinstance(spec, list) else spec
+                      for p, spec in suite["pools"].items()}
 
     for pname in [p for p in suite["pools"] if p in used]:
         spec = suite["pools"][pname]
@@ -304,11 +309,11 @@ def plan(name: str, overrides: list[str], only: list[str] | None = None) -> Suit
         job_overrides = ["benchmark.split=train", f"memory={memory[pname]}", *_for_method(memory[pname], overrides),
                          *(suite["pools"][pname] or []), f"out_dir={root / 'pools' / pname}"]
         cfg = compose(job_overrides)
-        units, calls = _units(cfg, samples=build_shape(cfg, 0.0)[0], notes=out.notes)  # build.samples, or ACE's epochs
+        units, calls = count(cfg, samples=build_shape(cfg, 0.0)[0], notes=out.notes)  # build.samples, or ACE's epochs
         out.pools.append(PoolJob(pname, cfg, job_overrides, units, calls))
 
     for vname, variant in suite["variants"].items():
-        extra = list(variant.get("overrides") or [])
+        extra = follow_provider(list(variant.get("overrides") or []), base.model.name, out.notes)
         swept = swept_keys(extra)
         for job in expand(extra):
             label = job_label(vname, job, swept)
@@ -324,7 +329,7 @@ def plan(name: str, overrides: list[str], only: list[str] | None = None) -> Suit
                 head += memory_head
             job_overrides = [*head, *_for_method(method, overrides), *job, f"out_dir={root / 'runs' / label}"]
             cfg = compose(job_overrides)
-            units, calls = _units(cfg, notes=out.notes)
+            units, calls = count(cfg, notes=out.notes)
             varies = tuple(o.lstrip("+~").split("=", 1)[0] for o in job)
             out.runs.append(RunJob(label, vname, variant.get("pool"), cfg, job_overrides, units, calls, varies))
     if only:
@@ -334,6 +339,26 @@ def plan(name: str, overrides: list[str], only: list[str] | None = None) -> Suit
                             f"choose from {[j.label for j in out.runs]}")
         out.runs = [j for j in out.runs if j.label in only]
         out.pools = [j for j in out.pools if j.name in {r.pool for r in out.runs}]
+    return out
+
+
+def follow_provider(overrides: list[str], model: str, notes: list[str]) -> list[str]:
+    """A suite file's ``summarizer=NAME`` and ``summarizer.name=NAME`` at the provider of the
+    agent's model config ``model`` (``core/providers.py``): under a hosted model the same
+    provider's summarizer; one with no copy there stays as named, and ``notes`` says so."""
+    from reme_cli.core.providers import summarizer_copy
+
+    out = []
+    for o in overrides:
+        key, eq, value = o.partition("=")
+        if eq and key.lstrip("+~") in ("summarizer", "summarizer.name") and value != "same":
+            copy = summarizer_copy(value, model)
+            if copy is None and key.lstrip("+~") == "summarizer":
+                note = f"summarizer={value} has no copy at model={model}'s provider: it is served as named"
+                if note not in notes:
+                    notes.append(note)
+            o = f"{key}={copy or value}"
+        out.append(o)
     return out
 
 
@@ -347,16 +372,22 @@ def _max_calls(p: SuitePlan) -> dict[int, int]:
     return out
 
 
-def run_fidelity(p: SuitePlan, job: RunJob) -> str:
-    """The fidelity column: where the run departs from the authors' setup (report/fidelity.py)."""
+def run_departures(p: SuitePlan, job: RunJob) -> list[str]:
+    """Where the run departs from the authors' setup, each with its level (report/fidelity.py)."""
     from reme_cli.core.config import to_dict
-    from reme_cli.report.fidelity import departures, fidelity_text, flatten
+    from reme_cli.report.fidelity import departures, flatten
 
     pool = next((j for j in p.pools if j.name == job.pool), None)
     start = None if pool is None else ("released" if pool.source else "built")
     pool_params = flatten(to_dict(pool.cfg)) if pool is not None and not pool.source else None
-    return fidelity_text(departures(flatten(to_dict(job.cfg)), pool=start, varied=job.varies,
-                                    pool_params=pool_params))
+    return departures(flatten(to_dict(job.cfg)), pool=start, varied=job.varies, pool_params=pool_params)
+
+
+def run_fidelity(p: SuitePlan, job: RunJob) -> str:
+    """The fidelity column: where the run departs from the authors' setup."""
+    from reme_cli.report.fidelity import fidelity_text
+
+    return fidelity_text(run_departures(p, job))
 
 
 def fidelity_table(p: SuitePlan) -> Table:
@@ -374,17 +405,18 @@ def fidelity_table(p: SuitePlan) -> Table:
 
 def plan_table(p: SuitePlan) -> Table:
     table = Table(title=f"reme ablate {p.name}: {p.description}  ({p.path})")
-    for col in ("step", "name", "mode", "pool", "start", "units", "LLM calls (at most)"):
+    for col in ("step", "name", "mode", "pool", "start", "summarizer", "units", "LLM calls (at most)"):
         table.add_column(col, justify="right" if col in ("units", "LLM calls (at most)") else "left",
                          overflow="fold")  # a released pool's name whole, never cut with an ellipsis
     starts = {j.name: j.start for j in p.pools}
     most = _max_calls(p)
     for j in p.pools:
         step, pool = ("import pool", j.source) if j.source else ("build pool", "-")
-        table.add_row(step, j.name, "-", pool, j.start, str(j.units), str(most[id(j)]))
-    for j in p.runs:
-        table.add_row("eval", j.label, j.cfg.eval.mode, j.pool or "-", starts.get(j.pool, "-"), str(j.units),
+        table.add_row(step, j.name, "-", pool, j.start, "-" if j.source else summarizer_of(j.cfg), str(j.units),
                       str(most[id(j)]))
+    for j in p.runs:
+        table.add_row("eval", j.label, j.cfg.eval.mode, j.pool or "-", starts.get(j.pool, "-"), summarizer_of(j.cfg),
+                      str(j.units), str(most[id(j)]))
     other = next(s for s in STARTS if s != p.start) if p.start else None
     table.caption = (f"{len(p.pools)} pool(s) to build or import, {len(p.runs)} run(s), {p.units} units, "
                      f"at most {sum(most.values())} executor LLM calls (units x trials x benchmark.max_interactions; "
@@ -392,6 +424,12 @@ def plan_table(p: SuitePlan) -> Table:
                      + (f"; start: {p.start} (suite.start={other} for the other)" if p.start else "")
                      + "".join(f"; {note}" for note in p.notes))
     return table
+
+
+def summarizer_of(cfg: Config) -> str:
+    """The plan's summarizer column: the model that summarizes for a job where it is not the
+    agent (a run on a built pool names the pool's, as its row's summarizer.name)."""
+    return "-" if cfg.summarizer.name == "same" or cfg.memory.name == "none" else cfg.summarizer.name
 
 
 def cost_table(p: SuitePlan, assumptions: Any) -> Table:
@@ -403,36 +441,30 @@ def cost_table(p: SuitePlan, assumptions: Any) -> Table:
         return "?" if x is None else f"{x:,.{digits}f}"
 
     table = Table(title="estimate (expected counts; cost.KEY=VALUE overrides an assumption)")
-    for col in ("name", "executor calls", "summarizer calls", "tokens (M)", "wall (h)", "GPU-h", "cost (USD)"):
+    for col in ("name", "executor calls", "summarizer calls", "tokens (M)", "wall (h)", "GPU-h", "cost"):
         table.add_column(col, justify="left" if col == "name" else "right")
-    totals = {"executor": 0.0, "summarizer": 0.0, "tokens": 0.0, "wall_h": 0.0, "gpu_h": 0.0, "usd": 0.0}
-    unknown, unpriced, sources, prices = False, False, set(), set()
-    jobs = [(f"pool {j.name}", j.cfg,
+    totals = {"executor": 0.0, "summarizer": 0.0, "tokens": 0.0, "wall_h": 0.0, "gpu_h": 0.0}
+    unknown, sources = False, set()
+    money = HostedMoney()
+    jobs = [(f"pool {j.name}", j.cfg, j.units, True,
              cost.build_calls(j.cfg, j.units, j.units // cost.build_shape(j.cfg, 0.0)[0], assumptions))
             for j in p.pools if not j.source]
-    jobs += [(j.label, j.cfg, cost.run_calls(j.cfg, j.units, assumptions)) for j in p.runs]
-    for name, cfg, calls in jobs:
+    jobs += [(j.label, j.cfg, j.units, False, cost.run_calls(j.cfg, j.units, assumptions)) for j in p.runs]
+    for name, cfg, units, build, calls in jobs:
         based = cost.basis(cfg, assumptions)  # a kept `reme check` measurement, else the assumptions
-        row = cost.as_row(cost.estimate(cfg, calls, based.assumptions, based.rates))
+        row = cost.as_row(cost.estimate(cfg, calls, based.assumptions, based.rates, units, build))
         if cost.hosted(cfg):
-            sources.add(f"hosted: {cfg.llm.rpm or '-'} requests and {cfg.llm.tpm or '-'} tokens per minute, "
-                        f"{based.assumptions.hosted_call_s:g} s an answer ({based.source}), "
-                        f"{cfg.llm.concurrency} in flight")
+            money.add(name, cfg, row, build, based.assumptions)
         elif based.rates is None:
             unknown = True
         else:
-            sources.add(f"{based.source}, {cfg.llm.concurrency} in flight")
-        if row["usd"] is None and cost.hosted(cfg):
-            unpriced = True
-        if (price := cfg.model.price).input is not None:
-            prices.add(f"{cfg.model.name}: {price.input:g} in / {price.output:g} out"
-                       + (f" / {price.thinking_output:g} thinking" if price.thinking_output is not None else "")
-                       + f" USD per 1M tokens ({price.source or 'source not given'}, {price.date or 'undated'})")
+            sources.add(f"{based.source}, {cfg.llm.concurrency or 'adaptive'} in flight")
         for key in totals:
             totals[key] += row[key] or 0.0
         table.add_row(name, fmt(row["executor"]), fmt(row["summarizer"]), fmt(row["tokens"] / 1e6, 1),
                       fmt(row["wall_h"], 1), "-" if cost.hosted(cfg) else fmt(row["gpu_h"], 1),
-                      fmt(row["usd"], 2) if cost.hosted(cfg) else "-")
+                      money.cell(row) if cost.hosted(cfg) else "-")
+    table.columns[-1].header = money.header()
     a = assumptions
     table.caption = (
         f"in all: {totals['executor'] + totals['summarizer']:,.0f} LLM calls ({totals['executor']:,.0f} executor, "
@@ -446,10 +478,65 @@ def cost_table(p: SuitePlan, assumptions: Any) -> Table:
         f"per executor call ({a.prefix_cached_share:g} of the prompt prefix-cached), "
         f"{a.summarizer_prompt_tokens:g}+{a.summarizer_completion_tokens:g} per summarizer call"
         + (f"; rates: {'; '.join(sorted(sources))}" if sources else "")
-        + (f"; ${totals['usd']:,.2f} at prices: {'; '.join(sorted(prices))}" if prices else "")
-        + ("; cost (USD) unknown (?) for a hosted model without prices: set model.price.input, .output and "
-           ".thinking_output (USD per 1M tokens) from the provider's price list" if unpriced else ""))
+        + money.notes())
     return table
+
+
+class HostedMoney:
+    """The dry run's hosted part: the cost column in each price list's own currency, the
+    prices and their sources, and which bound sets each hosted job's hours."""
+
+    def __init__(self) -> None:
+        from reme_cli.llm.spend import Prices
+
+        self._prices_of = Prices.of
+        self.total: dict[str, float] = {}
+        self.unpriced = False
+        self.prices: set[str] = set()
+        self.limits: set[str] = set()
+        self.bounds: dict[str, list[str]] = {}  # bound -> the jobs it sets the hours of
+        self.answers: set[str] = set()  # the seconds an answer each job assumes, and whence
+
+    def add(self, name: str, cfg: Any, row: dict[str, Any], build: bool, a: Any) -> None:
+        from reme_cli.run.cost import embeds
+
+        if row["cost"] is None:
+            self.unpriced = True
+        for amount_currency, amount in (row["cost"] or {}).items():
+            self.total[amount_currency] = self.total.get(amount_currency, 0.0) + amount
+        if (price := self._prices_of(cfg.model.price)) is not None:
+            self.prices.add(f"{cfg.model.name}: {price.describe()}")
+        if embeds(cfg, build) and (price := self._prices_of(cfg.embedding.price, input_only=True)) is not None:
+            self.prices.add(f"embedding {cfg.embedding.model}: {price.input:g} {price.currency} per 1M tokens "
+                            f"({price.source or 'source not given'}, {price.date or 'undated'})")
+        flight = f"{cfg.llm.concurrency} in flight" if cfg.llm.concurrency else "adaptive in flight (at most 256)"
+        self.limits.add(f"{cfg.llm.rpm or '-'} requests and {cfg.llm.tpm or '-'} tokens per minute, {flight}")
+        self.bounds.setdefault(row["bound"], []).append(name)
+        self.answers.add(f"{a.hosted_call_s:g} s an answer ({a.hosted_call_s_source})")
+
+    def cell(self, row: dict[str, Any]) -> str:
+        from reme_cli.llm.spend import money
+
+        return "?" if row["cost"] is None else money(row["cost"])
+
+    def header(self) -> str:
+        """``cost (CNY)`` when every priced amount is in one currency, else ``cost``."""
+        return f"cost ({next(iter(self.total))})" if len(self.total) == 1 else "cost"
+
+    def notes(self) -> str:
+        from reme_cli.llm.spend import money
+        from reme_cli.run.cost import BOUND_WORDS
+
+        if not self.bounds:
+            return ""
+        jobs = sum(len(v) for v in self.bounds.values())
+        hours = "; ".join(f"{BOUND_WORDS[b]} for {'every job' if len(names) == jobs else ', '.join(names)}"
+                          for b, names in sorted(self.bounds.items(), key=lambda kv: -len(kv[1])))
+        return (f"; hosted: {'; '.join(sorted(self.limits))}, {'; '.join(sorted(self.answers))}; "
+                f"the hours are set by {hours}"
+                + (f"; {money(self.total)} at prices: {'; '.join(sorted(self.prices))}" if self.total else "")
+                + ("; cost unknown (?) for a hosted model without prices: set model.price.input, .output, "
+                   ".thinking_output and .currency from the provider's price list" if self.unpriced else ""))
 
 
 def _guesses(p: SuitePlan) -> dict[str, Any]:

@@ -24,6 +24,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from reme_cli.llm.inflight import most_in_flight
 from reme_cli.llm.keys import llm_key
 from reme_cli.agent.trajectory import Trajectory
 from reme_cli.bench.base import Benchmark, Outcome
@@ -41,7 +42,7 @@ from reme_cli.run.lifecycle import RunLifecycle, RunResult, Session
 from reme_cli.run.plan import plan_passes, plan_streams
 from reme_cli.run.records import CONFIG_FILE, REPORT_FILE, RunDir
 from reme_cli.run.wiring import method_context
-from reme_cli.run.summary import errors_summary, sandbox_notes
+from reme_cli.run.summary import errors_summary, replay_notes, sandbox_notes
 from reme_cli.track.run import RunTracking
 
 
@@ -95,7 +96,7 @@ def build_pool(cfg: Config, console: Console, wait: bool = False) -> RunResult:
         life.finish(REPORT_FILE, report, complete=not report["unit_errors"], what="the build report",
                     manifest={"summary_failures": summary_failures(report["summarizer_answers"])})
         track.finished()
-    console.print(report_table(report, built.rows, out, sandbox_notes(bench)))
+    console.print(report_table(report, built.rows, out, [*sandbox_notes(bench), *replay_notes(life.usage)]))
     if report["unit_errors"]:
         console.print(errors_summary(run_dir.trials()), soft_wrap=True, highlight=False, markup=False)
     failure = failure_message(report["summarizer_answers"], cfg.summarizer.max_failed_share)
@@ -129,7 +130,7 @@ async def _sample_and_learn(cfg: Config, session: Session, bench: Benchmark, str
     async with method_context(cfg, session) as method_ctx:
         state = training_stream(method, method_ctx) if adapts else no_memory()
         # The learn phase summarizes the trajectories read back from the records: kept whole.
-        runner = session.runner(lambda _: state, cfg.llm.concurrency, whole_trajectories=True)
+        runner = session.runner(lambda _: state, most_in_flight(cfg.llm.concurrency), whole_trajectories=True)
         await runner.run(streams)
         progress.stop()
         # Before the method's own calls: what sampling cost, and how much of it the response

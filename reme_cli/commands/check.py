@@ -27,11 +27,11 @@ from reme_cli.bench.registry import make_benchmark
 from reme_cli.commands.evaluate import method_plugin
 from reme_cli.core.config import Config
 from reme_cli.core.errors import RunAborted, UserError
-from reme_cli.llm.client import ChatClient, thinking_on
+from reme_cli.llm.client import ChatClient, ServerUnreachable, thinking_on
 from reme_cli.llm.embed import check_key_for, make_embedder
 from reme_cli.llm.endpoint import Endpoint, endpoint, make_client
 from reme_cli.llm.keys import llm_key
-from reme_cli.llm.throughput import Sweep, measure
+from reme_cli.llm.sweep import Sweep, measure
 from reme_cli.methods.summarizer import summarizer_settings
 from reme_cli.run import calibration
 from reme_cli.run.cost import Assumptions
@@ -60,6 +60,12 @@ def check(cfg: Config, assumptions: Assumptions, console: Console) -> tuple[int,
             rows, measured = asyncio.run(_probe(cfg, ep, bench, embeds))
     except RunAborted as exc:
         raise RunAborted(_with_region_hint(str(exc), cfg)) from None
+    except ServerUnreachable as exc:  # the run would not start: a failed check, not bad input
+        console.print(_table(cfg, None, [Row("server", f"GET {cfg.llm.base_url}/models", got="no answer", ok=False,
+                                              said=str(exc)[:300])]), soft_wrap=True)
+        console.print("[red]check failed: the server does not answer; the run needs it. Nothing kept.[/red]",
+                      soft_wrap=True)
+        return EXIT_FAILED, None
     console.print(_table(cfg, ep, rows), soft_wrap=True)
     for line in _measured_lines(measured):
         console.print(escape(line), highlight=False, soft_wrap=True)
@@ -172,8 +178,9 @@ def _with_region_hint(message: str, cfg: Config) -> str:
     return message
 
 
-def _table(cfg: Config, ep: Endpoint, rows: list[Row]) -> Table:
-    table = Table(title=f"reme check: {cfg.model.name} ({ep.model}) at {calibration.host_key(cfg)}")
+def _table(cfg: Config, ep: Endpoint | None, rows: list[Row]) -> Table:
+    served = f" ({ep.model})" if ep is not None else ""
+    table = Table(title=f"reme check: {cfg.model.name}{served} at {calibration.host_key(cfg)}")
     for col in ("probe", "sent", "came back", "result", "provider said"):
         table.add_column(col)
     for r in rows:

@@ -13,6 +13,7 @@ from reme_cli.bench.registry import make_benchmark, prepare_benchmark
 from reme_cli.bench.scoring import declared_metrics
 from reme_cli.core.config import Config, config_hash
 from reme_cli.llm.embed import check_key_for
+from reme_cli.llm.inflight import most_in_flight
 from reme_cli.llm.keys import llm_key
 from reme_cli.llm.answer_health import failure_message, summary_line
 from reme_cli.methods.base import Memory, method_class
@@ -21,7 +22,8 @@ from reme_cli.run.lifecycle import RunLifecycle, RunResult, Session
 from reme_cli.run.metrics import final_metrics
 from reme_cli.run.plan import Unit, plan_streams
 from reme_cli.run.records import METRICS_FILE
-from reme_cli.run.summary import errors_summary, identical_runs, identical_runs_note, metrics_table, sandbox_notes
+from reme_cli.run.summary import (errors_summary, identical_runs, identical_runs_note, metrics_table, replay_notes,
+                                  sandbox_notes)
 from reme_cli.run.runner import Runner
 from reme_cli.run.wiring import method_context
 from reme_cli.track.run import RunTracking
@@ -72,7 +74,8 @@ def evaluate(cfg: Config, console: Console, wait: bool = False) -> RunResult:
         track.finished()
     console.print(metrics_table(metrics, f"{cfg.experiment}: {cfg.benchmark.name} / {cfg.model.name} / "
                                          f"mode={cfg.eval.mode}", metrics.get("variants"),
-                                notes=[*sandbox_notes(bench), *filter(None, [summary_line(metrics["summarizer_answers"])]),
+                                notes=[*sandbox_notes(bench), *replay_notes(life.usage),
+                                       *filter(None, [summary_line(metrics["summarizer_answers"])]),
                                        *identical_runs_note(metrics.get("identical_runs"), cfg.eval.runs,
                                                             cfg.model.sampling.seed)]))
     if cfg.model.kind == "local" and not cfg.llm.base_url:
@@ -107,7 +110,7 @@ def chains_at_once(cfg: Config, streams: list) -> int:
     requests in flight (the client queues the rest, first come first served), and
     ``env.concurrency`` / AppWorld's ``benchmark.workers`` the open environments. Independent
     units: ``llm.concurrency`` at once."""
-    return max(1, len(streams)) if cfg.eval.mode == "dynamic" else cfg.llm.concurrency
+    return max(1, len(streams)) if cfg.eval.mode == "dynamic" else most_in_flight(cfg.llm.concurrency)
 
 
 @contextlib.asynccontextmanager

@@ -54,14 +54,24 @@ class SamplingCfg:
 
 @dataclass
 class PriceCfg:
-    """A hosted model's token prices, in USD per million tokens: the dry run's `cost (USD)`,
-    a run's recorded spend and ``llm.budget_usd`` use them. null: not known (the cost shows ?)."""
+    """A hosted model's token prices, per million tokens in ``currency``: the dry run's cost
+    column, a run's recorded spend and ``llm.budget_usd`` use them. null: not known (the cost
+    shows ?). An embedding's (``embedding.price``) has an input price only."""
 
     input: Optional[float] = None  # per 1M prompt tokens
     output: Optional[float] = None  # per 1M completion tokens of a reply that did not think
     # Per 1M completion tokens of a reply that thought (priced apart by providers that bill
     # thinking mode's output higher); null: as output.
     thinking_output: Optional[float] = None
+    # Per 1M prompt tokens the provider served from its context cache (the answer's
+    # usage.prompt_tokens_details.cached_tokens); null: as input.
+    cached_input: Optional[float] = None
+    # The price list's currency (ISO 4217: USD, CNY): the cost column and the spend are in it,
+    # unless usd_rate converts them.
+    currency: str = "USD"
+    # USD for one unit of currency, as you set it (reme ships no exchange rate): costs and
+    # spend are then shown in USD, and llm.budget_usd can hold a list in another currency.
+    usd_rate: Optional[float] = None
     source: Optional[str] = None  # where the prices were read (a URL)
     date: Optional[str] = None  # when they were read (YYYY-MM-DD)
 
@@ -89,11 +99,18 @@ class ModelCfg:
     # parallel_tool_calls=true (bfcl_agent.py:258), and DashScope returns one call per reply
     # without it. null: not sent (vLLM returns every call it parses either way).
     parallel_tool_calls: Optional[bool] = None
-    n_ctx: int = 8192  # context length in tokens: the embedded server's, and what memory budgets against
+    # Sent with the tools of an executor request when set (auto | none | required, or a named
+    # function as a mapping, which vLLM honours and llama.cpp's server reads as auto). null:
+    # none sent, as the authors' agents sent none (bfcl_agent.py:250-259); vLLM and llama.cpp's
+    # server then apply auto (docs/fidelity.md).
+    tool_choice: Any = None
+    # Context length in tokens: the embedded server's, what a hosted provider is budgeted at,
+    # and what memory budgets against (a vLLM server's: model.max_model_len, context_length()).
+    n_ctx: int = 8192
     # A managed vLLM server's context length (--max-model-len). Above Qwen3's native 32,768
     # tokens reme adds YaRN rope scaling with factor max_model_len / 32768 (Qwen's model card:
     # factor 4 for 131,072), so a GPU run can have a hosted provider's context. null: the
-    # serve_args' own --max-model-len.
+    # benchmark's (benchmark.context), else the serve_args' own --max-model-len.
     max_model_len: Optional[int] = None
     # A cap on tool steps per user turn for models that rarely stop calling tools (the
     # 135M CPU model); the benchmark's own limit applies too.
@@ -108,8 +125,19 @@ class ModelCfg:
     price: PriceCfg = field(default_factory=PriceCfg)
 
 
+def context_length(kind: str, n_ctx: int, max_model_len: Optional[int], wanted: Optional[int]) -> int:
+    """The context (tokens) a run's executor gets: a vLLM server's --max-model-len
+    (``model.max_model_len``, else the benchmark's ``benchmark.context``, else the serve_args'
+    own, which the Qwen3 configs keep at ``model.n_ctx``); the embedded server's and a hosted
+    provider's ``model.n_ctx``."""
+    if kind == "vllm":
+        return max_model_len or wanted or n_ctx
+    return n_ctx
+
+
 # Caches live under $REME_CACHE_DIR when set (resolved when the config is composed).
-CACHE_ROOT = "${oc.env:REME_CACHE_DIR,.reme_cache}"
+DEFAULT_CACHE_ROOT = ".reme_cache"
+CACHE_ROOT = f"${{oc.env:REME_CACHE_DIR,{DEFAULT_CACHE_ROOT}}}"
 
 
 @dataclass
@@ -137,7 +165,10 @@ class LLMCfg:
     tpm: Optional[int] = None  # tokens (prompt + generated) per minute, all of them together
     # Stop the run (exit 4, resumable) once its spend at model.price reaches this many USD.
     budget_usd: Optional[float] = None
-    concurrency: int = 8  # requests in flight at once, across every episode of the run
+    # Requests in flight at once, across every episode of the run: a number (never more), or
+    # null: adaptive (the hosted configs), raised while the answers come back and RPM/TPM have
+    # room, halved on a 429, at most 256 (reme_cli/llm/inflight.py).
+    concurrency: Optional[int] = 8
     timeout: float = 600.0  # seconds per request
     max_retries: int = 6  # on connection errors, timeouts, 429 and 5xx
     startup_timeout: float = 1800.0  # seconds for a server reme starts to answer (a 32B load)
@@ -165,6 +196,13 @@ class SummarizerCfg:
     max_tokens: Optional[int] = None  # None: no cap (the model's context is the limit)
     # None: send no thinking switch; true/false: Qwen3's enable_thinking, as for the executor.
     thinking: Optional[bool] = None
+    # The seed of the authors' summarizer's calls (memory.prompts=authors). None: none sent, as
+    # the FAQ's service sent none (65971baf reme/core/llm/openai_llm.py:55-62 sends only what its
+    # config holds, and service.yaml:177-182 holds none); 42 sends flowllm 0.1.9's (base_llm.py:26).
+    seed: Optional[int] = None
+    # How the summarizer's calls travel (llm.stream's values); None: as llm.stream. The hosted
+    # configs stream every one, as the FAQ's service did (openai_llm.py:59, stream=True).
+    stream: Optional[str] = None
     # A model config (configs/model/NAME.yaml) whose vLLM server reme starts for the
     # summarizer, beside the executor's, when summarizer.base_url is unset
     # (summarizer=qwen3-14b / qwen3-32b: Table 4's rows); None: no server of its own.
@@ -196,6 +234,8 @@ class EmbeddingCfg:
     # rounding, far below anything retrieval or dedup thresholds can tell apart.
     device: str = "auto"
     cache_dir: str = f"{CACHE_ROOT}/embeddings"  # the vector cache
+    # A hosted embedding's price (input only: per 1M tokens embedded, in price.currency).
+    price: PriceCfg = field(default_factory=PriceCfg)
 
 
 @dataclass
@@ -251,7 +291,7 @@ class TrackerCfg:
     uri: Optional[str] = None
     # W&B: offline (written under tracker.dir, uploaded later with `wandb sync`) | online.
     mode: str = "offline"
-    dir: Optional[str] = None  # W&B: the folder its run files go to (tracker=wandb sets runs_root)
+    dir: Optional[str] = None  # W&B: the folder its run files go to (tracker=wandb sets <runs_root>/.wandb)
     # Set by `reme ablate` and sweeps: the suite's or study's tracker run each run belongs to
     # (MLflow: the parent run's id; W&B: the group).
     parent: Optional[str] = None
@@ -285,6 +325,7 @@ PLUGIN_SECTIONS = ("benchmark", "memory")
 # (the authors' BFCL agent: ``reasoning_content``; vLLM's chat-message parser reads ``reasoning``).
 HISTORY_REASONING = ("drop", "reasoning_content", "reasoning")
 
+TOOL_CHOICES = ("auto", "none", "required")  # OpenAI's strings (llama.cpp's server takes only these)
 _CHOICES = {
     "model.kind": {"local", "vllm", "openai"},
     "model.thinking_switch": {"chat_template_kwargs", "enable_thinking", "none"},
@@ -308,9 +349,14 @@ _AT_LEAST = {
     "llm.tpm": 1,
     "llm.budget_usd": 0.0,
     "model.max_model_len": 1,
+    "benchmark.context": 1,
     "model.price.input": 0.0,
     "model.price.output": 0.0,
     "model.price.thinking_output": 0.0,
+    "model.price.cached_input": 0.0,
+    "model.price.usd_rate": 0.0,
+    "embedding.price.input": 0.0,
+    "embedding.price.usd_rate": 0.0,
     "env.concurrency": 1,
     "build.samples": 1,
     "embedding.dim": 1,
@@ -343,11 +389,27 @@ _EXECUTION_KEYS = ("out_dir", "runs_root", "llm.concurrency", "llm.timeout", "ll
                    "summarizer.base_url",
                    "embedding.device", "embedding.batch_size", "embedding.api_key_env",
                    # How requests travel and are paid for, not what they ask.
-                   "llm.api_key_env", "llm.stream", "llm.rpm", "llm.tpm", "llm.budget_usd", "model.price",
+                   "llm.api_key_env", "llm.stream", "summarizer.stream", "llm.rpm", "llm.tpm", "llm.budget_usd",
+                   "model.price", "embedding.price",
                    # Where a managed server runs, not what it computes.
                    "model.params_b", "model.tensor_parallel", "llm.replicas",
                    # Where the run is also logged (an experiment tracker).
                    "tracker")
+
+# What is in the hash, and what is not, for a key that names a place (a folder, a file, a
+# server): a key that says only WHERE something lives is out of it, or the same command in
+# another shell ($REME_CACHE_DIR set), folder or machine would hash otherwise and silently
+# start over instead of resuming. out_dir, runs_root, llm.cache_dir, llm.base_url,
+# summarizer.base_url and tracker.* were left out from the start (_EXECUTION_KEYS); the keys
+# below left it later, so each is hashed at one fixed value whatever it holds: the value runs
+# had by default while it was hashed, so their hashes stay as they were. A plug-in's section
+# declares its own (``Plugin.where_keys``: AppWorld's data_dir and venv). A key that names
+# WHAT a run uses stays in by its value: memory.pool (which pool the run starts from: its
+# path is the only name of that pool the config holds, so a pool moved elsewhere is another
+# run's), embedding.base_url's host (which provider computes the vectors; the port and path
+# only say how to reach it). tests/core/test_config.py walks every path-like key of the schema and
+# the plug-ins and holds each to one side.
+_WHERE_KEYS = {"embedding.cache_dir": f"{DEFAULT_CACHE_ROOT}/embeddings"}
 
 
 def config_dir() -> Path:
@@ -532,6 +594,13 @@ def validate(raw: DictConfig | dict) -> Config:
         raise UserError(f"embedding.device={cfg.embedding.device!r} is not allowed; choose auto, cpu, cuda or cuda:N")
     _check_embedding(cfg.embedding)
     _check_llm_key(cfg.llm)
+    if cfg.summarizer.stream is not None and cfg.summarizer.stream not in _CHOICES["llm.stream"]:
+        raise UserError(f"summarizer.stream={cfg.summarizer.stream!r} is not allowed; choose null (as llm.stream) "
+                        f"or one of {sorted(_CHOICES['llm.stream'])}")
+    choice = cfg.model.tool_choice
+    if not (choice is None or choice in TOOL_CHOICES or isinstance(choice, dict)):
+        raise UserError(f"model.tool_choice={choice!r} is not allowed; choose null (none sent), "
+                        f"{', '.join(TOOL_CHOICES)} or a named function ({{type: function, function: {{name: N}}}})")
     history = cfg.benchmark.history_reasoning
     if history not in HISTORY_REASONING:
         raise UserError(f"benchmark.history_reasoning={history!r} is not allowed; choose one of {list(HISTORY_REASONING)}")
@@ -645,7 +714,12 @@ def to_dict(cfg: Config) -> dict[str, Any]:
 _NEUTRAL_WHEN = {"eval.dynamic_workers": 1, "eval.dynamic_batches": False, "embedding.dimensions": None, "model.sampling.repeat_penalty": None, "summarizer.serve": None,
                  # The hosted provider's keys (issue 46): at these values a run is what it was.
                  "model.sampling.seed": None, "model.thinking_switch": "chat_template_kwargs", "model.same_as": None,
-                 "model.max_model_len": None, "model.parallel_tool_calls": None}
+                 "model.max_model_len": None, "model.parallel_tool_calls": None,
+                 # Issue 57. Runs before it sent tool_choice "auto", what every server applies to a
+                 # request with tools that names none, and the summarizer's seed 42, which fixes
+                 # sampling only for a prompt sent twice (docs/fidelity.md: low departures): at
+                 # none sent they are the same runs, and resume.
+                 "model.tool_choice": None, "summarizer.seed": None, "benchmark.context": None}
 # Keys that change nothing outside one mode: out of the hash in the others.
 _ONLY_IN_MODE = {"eval.dynamic_workers": "dynamic", "eval.dynamic_batches": "dynamic", "eval.task_order": "dynamic"}
 
@@ -655,7 +729,12 @@ def hashed_part(data: dict[str, Any]) -> dict[str, Any]:
     determines a run's results: what ``config_hash`` hashes."""
     data = json.loads(json.dumps(data))
     mode = (data.get("eval") or {}).get("mode")
-    neutral = {**_NEUTRAL_WHEN, **_plugins_neutral(data)}
+    for dotted, fixed in {**_WHERE_KEYS, **_plugins_hooked(data, "where_keys")}.items():
+        parent, _, leaf = dotted.rpartition(".")
+        node = _dig(data, parent) if parent else data
+        if isinstance(node, dict) and leaf in node:
+            node[leaf] = fixed
+    neutral = {**_NEUTRAL_WHEN, **_plugins_hooked(data, "hash_neutral")}
     for dotted in (*_EXECUTION_KEYS, *(k for k, v in neutral.items() if _dig(data, k) == v),
                    *(k for k, only in _ONLY_IN_MODE.items() if mode != only)):
         parent, _, leaf = dotted.rpartition(".")
@@ -671,14 +750,14 @@ def hashed_part(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
-def _plugins_neutral(data: dict[str, Any]) -> dict[str, Any]:
-    """The ``hash_neutral`` keys of the benchmark and method a config names, dotted (none for
-    a plug-in that cannot be loaded here: its runs hash as they always did)."""
+def _plugins_hooked(data: dict[str, Any], hook: str) -> dict[str, Any]:
+    """The ``hash_neutral`` or ``where_keys`` keys of the benchmark and method a config names,
+    dotted (none for a plug-in that cannot be loaded here: its runs hash as they always did)."""
     out: dict[str, Any] = {}
     for section, registry in (("benchmark", BENCHMARKS), ("memory", METHODS)):
         plugin = registry.find((data.get(section) or {}).get("name"))
         if plugin is not None:
-            out |= {f"{section}.{key}": value for key, value in plugin.hash_neutral.items()}
+            out |= {f"{section}.{key}": value for key, value in getattr(plugin, hook).items()}
     return out
 
 

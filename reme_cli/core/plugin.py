@@ -45,6 +45,10 @@ class Plugin:
     # which a run behaves as it did before the key existed: at that value the key stays out of
     # the run hash, so an earlier run directory still resumes.
     hash_neutral: ClassVar[Mapping[str, Any]] = {}
+    # Keys of its section that say only where something lives (a folder, an installation),
+    # each with the one value it is hashed at whatever it holds (``core/config.py``'s rule for
+    # path-like keys): the same run from another folder or machine resumes.
+    where_keys: ClassVar[Mapping[str, Any]] = {}
 
 
 def breach(obj: Any, base: type, hooks: tuple[str, ...]) -> str | None:

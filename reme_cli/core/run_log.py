@@ -21,6 +21,7 @@ the run or file that made it).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field, fields
 from functools import cached_property
@@ -199,7 +200,8 @@ class Manifest:
     streams: list[list[str]] | None = None  # dynamic mode: each stream's units in order
     units_total: int | None = None
     served: dict[str, Any] = field(default_factory=dict)  # the models and fingerprints that answered
-    spend: dict[str, Any] = field(default_factory=dict)  # USD at model.price
+    spend: dict[str, Any] = field(default_factory=dict)  # at model.price, by currency (usd, cny, ...)
+    throughput: dict[str, Any] = field(default_factory=dict)  # in flight, requests and tokens a minute, 429s
     summary_failures: dict[str, Any] = field(default_factory=dict)
     sandbox: str | None = None
     sandbox_detail: dict[str, Any] = field(default_factory=dict)
@@ -398,26 +400,40 @@ def read_run_log(path: str | Path) -> RunLog:
 def find_runs(dirs: list[Path], kinds: tuple[str, ...] = ("eval",)) -> list[Path]:
     """The run directories under ``dirs`` whose manifest says one of ``kinds`` (`reme eval`
     runs by default), and eval runs that lost their manifest (``read_run_log`` then names
-    what is missing); one line if there is none."""
+    what is missing); one line if there is none. The one finder of runs: the report, the
+    viewer and `reme track sync` list the same ones.
+
+    A run directory holds the files ``RunDir.open`` writes together: ``config.yaml``,
+    ``manifest.json`` and ``trials.jsonl`` (its unit records, empty until a unit ends). An
+    experiment tracker's copy of a run (MLflow's artifacts, W&B's ``files/``) holds the
+    config and the manifest, never the records: it is no run; records beside either of the
+    other two are one (a damaged run is named by ``read_run_log``, not skipped). The walk enters no hidden
+    folder (locks, caches, the trackers' stores by default) and nothing inside a run (its
+    streams and pool copies are the run's)."""
     found: set[Path] = set()
     for d in dirs:
         if not d.exists():
             raise UserError(f"{d} does not exist")
-        for manifest in [d / MANIFEST_FILE, *d.rglob(MANIFEST_FILE)]:
-            if manifest.is_file():
-                kind = (RUN_MANIFEST.probe(manifest) or {}).get("kind")  # not a reme manifest: no kind
-                if kind in kinds:  # config.yaml is read later: a damaged run is named, not skipped
-                    found.add(manifest.parent.resolve())
-        # A run whose manifest.json is gone still has its config and records.
-        for config in [d / CONFIG_FILE, *d.rglob(CONFIG_FILE)]:
-            run = config.parent
-            if "eval" in kinds and config.is_file() and (run / TRIALS_FILE).is_file() \
-                    and not (run / MANIFEST_FILE).exists():
-                found.add(run.resolve())
+        for folder, subdirs, files in os.walk(d):
+            here = Path(folder)
+            if _is_run(here, set(files), kinds):
+                found.add(here.resolve())
+                subdirs.clear()
+            else:
+                subdirs[:] = sorted(s for s in subdirs if not s.startswith("."))
     if not found:
         what = " or ".join(f"`reme {k}`" for k in kinds)
         raise UserError(f"no {what} run directories under {', '.join(map(str, dirs))}")
     return sorted(found)
+
+
+def _is_run(folder: Path, files: set[str], kinds: tuple[str, ...]) -> bool:
+    if TRIALS_FILE not in files:  # a tracker's copy has no records
+        return False
+    if MANIFEST_FILE not in files:  # a run whose manifest.json is gone still has its config and records
+        return CONFIG_FILE in files and "eval" in kinds
+    kind = (RUN_MANIFEST.probe(folder / MANIFEST_FILE) or {}).get("kind")  # not a reme manifest: no kind
+    return kind in kinds  # config.yaml is read later: a damaged run is named, not skipped
 
 
 # ---------------------------------------------------------------- pools

@@ -4,9 +4,11 @@ provider such as DashScope's compatible mode).
 Bounded concurrency, retries with backoff on transient failures (a 429 waits what its
 ``Retry-After`` says), a per-request seed, token/latency accounting per call, an on-disk
 response cache, replicas of one model with episode affinity (``episode_affinity``), streamed
-answers assembled whole (``llm.stream``), pacing under a provider's limits (``llm/pacing.py``)
-and spend at the model's prices (``llm/spend.py``). A refused key, a closed account or an
-exhausted quota stops the run at once (``RunAborted``), never after its retries.
+answers assembled whole (``llm.stream``), pacing under a provider's limits (``llm/pacing.py``),
+requests in flight fixed or adaptive (``llm/inflight.py``), what a run achieves against the
+limits (``llm/throughput.py``) and spend at the model's prices (``llm/spend.py``). A refused
+key, a closed account or an exhausted quota stops the run at once (``RunAborted``), never
+after its retries.
 """
 
 from __future__ import annotations
@@ -35,8 +37,10 @@ from tenacity import (
 
 from reme_cli.core.errors import RunAborted, UserError
 from reme_cli.llm.cache import ResponseCache, request_key
+from reme_cli.llm.inflight import InFlight
 from reme_cli.llm.pacing import Pacer, estimate_tokens
 from reme_cli.llm.spend import Prices, SpendMeter
+from reme_cli.llm.throughput import Throughput
 
 # Transient by nature: the same request may succeed a moment later.
 _RETRYABLE = (
@@ -93,6 +97,28 @@ def is_context_overflow(exc: openai.APIStatusError) -> bool:
 _UNREACHABLE = (openai.APIConnectionError,)  # APITimeoutError is a subclass
 
 
+def unreachable(exc: openai.APIConnectionError, url: str) -> openai.APIConnectionError:
+    """``exc`` in the words of what failed underneath. openai's aiohttp client (httpx-aiohttp)
+    turns every failure to connect, a refused connection or an unknown host among them, into
+    httpx's ConnectTimeout, which the SDK reports as "Request timed out."; the OS's error at
+    the bottom of the chain says what happened. A timeout that is one (a server that took the
+    connection and did not answer in time) and reme's own errors (a cut stream) stay as they are."""
+    if type(exc) not in (openai.APIConnectionError, openai.APITimeoutError):
+        return exc
+    cause: BaseException = exc
+    seen = {id(exc)}
+    while (below := cause.__cause__ or cause.__context__) is not None and id(below) not in seen:
+        seen.add(id(below))
+        cause = below
+    if not isinstance(cause, OSError) or isinstance(cause, TimeoutError):
+        return exc
+    said = str(cause).splitlines()[0] if str(cause) else ""
+    better = openai.APIConnectionError(message=f"connection to {url} failed: {type(cause).__name__}: {said}",
+                                       request=exc.request)
+    better.__cause__ = exc
+    return better
+
+
 @dataclass
 class CircuitBreaker:
     """Trips after ``threshold`` consecutive attempts that could not reach the server.
@@ -125,6 +151,9 @@ class CircuitBreaker:
                 "the same command to resume (llm.breaker_threshold sets the count)")
 
 
+NO_SERVER = "no request reached a server"  # a session whose every answer the cache replayed
+
+
 @dataclass
 class UsageTotals:
     calls: int = 0
@@ -150,11 +179,16 @@ class UsageTotals:
 
     def served(self) -> dict[str, Any]:
         """The manifest's record of what answered: the models and fingerprints the responses
-        named, and whether either changed during the run."""
+        named, whether either changed during the run, and how many answers the response cache
+        replayed. When none came from a server (all replayed, or none asked), ``note`` says so:
+        a replay needs no server, and the record says why it names no model."""
         out: dict[str, Any] = {"models": dict(self.models)}
         if self.fingerprints:
             out["system_fingerprints"] = dict(self.fingerprints)
         out["changed"] = len(self.models) > 1 or len(self.fingerprints) > 1
+        out["replayed"] = self.cached_calls
+        if self.calls == self.cached_calls:
+            out["note"] = NO_SERVER
         return out
 
 
@@ -262,6 +296,8 @@ class LLM(Protocol):
         headers: dict[str, str] | None = None,
         top_k: int | None = None,
         min_p: float | None = None,
+        tool_choice: Any = None,
+        stream: str | None = None,
     ) -> ChatResult: ...
 
 
@@ -270,7 +306,7 @@ class ChatClient:
     base_url: str | list[str]  # one server, or replicas of one model
     model: str
     api_key: str = "EMPTY"
-    concurrency: int = 8
+    concurrency: int | None = 8  # requests in flight; None: adaptive (llm/inflight.py)
     timeout: float = 600.0
     max_retries: int = 6
     breaker_threshold: int = 5
@@ -286,6 +322,9 @@ class ChatClient:
     parallel_tool_calls: bool | None = None  # sent with tools when set (model.parallel_tool_calls)
     # Told how each answer the server computed travelled (``Wire``); None: nobody asks.
     on_wire: Callable[[Wire], None] | None = None
+    tool_choice: Any = None  # sent with tools when set (model.tool_choice); None: none, the server's auto
+    inflight: InFlight | None = None  # shared by the run's clients of one endpoint; None: its own
+    throughput: Throughput | None = None  # shared by a run's clients
 
     def __post_init__(self) -> None:
         urls = [self.base_url] if isinstance(self.base_url, str) else list(self.base_url)
@@ -298,7 +337,12 @@ class ChatClient:
             # dominated the harness's CPU at 32+ requests in flight (scripts/bench_harness.py).
             http_client=openai.DefaultAioHttpClient(timeout=self.timeout),
         )) for url in urls]
-        self._slots = asyncio.Semaphore(self.concurrency)
+        if self.inflight is None:
+            self.inflight = InFlight(self.concurrency)
+        if self.throughput is None:
+            self.throughput = Throughput(self.pacer.rpm if self.pacer else None, self.pacer.tpm if self.pacer else None)
+        if self.inflight not in self.throughput.inflight:
+            self.throughput.inflight.append(self.inflight)
         self.breaker = CircuitBreaker(self.breaker_threshold, ", ".join(urls))
 
     async def chat(
@@ -315,7 +359,13 @@ class ChatClient:
         headers: dict[str, str] | None = None,
         top_k: int | None = None,
         min_p: float | None = None,
+        tool_choice: Any = None,
+        stream: str | None = None,
     ) -> ChatResult:
+        """One chat completion. ``tool_choice``: sent with ``tools`` (a caller forcing a call),
+        over the client's own (``model.tool_choice``); None: the client's, and with neither set
+        none is sent, as the authors' agents sent none. ``stream``: how this call travels
+        (``llm.stream``'s values), over the client's (the summarizer's ``summarizer.stream``)."""
         request: dict[str, Any] = {"model": self.model, "messages": messages}
         # None: not sent, so the server's default applies (vLLM >= 0.8: the model's
         # generation_config.json; llama.cpp: top_k 40, min_p 0.05). top_k and min_p are
@@ -328,7 +378,8 @@ class ChatClient:
             request["seed"] = seed
         if tools:
             request["tools"] = tools
-            request["tool_choice"] = "auto"
+            if (choice := self.tool_choice if tool_choice is None else tool_choice) is not None:
+                request["tool_choice"] = choice
             if self.parallel_tool_calls is not None:
                 request["parallel_tool_calls"] = self.parallel_tool_calls
         if response_format is not None:
@@ -347,8 +398,11 @@ class ChatClient:
             self.usage.add(result)
             return result
 
-        streamed = self.stream == "always" or (self.stream == "auto" and thinking_on(request))
-        async with self._slots:
+        how = self.stream if stream is None else stream
+        streamed = how == "always" or (how == "auto" and thinking_on(request))
+        inflight = self.inflight
+        await inflight.acquire()
+        try:
             start = time.perf_counter()
             async for attempt in AsyncRetrying(
                 retry=retry_if_exception_type(_RETRYABLE),
@@ -361,20 +415,39 @@ class ChatClient:
                     if self.meter is not None:
                         self.meter.check()  # the budget: before anything more is billed
                     paced = await self.pacer.acquire(estimate_tokens(request)) if self.pacer else None
-                    response = await self._post_watched(request, headers, streamed)
+                    response = await self._send(request, headers, streamed)
             latency = time.perf_counter() - start
+            record = _record_from_response(response, latency)
+            waited = paced.waited_s if paced is not None else 0.0
+            inflight.answered(paced_s=waited, answer_s=latency - waited)
+        finally:
+            inflight.release()
 
-        record = _record_from_response(response, latency)
+        used = record["prompt_tokens"] + record["completion_tokens"]
         if paced is not None:
-            Pacer.settle(paced, record["prompt_tokens"] + record["completion_tokens"])
+            self.pacer.settle(paced, used)
+        self.throughput.answered(used)
         if self.meter is not None:
             self.meter.charge(self.prices, record["prompt_tokens"], record["completion_tokens"],
-                              thinking=thinking_on(request) or bool(record["reasoning"]))
+                              thinking=thinking_on(request) or bool(record["reasoning"]),
+                              cached_prompt_tokens=record.get("cached_prompt_tokens", 0))
         if self.cache is not None:
             self.cache.put(key, record)
         result = _result_from_record(record, cached=False)
         self.usage.add(result)
         return result
+
+    async def _send(self, request: dict[str, Any], headers: dict[str, str] | None, streamed: bool) -> dict[str, Any]:
+        """One attempt, counted: a 429 (or a provider's throttling code, sent as 429) lowers
+        the requests in flight of this endpoint once for the burst it belongs to."""
+        epoch = self.inflight.epoch
+        self.throughput.sent()
+        try:
+            return await self._post_watched(request, headers, streamed)
+        except openai.RateLimitError:
+            self.throughput.throttled += 1
+            self.inflight.throttled(epoch)
+            raise
 
     async def _post_watched(self, request: dict[str, Any], headers: dict[str, str] | None,
                             streamed: bool = False) -> dict[str, Any]:
@@ -421,9 +494,9 @@ class ChatClient:
                 "/chat/completions", body=body, cast_to=httpx.Response,
                 options={"headers": headers or {}},
             )
-        except _UNREACHABLE:
+        except _UNREACHABLE as exc:
             replica.down_until = time.monotonic() + REPLICA_COOLDOWN_S  # the retry goes elsewhere
-            raise
+            raise unreachable(exc, replica.base_url)  # noqa: B904 - it keeps exc as its cause
         finally:
             replica.outstanding -= 1
         replica.served += 1
@@ -459,9 +532,9 @@ class ChatClient:
                 raise StreamCutOff(message=f"the answer's stream broke after {chunks} chunk(s): "
                                            f"{type(exc).__name__}: {exc}",
                                    request=httpx.Request("POST", replica.base_url)) from exc
-        except _UNREACHABLE:
+        except _UNREACHABLE as exc:
             replica.down_until = time.monotonic() + REPLICA_COOLDOWN_S
-            raise
+            raise unreachable(exc, replica.base_url)  # noqa: B904 - it keeps exc as its cause
         finally:
             replica.outstanding -= 1
         snapshot = state.current_completion_snapshot if chunks else None
@@ -578,6 +651,9 @@ def _record_from_response(response: dict[str, Any], latency: float) -> dict[str,
             response=httpx.Response(200, request=httpx.Request("POST", "/chat/completions")),
             body=response, message=f"malformed chat completion: {str(response)[:200]}") from None
     usage = response.get("usage") or {}
+    # Prompt tokens the provider served from its context cache (billed apart where it has
+    # a cached-input price: model.price.cached_input).
+    cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0
     return {
         "content": msg.get("content") or "",
         "reasoning": msg.get("reasoning_content") or msg.get("reasoning"),
@@ -589,6 +665,7 @@ def _record_from_response(response: dict[str, Any], latency: float) -> dict[str,
         "finish_reason": choice.get("finish_reason"),
         "prompt_tokens": usage.get("prompt_tokens") or 0,
         "completion_tokens": usage.get("completion_tokens") or 0,
+        **({"cached_prompt_tokens": int(cached)} if cached else {}),
         "latency_s": latency,
         "model": response.get("model"),
         "system_fingerprint": response.get("system_fingerprint"),
@@ -610,16 +687,21 @@ def _result_from_record(rec: dict[str, Any], cached: bool) -> ChatResult:
     )
 
 
+class ServerUnreachable(UserError):
+    """A server named by the config does not answer its ``/models``: bad input for a run (fix
+    the URL or start the server, exit 2), a failed probe for `reme check` (exit 4)."""
+
+
 def served_models(base_url: str, api_key: str = "EMPTY", timeout: float = 10.0) -> list[dict[str, Any]]:
-    """The server's ``/models`` entries (vLLM adds ``max_model_len``); a one-line UserError
-    if it cannot be reached."""
+    """The server's ``/models`` entries (vLLM adds ``max_model_len``); a one-line
+    ``ServerUnreachable`` if it cannot be reached."""
     url = base_url.rstrip("/") + "/models"
     try:
         resp = httpx.get(url, headers={"Authorization": f"Bearer {api_key}"}, timeout=timeout)
         resp.raise_for_status()
         return [m for m in resp.json().get("data", []) if isinstance(m, dict)]
     except (httpx.HTTPError, ValueError, AttributeError) as exc:
-        raise UserError(
+        raise ServerUnreachable(
             f"cannot reach the LLM server at {base_url} ({type(exc).__name__}): "
             "start it (e.g. `reme serve model=...`) or fix llm.base_url"
         ) from None

@@ -9,6 +9,7 @@ record it and refuse to mix spaces, and the cache keys vectors by it.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import hashlib
 import os
 import sqlite3
@@ -52,6 +53,13 @@ def _normalized(vecs: np.ndarray) -> np.ndarray:
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip() or type(exc).__name__
     return text.splitlines()[0][:300]
+
+
+# The run's spend meter and its embedding's prices (``embedding.price``), set by the run for
+# the methods' embedders, wherever and in whatever thread they are made (asyncio.to_thread
+# carries the context along): every hosted embedding request charges its tokens.
+EMBED_SPEND: contextvars.ContextVar[tuple[Any, Any] | None] = contextvars.ContextVar("reme_embed_spend",
+                                                                                     default=None)
 
 
 def bundled_minilm_path() -> Path:
@@ -274,6 +282,9 @@ class OpenAIEmbedder:
                 f"(HTTP {exc.status_code}: {_first_line(exc)}); check that it serves an embedding model, "
                 "and embedding.batch_size and embedding.dimensions against its limits"
             ) from exc
+        if (spend := EMBED_SPEND.get()) is not None and resp.usage is not None:
+            meter, prices = spend
+            meter.charge(prices, resp.usage.prompt_tokens or 0, 0, thinking=False)
         rows = sorted(resp.data, key=lambda d: d.index)
         if len(rows) != len(batch):
             raise UserError(f"embedding endpoint {self.base_url} returned {len(rows)} vectors for {len(batch)} texts")

@@ -158,7 +158,9 @@ def _hosted(cfg: Config, urls: list[str]) -> Endpoint:
                 "n_ctx": cfg.model.n_ctx}
     if (price := Prices.of(cfg.model.price)) is not None:
         identity["price"] = {"input": price.input, "output": price.output, "thinking_output": price.thinking_output,
-                             "unit": "USD per 1M tokens", "source": price.source, "date": price.date}
+                             "cached_input": price.cached_input, "unit": f"{price.currency} per 1M tokens",
+                             **({"converted": price.converted} if price.converted else {}),
+                             "source": price.source, "date": price.date}
     return Endpoint(urls, model, identity)
 
 
@@ -194,7 +196,7 @@ def make_client(cfg: Config, ep: Endpoint) -> ChatClient:
         name = ep.model + (f"@{ep.identity['engine']}" if ep.identity.get("engine") else "")
         safe = "".join(ch if ch.isalnum() or ch in "-_.@" else "_" for ch in name)
         cache = ResponseCache(Path(cfg.llm.cache_dir) / f"{safe}.sqlite")
-    return ChatClient(
+    client = ChatClient(
         base_url=ep.base_urls if len(ep.base_urls) > 1 else ep.base_url,
         model=ep.model,
         api_key=llm_key(cfg),
@@ -208,20 +210,29 @@ def make_client(cfg: Config, ep: Endpoint) -> ChatClient:
         meter=SpendMeter(cfg.llm.budget_usd),
         prices=Prices.of(cfg.model.price),
         parallel_tool_calls=cfg.model.parallel_tool_calls,
+        tool_choice=cfg.model.tool_choice,
+        adapt=ep.adapt,  # the server's dialect: llama.cpp's C++ server takes a schema as a compact grammar
     )
+    client.meter.require_usd(client.prices, "model.price")
+    return client
 
 
 def side_client(cfg: Config, executor: ChatClient, base_url: str, model: str, cache_name: str,
-                prices: Prices | None = None) -> ChatClient:
+                prices: Prices | None = None, stream: str | None = None) -> ChatClient:
     """A client for a role served by an endpoint of its own beside the executor's (the
     summarizer, a benchmark's simulated user): the run's limits and retries, the executor's
-    pacer and spend meter (one budget for the run), its response cache ``cache_name`` beside
-    the executor's."""
+    pacer, spend meter and throughput (one budget for the run) and, at the executor's own
+    endpoint, its requests in flight; its response cache ``cache_name`` beside the executor's;
+    ``stream`` as the role streams (None: as ``llm.stream`` says)."""
     cache = ResponseCache(executor.cache.path.with_name(f"{cache_name}.sqlite")) if executor.cache is not None else None
+    # One endpoint, one count of requests in flight (a role at the executor's provider); a
+    # server of its own has its own.
+    same_endpoint = base_url in {r.base_url for r in executor.replicas}
     return ChatClient(base_url=base_url, model=model, api_key=llm_key(cfg), concurrency=cfg.llm.concurrency,
                       timeout=cfg.llm.timeout, max_retries=cfg.llm.max_retries,
-                      breaker_threshold=cfg.llm.breaker_threshold, cache=cache, stream=cfg.llm.stream,
-                      pacer=executor.pacer, meter=executor.meter, prices=prices)
+                      breaker_threshold=cfg.llm.breaker_threshold, cache=cache, stream=stream or cfg.llm.stream,
+                      pacer=executor.pacer, meter=executor.meter, prices=prices,
+                      inflight=executor.inflight if same_endpoint else None, throughput=executor.throughput)
 
 
 def request_extra_body(cfg: Config) -> dict[str, Any] | None:

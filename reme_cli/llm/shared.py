@@ -48,9 +48,11 @@ def summarizer_server_cfg(cfg: Config) -> Config | None:
 
 def server_key(cfg: Config) -> str:
     """Jobs with the same key can share one server (group of replicas)."""
+    from reme_cli.llm.vllm_server import served_length
+
     m = cfg.model
     return json.dumps([m.name, m.kind, m.hf_id, m.served_name, list(m.serve_args), m.tensor_parallel, m.params_b,
-                       cfg.llm.replicas], sort_keys=True)
+                       cfg.llm.replicas, served_length(cfg)], sort_keys=True)
 
 
 def shared_identity(urls: list[str]) -> dict[str, Any] | None:

@@ -1,85 +1,73 @@
-"""Tokens per second of an OpenAI-compatible server at a few concurrencies: the rates a
-plan's wall time is computed from (``run/cost.py``), measured the same way by
-``scripts/bench_vllm.py`` (a full sweep) and ``reme check`` (a short one).
-
-At each concurrency c, two phases, each with c requests in flight until ``requests`` have
-answered:
-- prefill: long prompts, each starting with its own random words so that no prefix cache
-  can serve them, and max_tokens 1: prompt tokens per second;
-- decode: short prompts, ``max_tokens`` with ignore_eos (vLLM and llama.cpp honour it;
-  others may stop early, which the usage counts still account for): generated tokens per
-  second.
-Both rates are sums over the requests in flight, from the server's own usage counts.
-"""
+"""What a run achieves against its provider's limits: requests and tokens in the last minute
+(and the best minute so far) beside ``llm.rpm`` / ``llm.tpm``, the requests throttled, and the
+requests in flight. Shared by a run's clients, as the pacer is; the progress line shows
+``line()`` and the manifest records ``record()`` as units end."""
 
 from __future__ import annotations
 
-import asyncio
-import random
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections import deque
+from dataclasses import dataclass, field
 from typing import Any
 
-from reme_cli.llm.client import ChatClient
+from reme_cli.llm.inflight import InFlight
 
-WORDS = ("alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november oscar papa "
-         "quebec romeo sierra tango uniform victor whiskey xray yankee zulu").split()
-
-
-@dataclass(frozen=True)
-class Sweep:
-    """What one measurement asks: the concurrencies, requests per phase (0: 2 x c), words per
-    prefill prompt (~2 tokens each) and tokens per decode request."""
-
-    concurrency: tuple[int, ...]
-    requests: int = 0
-    prompt_words: int = 1500
-    max_tokens: int = 256
+MINUTE_S = 60.0
 
 
-def prompt(rng: random.Random, words: int) -> list[dict[str, str]]:
-    text = " ".join(rng.choice(WORDS) for _ in range(words))
-    return [{"role": "user", "content": f"{rng.getrandbits(64):x} Repeat these words: {text}"}]
+@dataclass
+class Throughput:
+    rpm: int | None = None  # the limits, for comparison
+    tpm: int | None = None
+    requests: int = 0  # sent (retries included: the provider counts them)
+    throttled: int = 0  # answered 429
+    tokens: int = 0  # prompt + generated, as the answers say
+    best_rpm: int = 0
+    best_tpm: int = 0
+    inflight: list[InFlight] = field(default_factory=list)  # each endpoint's
+    _sent: deque[float] = field(default_factory=deque)
+    _used: deque[tuple[float, int]] = field(default_factory=deque)
+    _used_sum: int = 0
 
+    def sent(self) -> None:
+        now = time.monotonic()
+        self.requests += 1
+        self._sent.append(now)
+        self._trim(now)
+        self.best_rpm = max(self.best_rpm, len(self._sent))
 
-async def phase(client: ChatClient, concurrency: int, requests: int, words: int, max_tokens: int,
-                seed: int) -> dict[str, float]:
-    """``requests`` calls, ``concurrency`` at a time; summed usage over wall time."""
-    rng = random.Random(seed)
-    prompts = [prompt(rng, words) for _ in range(requests)]
-    slots = asyncio.Semaphore(concurrency)
+    def answered(self, tokens: int) -> None:
+        now = time.monotonic()
+        self.tokens += tokens
+        self._used.append((now, tokens))
+        self._used_sum += tokens
+        self._trim(now)
+        self.best_tpm = max(self.best_tpm, self._used_sum)
 
-    async def one(messages: list[dict[str, str]]):
-        async with slots:
-            return await client.chat(messages, temperature=0.0, max_tokens=max_tokens,
-                                     extra_body={"ignore_eos": True})
+    def _trim(self, now: float) -> None:
+        while self._sent and now - self._sent[0] >= MINUTE_S:
+            self._sent.popleft()
+        while self._used and now - self._used[0][0] >= MINUTE_S:
+            self._used_sum -= self._used.popleft()[1]
 
-    start = time.perf_counter()
-    results = await asyncio.gather(*(one(m) for m in prompts))
-    wall = time.perf_counter() - start
-    return {"wall_s": wall, "prompt_tokens": sum(r.prompt_tokens for r in results),
-            "completion_tokens": sum(r.completion_tokens for r in results)}
+    def last_minute(self) -> tuple[int, int]:
+        self._trim(time.monotonic())
+        return len(self._sent), self._used_sum
 
+    def line(self) -> str:
+        """The progress line's part: in flight, requests and tokens a minute against the limits."""
+        if not self.requests:
+            return ""
+        rpm, tpm = self.last_minute()
+        flight = " + ".join(f"{f.level}{' (adaptive)' if f.adaptive else ''}" for f in self.inflight)
+        out = f"in flight {flight}  {rpm:,}" + (f"/{self.rpm:,}" if self.rpm else "") + " req/min  "
+        out += f"{tpm / 1000:,.0f}k" + (f"/{self.tpm / 1000:,.0f}k" if self.tpm else "") + " tok/min"
+        return out + (f"  throttled {self.throttled}" if self.throttled else "")
 
-async def measure(make_client: Callable[[int], ChatClient], sweep: Sweep,
-                  report: Callable[[dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
-    """One point per concurrency (the calibration file's ``points``). ``make_client(c)``
-    gives a client bounded at c, without a cache or retries to blur the timing."""
-    points = []
-    for c in sweep.concurrency:
-        client = make_client(c)
-        try:
-            n = sweep.requests or 2 * c
-            prefill = await phase(client, c, n, sweep.prompt_words, 1, seed=c)
-            decode = await phase(client, c, n, 8, sweep.max_tokens, seed=10_000 + c)
-        finally:
-            await client.close()
-        point = {"concurrency": c, "requests": n,
-                 "prompt_tokens_per_s": round(prefill["prompt_tokens"] / prefill["wall_s"], 2),
-                 "generated_tokens_per_s": round(decode["completion_tokens"] / decode["wall_s"], 2),
-                 "prefill": prefill, "decode": decode}
-        if report is not None:
-            report(point)
-        points.append(point)
-    return points
+    def record(self) -> dict[str, Any]:
+        """The manifest's ``throughput``."""
+        rpm, tpm = self.last_minute()
+        return {"in_flight": [f.record() for f in self.inflight],
+                "requests": self.requests, "throttled": self.throttled, "tokens": self.tokens,
+                "requests_per_min": {"last": rpm, "best": self.best_rpm, "limit": self.rpm},
+                "tokens_per_min": {"last": tpm, "best": self.best_tpm, "limit": self.tpm}}

@@ -46,12 +46,18 @@ def serve_command(cfg: Config, port: int, host: str, tp: int | None = None) -> l
                         "(auto sizes it to the visible GPUs)")
     cmd = ["vllm", "serve", cfg.model.hf_id, "--served-model-name", served_name(cfg),
            "--host", host, "--port", str(port)]
-    return cmd + ["--tensor-parallel-size", str(tp or 1), *context_args(cfg.model.serve_args, cfg.model.max_model_len)]
+    return cmd + ["--tensor-parallel-size", str(tp or 1), *context_args(cfg.model.serve_args, served_length(cfg))]
 
 
 # Qwen3's pre-training context; longer ones take YaRN rope scaling (Qwen's model cards:
 # factor 4.0 over 32,768 for 131,072 tokens).
 QWEN3_NATIVE_CONTEXT = 32768
+
+
+def served_length(cfg: Config) -> int | None:
+    """The --max-model-len a managed server gets: ``model.max_model_len``, else what the
+    benchmark's episodes need (``benchmark.context``: AppWorld's 131,072); None: the serve_args'."""
+    return cfg.model.max_model_len or cfg.benchmark.context
 
 
 def context_args(serve_args: list[str], max_model_len: int | None) -> list[str]:

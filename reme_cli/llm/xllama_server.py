@@ -1,7 +1,7 @@
 """llama.cpp's own OpenAI-compatible server, embedded in Python by xllamacpp, as a command:
 
     python -m reme_cli.llm.xllama_server --model GGUF --port N [--model_alias NAME]
-        [--host 127.0.0.1] [--n_ctx 8192] [--n_threads N] [--n_threads_batch N] [--cache_ram_mib 2048]
+        [--host 127.0.0.1] [--n_ctx 8192] [--n_threads N] [--n_threads_batch N] [--cache_ram_mib 2048] [--seed 0]
         [--chat_template_file FILE.jinja]
 
 xllamacpp has no command line of its own; this one takes the argument names of
@@ -46,6 +46,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                     help="RAM for cached prompt prefixes (llama.cpp's server default is 8192)")
     ap.add_argument("--chat_template_file", default=None,
                     help="a jinja chat template to serve the model with (default: the GGUF's own)")
+    # The seed of a request that sends none (the summarizer's: the authors' memory service sent
+    # none). llama.cpp's own default draws a new random seed for each such request, so the
+    # embedded model's summarizer answered anew on every run; with a fixed one it is as
+    # reproducible as the executor's seeded calls. (llama-cpp-python's server samples such a
+    # request with the last seed a request sent.)
+    ap.add_argument("--seed", type=int, default=0, help="the seed of requests that send none")
     return ap.parse_args(argv)
 
 
@@ -60,6 +66,7 @@ def params(args: argparse.Namespace, xlc) -> object:
     # One slot with the whole context, as llama-cpp-python serves: requests queue, and a long
     # BFCL episode is not cut to n_ctx / n_parallel.
     p.n_parallel = 1
+    p.sampling.seed = args.seed
     p.cpuparams.n_threads = args.n_threads
     p.cpuparams_batch.n_threads = args.n_threads_batch or args.n_threads
     # Concurrent episodes interleave on the one slot; the RAM cache restores an episode's

@@ -23,6 +23,7 @@ from typing import Any, ClassVar, Protocol, cast, runtime_checkable
 
 from reme_cli.agent.trajectory import Trajectory
 from reme_cli.bench.base import Outcome, Task
+from reme_cli.core.departure import Departure
 from reme_cli.core.errors import UserError
 from reme_cli.core.plugin import Plugin, Section
 from reme_cli.core.registry import METHODS
@@ -232,7 +233,8 @@ class Memory(Plugin):
         """Where a run of the method stands against the authors' setup (``report/fidelity.py``):
         the ledger keys that matter to it and the departures no key says. By default the
         authors never published the method's settings."""
-        return Fidelity(notes=[f"{run.method}: its settings in the authors' runs were never published"])
+        return Fidelity(notes=[Departure(f"{run.method}: its settings in the authors' runs were never published",
+                                         "high")])
 
     # ------------------------------------------------------------------ build-pool
     @classmethod

@@ -31,12 +31,15 @@ UNCAPPED_ANSWER_TOKENS = 8192
 
 def memory_budget(cfg: Any, share: float) -> int:
     """Tokens the memory may take: ``share`` of what the context leaves after the answer
-    (``model.n_ctx - model.sampling.max_tokens``, or ``UNCAPPED_ANSWER_TOKENS`` without a
-    cap); the rest is for the task and its steps."""
+    (the served context, ``core.config.context_length``, less ``model.sampling.max_tokens``, or
+    ``UNCAPPED_ANSWER_TOKENS`` without a cap); the rest is for the task and its steps."""
+    from reme_cli.core.config import context_length
+
     if not 0 < share <= 1:
         raise ValueError(f"share must be in (0, 1], got {share}")
     answer = cfg.model.sampling.max_tokens
-    room = cfg.model.n_ctx - (UNCAPPED_ANSWER_TOKENS if answer is None else answer)
+    served = context_length(cfg.model.kind, cfg.model.n_ctx, cfg.model.max_model_len, cfg.benchmark.context)
+    room = served - (UNCAPPED_ANSWER_TOKENS if answer is None else answer)
     return max(0, int(room * share))
 
 

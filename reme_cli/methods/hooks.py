@@ -47,7 +47,8 @@ def expected_attempts(max_attempts: int, success_rate: float) -> float:
 AUTHORS_EMBEDDING = "text-embedding-v4"  # FAQ:14, issue #57: DashScope's, 1024-d
 # What every built pool's build config departs in (docs/fidelity.md, "Other knobs"), whatever
 # the method: its summarizer and its sampling.
-SUMMARIZER_KEYS = ("summarizer.name", "summarizer.temperature", "summarizer.max_tokens", "summarizer.thinking")
+SUMMARIZER_KEYS = ("summarizer.name", "summarizer.temperature", "summarizer.max_tokens", "summarizer.thinking",
+                   "summarizer.seed")
 BUILD_KEYS = ("build.samples", "build.temperature")
 
 
@@ -78,7 +79,8 @@ class Fidelity:
     ``keys``: ledger keys of the run compared with the authors' values (beside every run's);
     ``notes``: what it departs in that no key says, named before the keys' departures;
     ``pool_keys``: the keys of a built pool's build config compared the same way; ``pool_notes``:
-    named after them."""
+    named after them. A note is a ``core.departure.Departure`` (its text and level); a plain
+    string counts as a medium departure."""
 
     keys: tuple[str, ...] = ()
     notes: list[str] = field(default_factory=list)

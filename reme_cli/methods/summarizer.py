@@ -34,6 +34,7 @@ class SummarizerSettings:
     # schemas (response_format) so that the server's grammar makes them parse.
     constrained: bool = False
     llama_cpp: bool = False  # the summarizer is a llama.cpp server: JSON schemas go as json_object
+    seed: int | None = None  # the authors' summarizer's seed (summarizer.seed); None: none sent
 
     def schema_format(self, name: str, schema: dict[str, Any]) -> dict[str, Any]:
         """The response_format asking for ``schema``: OpenAI/vLLM's ``json_schema``, or
@@ -78,13 +79,15 @@ def sampling_filters(cfg: Config) -> dict[str, Any]:
 
 class _WithExtraBody:
     """Adds the summarizer's request extras (its thinking switch) to every call, under any
-    extras the caller adds (a tool_choice, say), and its sampling filters where the caller
-    sets none."""
+    extras the caller adds (a tool_choice, say), its sampling filters where the caller sets
+    none, and how its calls travel (``summarizer.stream``) on a client it shares with the
+    executor."""
 
-    def __init__(self, llm: LLM, extra_body: dict[str, Any] | None, filters: dict[str, Any] | None = None):
+    def __init__(self, llm: LLM, extra_body: dict[str, Any] | None, filters: dict[str, Any] | None = None,
+                 stream: str | None = None):
         self._llm = llm
         self._extra = extra_body
-        self._filters = filters or {}
+        self._filters = {**(filters or {}), **({"stream": stream} if stream is not None else {})}
         self.model = llm.model
         self.usage = llm.usage
 
@@ -104,7 +107,7 @@ def summarizer_settings(cfg: Config, executor: ChatClient) -> tuple[SummarizerSe
         llama_cpp = cfg.model.kind == "local"
         # The executor's server: its repeat penalty too (the embedded model's, sent as before).
         extra = {**penalty_body(cfg), **(thinking_switch(cfg, llama_cpp) or {})}
-        llm: LLM = _WithExtraBody(executor, extra or None, sampling_filters(cfg))
+        llm: LLM = _WithExtraBody(executor, extra or None, sampling_filters(cfg), s.stream)
     else:
         served_by = serve_model(cfg)
         hosted = served_by is not None and served_by.kind == "openai"
@@ -113,7 +116,9 @@ def summarizer_settings(cfg: Config, executor: ChatClient) -> tuple[SummarizerSe
         served = [] if hosted else check_server(s.base_url, key)
         model = s.model or (served[0] if served else s.name)
         own = side_client(cfg, executor, s.base_url, model, f"summarizer-{s.name}",
-                          Prices.of(served_by.price) if served_by is not None else None)
+                          Prices.of(served_by.price) if served_by is not None else None, stream=s.stream)
+        if executor.meter is not None:
+            executor.meter.require_usd(own.prices, f"summarizer.serve={s.serve}'s model.price")
         llm, author, constrained, llama_cpp = (
             _WithExtraBody(own, thinking_switch(cfg, model=served_by), sampling_filters(cfg)), s.name, False, False)
-    return SummarizerSettings(llm, author, s.temperature, s.max_tokens, constrained, llama_cpp), own
+    return SummarizerSettings(llm, author, s.temperature, s.max_tokens, constrained, llama_cpp, s.seed), own

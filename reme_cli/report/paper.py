@@ -27,6 +27,16 @@ def paper_model_label(model: str) -> str | None:
     return PAPER_MODEL_LABELS.get(str(model).lower())
 
 
+def served_model_label(model: str) -> str | None:
+    """The paper's label of the model a model config serves: a copy at a hosted provider
+    (``qwen3-8b-dashscope``, whose ``model.same_as`` is qwen3-8b) has its paper model's. Where
+    a run's paper cells are looked up; a table's columns keep the config's own name, so a
+    hosted run and a vLLM run of one model never share a cell."""
+    from reme_cli.core.providers import paper_model_of
+
+    return paper_model_label(model) or paper_model_label(paper_model_of(str(model)))
+
+
 def load_paper_tables() -> pd.DataFrame:
     """All paper values; read fresh on each call (a 100-line file) to keep no module state."""
     source = resources.files("reme_cli.report").joinpath("data").joinpath("paper_tables.csv")

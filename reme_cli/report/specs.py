@@ -35,7 +35,7 @@ import yaml
 from reme_cli.core.config import config_dir
 from reme_cli.core.errors import UserError
 from reme_cli.report.columns import method_columns
-from reme_cli.report.paper import paper_model_label
+from reme_cli.report.paper import served_model_label
 
 BLOCK_KEYS = {"title", "paper", "rows", "cost", "published"}
 ROW_KEYS = {"header", "by", "keys", "labels", "otherwise", "flags", "models", "order", "sort"}
@@ -84,7 +84,7 @@ class TableSpec:
             return "on" if flag(value) else "off"
         if key in self.models:
             model = run["model"] if value == "same" else value
-            return paper_model_label(model) or str(model)
+            return served_model_label(model) or str(model)
         return str(value)
 
 

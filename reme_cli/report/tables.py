@@ -12,17 +12,18 @@ its variant (or run id). A partial run is shown with a dagger and explained in a
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Callable
 
 import pandas as pd
 
 from reme_cli.report.benchmarks import bench_rank, benchmark_label, labels_of, seed_metrics_of
-from reme_cli.report.fidelity import departures, embedding_name, fidelity_text
+from reme_cli.report.fidelity import CellCount, departures, embedding_name, fidelity_text
 from reme_cli.report.columns import method_columns
 from reme_cli.report.metrics import as_flag, scored_units
 from reme_cli.report.order import in_run_order, natural_key, suite_ranks
-from reme_cli.report.paper import load_paper_tables, paper_model_label
+from reme_cli.report.paper import load_paper_tables, paper_model_label, served_model_label
 from reme_cli.report.published import load_published, published_text
 from reme_cli.report.specs import TableSpec, numbers_in, table_names, table_spec
 from reme_cli.report.stats import paired_bootstrap
@@ -136,7 +137,7 @@ def _paper_mode(note: object) -> str | None:
 def _paper_cell(paper: pd.DataFrame, spec: TableSpec, run: pd.Series,
                 metric_name: str) -> tuple[float, float | None, str | None] | None:
     """(value, std, mode) the paper reports for this run's cell, if any."""
-    label = paper_model_label(run["model"])
+    label = served_model_label(run["model"])
     if spec.paper_table is None or label is None:
         return None
     hit = paper[(paper["table"] == spec.paper_table) & (paper["model"] == label)
@@ -202,6 +203,18 @@ def run_departures(run: pd.Series, spec: TableSpec) -> list[str]:
                       varied=spec.params, pool_params=pool_params if isinstance(pool_params, dict) else None)
 
 
+def paper_cells(spec: TableSpec, run: Mapping, paper: pd.DataFrame) -> set[tuple[str, str, str, str]]:
+    """The paper's cells (setting, model, benchmark, metric) a run's row fills in ``spec``'s
+    paper table; ``run`` holds what the report's runs frame holds (params, memory, mode,
+    model, benchmark)."""
+    label, model = row_label(spec, run), served_model_label(str(run["model"]))
+    if spec.paper_table is None or label is None or model is None:
+        return set()
+    hit = paper[(paper["table"] == spec.paper_table) & (paper["model"] == model) & (paper["setting"] == label)
+                & (paper["benchmark"] == run["benchmark"])]
+    return {(label, model, str(run["benchmark"]), str(m).lower()) for m in hit["metric"]}
+
+
 def embedding_note(joined: pd.DataFrame) -> str | None:
     """The caption's embedding: what the table's memory runs retrieved with."""
     used = sorted({embedding_name(_params(run)) for _, run in joined.iterrows()
@@ -218,7 +231,7 @@ def _table_notes(joined: pd.DataFrame, spec: TableSpec, cell_notes: list[str], p
                  "and \"Named, not changed\"), or \"authors' setup\"; what the table varies is not a departure.")
     if (joined["model"] == "local").any():
         notes.append(SMOKE_NOTE)
-    paper_models = joined["model"].map(paper_model_label).notna()
+    paper_models = joined["model"].map(served_model_label).notna()
     if spec.paper_table is not None and (paper_models & (joined["k"] != 4)).any():
         notes.append("the paper reports Avg@4/Pass@4; columns with another k show no paper value.")
     for benchmark in sorted(set(joined["benchmark"]), key=bench_rank):
@@ -261,10 +274,12 @@ def layout(metrics: pd.DataFrame, runs: pd.DataFrame, spec: TableSpec) -> pd.Dat
     rows: dict[str, dict] = {}
     cell_notes: list[str] = []
     published = load_published() if spec.published else None
+    count = CellCount()
     for _, run in joined.iterrows():
         cells = rows.setdefault(run["row"], {spec.row_header: run["row"]})
         _fill_cells(cells, run, spec, paper, cell_notes)
         found = run_departures(run, spec)
+        count += CellCount.of(found)
         known = [t for t in cells.get(FIDELITY, "").split("; ") if t and t != fidelity_text([])]
         cells[FIDELITY] = fidelity_text(known + found)
         if published is not None and (text := published_text(run["base"], run["benchmark"], published)):
@@ -279,6 +294,11 @@ def layout(metrics: pd.DataFrame, runs: pd.DataFrame, spec: TableSpec) -> pd.Dat
                       columns=[spec.row_header, *_column_order(joined, columns)]).fillna("")
     df.attrs["title"] = spec.title
     df.attrs["notes"] = _table_notes(joined, spec, cell_notes, PUBLISHED in columns) if len(joined) else []
+    df.attrs["clean_cells"] = count
+    if len(joined):  # beside the column it counts from
+        df.attrs["notes"].append(f"{FIDELITY} count: {count.text()} (a run's Avg@k and Pass@k cells are free when "
+                                 "each departure its column names is low: docs/fidelity.md, \"How far a departure "
+                                 "goes\").")
     return df
 
 

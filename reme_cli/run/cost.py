@@ -1,5 +1,5 @@
 """What a suite will cost before it runs: LLM calls, tokens, wall time, GPU-hours and, for a
-hosted model with prices (``model.price``), US dollars.
+hosted model with prices (``model.price``), money in the price lists' currencies.
 
 Calls are counted from the config the way the code makes them: executor episodes (first
 trials, and the retries a method may make, ``Memory.max_attempts``) and the summarizer calls
@@ -13,8 +13,13 @@ flight, or, for work that must run in order (a dynamic stream's worker chains it
 build that folds training tasks into one memory takes one after another,
 ``Memory.build_in_order``), the chain's latency at the few requests it keeps in flight,
 whichever is longer. Jobs run one after another. A hosted
-provider (``model.kind=openai``) has no GPU: its time is what its limits allow (``llm.rpm``,
-``llm.tpm``) or ``cost.hosted_call_s`` per answer at ``llm.concurrency``, whichever is longer.
+provider (``model.kind=openai``) has no GPU: its time is the largest of three bounds (and a
+chain's, for work in order), and the estimate names the one that binds (``HostedTime``): the
+token bound (tokens / ``llm.tpm``), the request bound (calls / ``llm.rpm``) and the latency
+bound (calls x ``cost.hosted_call_s`` / the requests in flight: ``llm.concurrency``, or the
+adaptive ceiling, ``llm/inflight.py``, when it adapts: it rises until a rate binds). The
+money is in each price list's currency (``model.price.currency``; USD at a ``usd_rate`` the
+user sets), the embedding's tokens included (``embedding.price``).
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from omegaconf.errors import OmegaConfBaseException
 from reme_cli.core.config import Config
 from reme_cli.core.errors import UserError
 from reme_cli.core.registry import METHODS
+from reme_cli.llm.inflight import most_in_flight
 from reme_cli.methods.base import Memory, find_method, method_class
 from reme_cli.methods.hooks import CostGuess, Guess, expected_attempts
 from reme_cli.run import calibration
@@ -65,6 +71,13 @@ class Assumptions:
     summarizer_prompt_tokens: float = 3000.0
     summarizer_completion_tokens: float = 1000.0
     hosted_call_s: float = 20.0  # seconds one hosted answer takes, thinking included (a guess)
+    # Where hosted_call_s came from, as the plan says it: "assumed" (the default above),
+    # "cost.hosted_call_s as given", or a kept measurement's "calibrated on DATE against HOST"
+    # (``basis``). Not a cost.* key.
+    hosted_call_s_source: str = "assumed"
+    # Tokens a unit with a memory method embeds (queries, new memories; a guess): priced at
+    # embedding.price for a hosted embedding.
+    embedding_tokens: float = 300.0
     tokens_per_s: float | None = None  # generated, at llm.concurrency (None: calibration or table)
     prompt_tokens_per_s: float | None = None
     gpus: int | None = None  # per server (None: model.tensor_parallel, auto sized to this node's GPUs, else 1)
@@ -94,7 +107,7 @@ def split_overrides(overrides: list[str]) -> tuple[Assumptions, list[str]]:
     the rest, for the runs."""
     mine = [o[len(PREFIX):] for o in overrides if o.startswith(PREFIX)]
     rest = [o for o in overrides if not o.startswith(PREFIX)]
-    shared = {f.name for f in fields(Assumptions)} - {"own", "given"}
+    shared = {f.name for f in fields(Assumptions)} - {"own", "given", "hosted_call_s_source"}
     methods = methods_guesses() if any(item.split("=", 1)[0] not in shared for item in mine) else {}
     for item in mine:
         key = item.split("=", 1)[0]
@@ -110,6 +123,10 @@ def split_overrides(overrides: list[str]) -> tuple[Assumptions, list[str]]:
         out.given = [item.split("=", 1)[0] for item in mine]
     except (OmegaConfBaseException, ValueError) as exc:
         raise UserError(f"bad {PREFIX}* value: {str(exc).splitlines()[0]}") from None
+    if any(item.split("=", 1)[0] == "hosted_call_s" for item in mine):
+        out.hosted_call_s_source = f"{PREFIX}hosted_call_s as given"
+    if out.hosted_call_s <= 0:
+        raise UserError(f"{PREFIX}hosted_call_s must be more than 0 seconds")
     if not 0.0 <= out.success_rate <= 1.0 or not 0.0 <= out.prefix_cached_share <= 1.0:
         raise UserError(f"{PREFIX}success_rate and {PREFIX}prefix_cached_share must be between 0 and 1")
     if out.calibration:
@@ -236,14 +253,11 @@ def rates_for(cfg: Config, a: Assumptions) -> Rates | None:
     if base is None and (a.tokens_per_s is None or a.prompt_tokens_per_s is None):
         raise UserError(f"model {cfg.model.name} has no throughput table: set both {PREFIX}tokens_per_s and "
                         f"{PREFIX}prompt_tokens_per_s, or {PREFIX}calibration=FILE")
-    c = cfg.llm.concurrency
+    c = most_in_flight(cfg.llm.concurrency)
     # A rate given for llm.concurrency scales to fewer requests in flight like the table does.
     gen = {c: a.tokens_per_s} if a.tokens_per_s is not None else base.generated  # type: ignore[union-attr]
     prm = {c: a.prompt_tokens_per_s} if a.prompt_tokens_per_s is not None else base.prompt  # type: ignore[union-attr]
     return Rates(gen, prm, f"{PREFIX}tokens_per_s / {PREFIX}prompt_tokens_per_s as given")
-
-
-ASSUMED = "assumed"
 
 
 @dataclass
@@ -266,8 +280,8 @@ def basis(cfg: Config, a: Assumptions) -> Basis:
         return Basis(a, rates, rates.source if rates is not None else "no rates for this model")
     kept = calibration.kept(cfg, a.calibration)
     if kept is None or kept.seconds_per_answer is None or "hosted_call_s" in a.given:
-        return Basis(a, None, ASSUMED if "hosted_call_s" not in a.given else f"{PREFIX}hosted_call_s as given")
-    return Basis(replace(a, hosted_call_s=kept.seconds_per_answer), None, kept.label)
+        return Basis(a, None, a.hosted_call_s_source)  # "assumed", or "cost.hosted_call_s as given"
+    return Basis(replace(a, hosted_call_s=kept.seconds_per_answer, hosted_call_s_source=kept.label), None, kept.label)
 
 
 def gpus_per_server(cfg: Config, a: Assumptions) -> int:
@@ -286,13 +300,28 @@ def gpus_per_server(cfg: Config, a: Assumptions) -> int:
 
 # ------------------------------------------------------------------------------ time
 @dataclass
+class HostedTime:
+    """A hosted provider's hours and the bound that sets them."""
+
+    seconds: float
+    bound: str  # tokens | requests | latency | chain
+    in_flight: int  # the requests in flight the latency bound assumes
+
+
+BOUND_WORDS = {"tokens": "the token bound (llm.tpm)", "requests": "the request bound (llm.rpm)",
+               "latency": "the latency bound (cost.hosted_call_s at the requests in flight)",
+               "chain": "the latency of the work done in order (one answer at a time)"}
+
+
+@dataclass
 class Estimate:
     calls: Calls
     prompt_tokens: float
     completion_tokens: float
     wall_s: float | None  # None: no rates for this model
     gpus: int  # 0: a hosted model
-    usd: float | None = None  # a hosted model with prices; None: unknown
+    cost: dict[str, float] | None = None  # a hosted model with prices, by currency; None: unknown
+    hosted: HostedTime | None = None
 
     @property
     def gpu_hours(self) -> float | None:
@@ -317,11 +346,18 @@ def summarizer_prices(cfg: Config) -> Any:
     return Prices.of(serve_model(cfg).price)
 
 
-def dollars(cfg: Config, calls: Calls, a: Assumptions) -> float | None:
-    """USD at the prices of the executor's and the summarizer's models; None if either is
-    unknown. The executor's replies are priced as thinking when it thinks on this benchmark;
-    the summarizer's, sent no switch (the authors' service sent none), as thinking too: the
-    dearer of the two, since the endpoint's default is not documented."""
+def embeds(cfg: Config, build: bool = False) -> bool:
+    """Whether a run (or, ``build``, a pool build) embeds at all: a memory method's queries and
+    memories."""
+    return cfg.memory.name != "none" and (build or cfg.eval.mode != "none")
+
+
+def money(cfg: Config, calls: Calls, a: Assumptions, units: int = 0, build: bool = False) -> dict[str, float] | None:
+    """The cost at the prices of the executor's and the summarizer's models, and of a priced
+    embedding, by currency; None if a model's price is unknown. The executor's replies are
+    priced as thinking when it thinks on this benchmark; the summarizer's, sent no switch (the
+    authors' service sent none), as thinking too: the dearer of the two, since the endpoint's
+    default is not documented."""
     from reme_cli.llm.spend import Prices
 
     ex = Prices.of(cfg.model.price)
@@ -330,21 +366,32 @@ def dollars(cfg: Config, calls: Calls, a: Assumptions) -> float | None:
         return None
     thinking = cfg.model.thinking if cfg.benchmark.thinking is None else cfg.benchmark.thinking
     summ_thinking = cfg.summarizer.thinking is not False
-    return (ex.cost(calls.executor * a.prompt_tokens, calls.executor * a.completion_tokens, bool(thinking))
-            + summ.cost(calls.summarizer * a.summarizer_prompt_tokens,
-                        calls.summarizer * a.summarizer_completion_tokens, summ_thinking))
+    out: dict[str, float] = {}
+    for prices, amount in (
+            (ex, ex.cost(calls.executor * a.prompt_tokens, calls.executor * a.completion_tokens, bool(thinking))),
+            (summ, summ.cost(calls.summarizer * a.summarizer_prompt_tokens,
+                             calls.summarizer * a.summarizer_completion_tokens, summ_thinking))):
+        out[prices.currency] = out.get(prices.currency, 0.0) + amount
+    embedding = Prices.of(cfg.embedding.price, input_only=True)
+    if embedding is not None and embeds(cfg, build):
+        out[embedding.currency] = out.get(embedding.currency, 0.0) + embedding.cost(units * a.embedding_tokens, 0, False)
+    return out
 
 
-def hosted_seconds(cfg: Config, calls: Calls, a: Assumptions, prompt: float, completion: float) -> float:
-    """A hosted provider's time: what rpm/tpm allow, answers of ``hosted_call_s`` at
-    ``llm.concurrency`` in flight, or the longest chain one answer at a time."""
+def hosted_time(cfg: Config, calls: Calls, a: Assumptions, prompt: float, completion: float) -> HostedTime:
+    """A hosted provider's time: the largest of what tpm allows, what rpm allows, and answers
+    of ``hosted_call_s`` at the requests in flight (``llm.concurrency``, or the adaptive
+    ceiling: adaptive in-flight rises until a rate binds, so only a ceiling too low for
+    the latency makes this bound the largest); and the longest chain, one answer at a time."""
     total = calls.executor + calls.summarizer
-    limits = [total / cfg.llm.rpm * 60 if cfg.llm.rpm else 0.0,
-              (prompt + completion) / cfg.llm.tpm * 60 if cfg.llm.tpm else 0.0,
-              total * a.hosted_call_s / cfg.llm.concurrency]
+    in_flight = most_in_flight(cfg.llm.concurrency)
+    bounds = {"tokens": (prompt + completion) / cfg.llm.tpm * 60 if cfg.llm.tpm else 0.0,
+              "requests": total / cfg.llm.rpm * 60 if cfg.llm.rpm else 0.0,
+              "latency": total * a.hosted_call_s / in_flight}
     if calls.chains:
-        limits.append((calls.chain_executor + calls.chain_summarizer) * a.hosted_call_s)
-    return max(limits)
+        bounds["chain"] = (calls.chain_executor + calls.chain_summarizer) * a.hosted_call_s
+    bound = max(bounds, key=lambda k: bounds[k])
+    return HostedTime(bounds[bound], bound, in_flight)
 
 
 def _seconds(executor: float, summarizer: float, a: Assumptions, rates: Rates, inflight: float) -> float:
@@ -354,15 +401,17 @@ def _seconds(executor: float, summarizer: float, a: Assumptions, rates: Rates, i
     return prefill / rates.at(inflight, prompt=True) + decode / rates.at(inflight)
 
 
-def estimate(cfg: Config, calls: Calls, a: Assumptions, rates: Rates | None) -> Estimate:
+def estimate(cfg: Config, calls: Calls, a: Assumptions, rates: Rates | None, units: int = 0,
+             build: bool = False) -> Estimate:
+    """``units``: the run's (or, ``build``, the pool build's) units, what its embedding is priced by."""
     prompt = calls.executor * a.prompt_tokens + calls.summarizer * a.summarizer_prompt_tokens
     completion = calls.executor * a.completion_tokens + calls.summarizer * a.summarizer_completion_tokens
     if hosted(cfg):
-        return Estimate(calls, prompt, completion, hosted_seconds(cfg, calls, a, prompt, completion), 0,
-                        dollars(cfg, calls, a))
+        time = hosted_time(cfg, calls, a, prompt, completion)
+        return Estimate(calls, prompt, completion, time.seconds, 0, money(cfg, calls, a, units, build), time)
     wall = None
     if rates is not None:
-        c = cfg.llm.concurrency
+        c = most_in_flight(cfg.llm.concurrency)
         wall = _seconds(calls.executor, calls.summarizer, a, rates, c)
         if calls.chains:
             # Each chain has one request in flight at a time; k chains share the server.
@@ -375,4 +424,4 @@ def estimate(cfg: Config, calls: Calls, a: Assumptions, rates: Rates | None) -> 
 def as_row(e: Estimate) -> dict[str, Any]:
     return {"executor_max": e.calls.executor_max, "executor": e.calls.executor, "summarizer": e.calls.summarizer,
             "tokens": e.prompt_tokens + e.completion_tokens, "wall_h": None if e.wall_s is None else e.wall_s / 3600,
-            "gpu_h": e.gpu_hours, "usd": e.usd}
+            "gpu_h": e.gpu_hours, "cost": e.cost, "bound": e.hosted.bound if e.hosted else None}

@@ -24,8 +24,10 @@ from reme_cli.core.config import Config, config_hash, to_dict
 from reme_cli.core.errors import RunAborted, UserError, os_error_message
 from reme_cli.core.io import write_json_atomic
 from reme_cli.llm.client import ChatClient
+from reme_cli.llm.embed import EMBED_SPEND
 from reme_cli.llm.embed import identity as embedding_identity
 from reme_cli.llm.endpoint import Endpoint, endpoint, make_client
+from reme_cli.llm.spend import Prices
 from reme_cli.run.lock import DirLock
 from reme_cli.run.progress import RunProgress
 from reme_cli.run.records import RunDir
@@ -138,8 +140,13 @@ class RunLifecycle:
         client = make_client(self.cfg, ep)
         meter = client.meter
         if meter is not None:  # a resumed run's budget counts what its earlier sessions spent
-            meter.spent = float((run_dir.manifest().get("spend") or {}).get("usd") or 0.0)
+            meter.resume(run_dir.manifest().get("spend") or {})
             progress.spend = lambda: meter.spent
+            embedding = Prices.of(self.cfg.embedding.price, input_only=True)
+            if self.cfg.embedding.kind == "openai" and embedding is not None:
+                meter.require_usd(embedding, "embedding.price")
+                EMBED_SPEND.set((meter, embedding))  # this task's context: the run's work inherits it
+        progress.rates = client.throughput.line
         # Spend and what answered go to the manifest as units end, so a kill -9 loses little of it.
         progress.on_advance = lambda: self._record_llm(run_dir, client)
         user_model, own = None, None
@@ -157,10 +164,11 @@ class RunLifecycle:
             self._record_llm(run_dir, client)
 
     def _record_llm(self, run_dir: RunDir, client: ChatClient) -> None:
-        """The manifest's ``spend`` (USD at model.price, this run's sessions together) and
+        """The manifest's ``spend`` (at model.price, this run's sessions together),
         ``served`` (the models and fingerprints that answered this session, and whether
-        either changed)."""
-        fields: dict[str, Any] = {"served": client.usage.served()}
+        either changed) and ``throughput`` (requests in flight, requests and tokens a minute
+        against llm.rpm / llm.tpm, 429s)."""
+        fields: dict[str, Any] = {"served": client.usage.served(), "throughput": client.throughput.record()}
         if client.meter is not None:
             fields["spend"] = client.meter.record()
         with contextlib.suppress(OSError):  # a full disk: the unit records are what counts

@@ -14,6 +14,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from reme_cli.llm.spend import money
 from reme_cli.run.records import UnitRecord
 
 
@@ -33,7 +34,8 @@ class RunProgress:
         )
         self._task = None
         self.finished = self.successes = self.errors = self.tokens = 0
-        self.spend: Callable[[], float] | None = None  # USD so far (a hosted model with prices)
+        self.spend: Callable[[], dict[str, float]] | None = None  # by currency (a hosted model with prices)
+        self.rates: Callable[[], str] | None = None  # in flight, requests and tokens a minute (llm/throughput.py)
         self.on_advance: Callable[[], None] | None = None  # after each recorded unit
 
     def start(self, total: int, done: list[UnitRecord]) -> None:
@@ -62,6 +64,7 @@ class RunProgress:
     def _stats(self) -> str:
         rate = self.successes / self.finished if self.finished else 0.0
         err = f" errors {self.errors}" if self.errors else ""
-        spent = self.spend() if self.spend is not None else 0.0
-        usd = f"  ${spent:,.2f}" if spent else ""
-        return f"success {rate:.1%}  tokens {self.tokens:,}{usd}{err}"
+        spent = self.spend() if self.spend is not None else {}
+        money_ = f"  {money(spent)}" if any(spent.values()) else ""
+        rates = self.rates() if self.rates is not None else ""
+        return f"success {rate:.1%}  tokens {self.tokens:,}{money_}{err}" + (f"  {rates}" if rates else "")

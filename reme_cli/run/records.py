@@ -110,6 +110,9 @@ class RunDir:
                     cfg_file.unlink(missing_ok=True)
                 exc.filename = exc.filename or str(cfg_file)
                 raise
+        # The unit records are what makes the folder a run (core.run_log.find_runs): a tracker
+        # is sent the config and manifest, never them. Empty until a unit ends.
+        (run.path / TRIALS_FILE).touch()
         return run
 
     def check(self) -> RunLog:

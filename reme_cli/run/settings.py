@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from reme_cli.agent.protocols import make_protocol, protocol_name
@@ -43,9 +44,12 @@ def request_record(cfg: Config, temperature: float | None = None) -> dict[str, A
         sent["extra_body"] = extra
     if cfg.model.parallel_tool_calls is not None:
         sent["parallel_tool_calls"] = f"{str(cfg.model.parallel_tool_calls).lower()} (with tools)"
+    if cfg.model.tool_choice is not None:
+        sent["tool_choice"] = f"{json.dumps(cfg.model.tool_choice)} (with tools)"
     # How requests travel: the same answer is recorded either way.
     sent["stream"] = {"auto": "when thinking is on", "always": "always", "never": "never"}[cfg.llm.stream]
-    return {"sent": sent, "not_sent": [k for k, v in values.items() if v is None]}
+    not_sent = [k for k, v in values.items() if v is None] + (["tool_choice"] if cfg.model.tool_choice is None else [])
+    return {"sent": sent, "not_sent": not_sent}
 
 
 def _step_limit(*limits: int | None) -> int | None:

@@ -10,9 +10,21 @@ from typing import Any
 from rich.table import Table
 
 from reme_cli.bench.base import Benchmark
+from reme_cli.llm.client import NO_SERVER
 from reme_cli.run.records import UnitRecord
 
 UNSANDBOXED_NOTE = "sandbox: none (benchmark.sandbox=none: the model's code ran on the host)"
+
+
+def replay_notes(usage: dict[str, Any]) -> list[str]:
+    """A line for the final table when no request of this session reached a server: every
+    answer was replayed from the response cache, or none was asked (``usage``: the session's
+    calls and cached calls, ``RunLifecycle.usage``)."""
+    if not usage or usage.get("calls", 0) != usage.get("cached_calls", 0):
+        return []
+    n = usage.get("calls", 0)
+    return [f"{NO_SERVER}: " + (f"all {n} answers were replayed from the response cache" if n
+                                else "no unit was left to run")]
 
 
 def sandbox_notes(bench: Benchmark) -> list[str]:

@@ -39,9 +39,11 @@ where reme relies on it: a wrong bearer key gets HTTP 401 (``invalid_api_key``);
 it; a thinking request's answer starts with reasoning; streamed answers come in small
 pieces (reasoning, content and each tool call's arguments split across chunks, two tool
 calls' pieces sharing a chunk); every ``rate_limit_every``-th chat request gets HTTP 429
-with ``Retry-After``; the first ``cut_streams`` streamed answers break off midway; and
-``system_fingerprint`` and ``headers`` (rate-limit headers, say) are sent when given;
-``/v1/models`` is not served. Only behaviour,
+with ``Retry-After``; past ``rate_limit_rps`` chat requests in one clock second the rest of
+that second get HTTP 429 (``Throttling.RateQuota``) with ``Retry-After`` (DashScope may
+enforce RPM/60 a second), counted per second at ``GET /scripted/stats``; the first
+``cut_streams`` streamed answers break off midway; and ``system_fingerprint`` and ``headers``
+(rate-limit headers, say) are sent when given; ``/v1/models`` is not served. Only behaviour,
 never the provider's model.
 
 ``/v1/embeddings`` answers every policy with deterministic vectors (``scripted_vector``: the
@@ -69,7 +71,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Protocol
 
@@ -323,14 +325,21 @@ class Provider:
     rate_limit_every: int = 0  # every n-th chat request: 429 with Retry-After (0: never)
     retry_after: str = "1"
     cut_streams: int = 0  # the first n streamed answers break off after a few chunks
-    piece: int = 7  # characters per streamed piece
+    piece: int | None = 7  # characters per streamed piece (None: each field whole)
     fingerprint: str | None = None
     headers: dict[str, str] | None = None  # sent with every answer (a provider's x-ratelimit-* headers)
+    rate_limit_rps: int = 0  # chat requests admitted per clock second; the rest get 429 (0: no limit)
+    # clock second -> [admitted, throttled] chat requests (rate_limit_rps's count)
+    per_second: dict[int, list[int]] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def refusal(self, body: dict[str, Any], headers: Mapping[str, str], count: int) -> tuple[int, dict, dict] | None:
         """(status, error body, headers) when the provider refuses the request, else None."""
         if headers.get("authorization") != f"Bearer {self.api_key}":
             return 401, _err("Invalid API-key provided.", "invalid_request_error", "invalid_api_key"), {}
+        if self._over_rate():
+            return 429, _err("Requests rate limit exceeded, please try again later.", "Throttling.RateQuota",
+                             "Throttling.RateQuota"), {"Retry-After": self.retry_after}
         if self.rate_limit_every and count % self.rate_limit_every == 0:
             return 429, _err("Requests rate limit exceeded, please try again later.", "Throttling.RateQuota",
                              "Throttling.RateQuota"), {"Retry-After": self.retry_after}
@@ -338,6 +347,15 @@ class Provider:
             return 400, _err("parameter.enable_thinking must be set to false for non-streaming calls",
                              "invalid_request_error", "invalid_parameter_error"), {}
         return None
+
+    def _over_rate(self) -> bool:
+        """Count this request in its clock second; True past ``rate_limit_rps`` in it."""
+        second = int(time.time())
+        with self._lock:
+            counts = self.per_second.setdefault(second, [0, 0])
+            over = bool(self.rate_limit_rps) and counts[0] >= self.rate_limit_rps
+            counts[over] += 1
+        return over
 
 
 def _err(message: str, kind: str, code: str) -> dict[str, Any]:
@@ -432,6 +450,10 @@ class _Handler(BaseHTTPRequestHandler):
         path = self.path.split("?", 1)[0].rstrip("/")
         if path in ("/health", "/v1/health"):
             self._send(200, {"status": "ok"})
+        elif path == "/scripted/stats" and isinstance(self.server.provider, Provider):
+            with self.server.provider._lock:
+                counts = {str(k): list(v) for k, v in self.server.provider.per_second.items()}
+            self._send(200, {"per_second": counts, "rate_limit_rps": self.server.provider.rate_limit_rps})
         elif path == "/v1/models" and self.server.provider is not None:
             # A provider need not list its models: reme must not depend on it.
             self._error(404, "no model list here (a provider's compatible mode need not have one)")
@@ -670,6 +692,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--retry-after", default="1", help="--provider: the 429's Retry-After")
     parser.add_argument("--cut-streams", type=int, default=0, help="--provider: break off the first n streams")
     parser.add_argument("--fingerprint", help="--provider: the system_fingerprint its answers carry")
+    parser.add_argument("--rate-limit-rps", type=int, default=0,
+                        help="--provider: chat requests admitted per clock second; the rest get 429")
+    parser.add_argument("--stream-piece", type=int, default=7,
+                        help="--provider: characters per streamed piece (0: each field in one chunk)")
     common = set(vars(parser.parse_args([])))  # the server's own options; the rest are the policies'
     replays = REPLAY_POLICIES.names()
     for replay in replays:  # each replay policy declares its own options (e.g. a data root)
@@ -688,7 +714,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.overflow or args.truncate:
         policy = FaultPolicy(policy, overflow=args.overflow, truncate=args.truncate)
     provider = Provider(args.api_key, args.rate_limit_every, args.retry_after, args.cut_streams,
-                        fingerprint=args.fingerprint) if args.provider else None
+                        piece=args.stream_piece or None, fingerprint=args.fingerprint,
+                        rate_limit_rps=args.rate_limit_rps) if args.provider else None
     server = ScriptedServer(policy, delay=args.delay, port=args.port, refuse_chat=args.refuse_chat,
                             max_model_len=args.max_model_len, embedding_faults=args.embedding_fault,
                             max_embedding_inputs=args.max_embedding_inputs, provider=provider)

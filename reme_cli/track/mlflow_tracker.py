@@ -1,7 +1,8 @@
 """MLflow as reme's tracker (``tracker=mlflow``), through MLflow's own client.
 
 The default store is a local SQLite database beside the runs (``sqlite:///runs/mlflow.db``:
-a real MLflow backend store, no server), with the artifacts in ``mlartifacts/`` beside it;
+a real MLflow backend store, no server), with the artifacts in ``.mlartifacts/`` beside it
+(hidden: their copies of a run's files are out of the way of the folders reme reads runs from);
 ``tracker.uri=http://HOST:5000`` logs to a server. A suite's or sweep's run is the parent
 of its runs (MLflow's ``mlflow.parentRunId`` tag).
 
@@ -26,6 +27,7 @@ from reme_cli.core.errors import UserError
 INSTALL = "pip install -c constraints.txt -e '.[mlflow]' from the reme checkout (or pip install mlflow-skinny sqlalchemy alembic)"
 _STATUS = {"finished": "FINISHED", "failed": "FAILED", "killed": "KILLED"}
 _BATCH = 100  # MLflow takes at most 100 params or tags per batch (1000 metrics)
+ARTIFACTS = ".mlartifacts"  # a local store's artifacts, beside its database
 
 
 def _client(cfg: TrackerCfg) -> Any:
@@ -83,7 +85,7 @@ class MLflowTracker:
             return found.experiment_id
         artifacts = None
         if self.uri.startswith("sqlite:///"):  # beside the database, not ./mlruns of whatever folder reme ran in
-            artifacts = (Path(self.uri.removeprefix("sqlite:///")).parent / "mlartifacts").as_uri()
+            artifacts = (Path(self.uri.removeprefix("sqlite:///")).parent / ARTIFACTS).as_uri()
         try:
             return self.client.create_experiment(self.cfg.project, artifact_location=artifacts)
         except MlflowException:  # another run created it meanwhile

@@ -1,7 +1,8 @@
 """Weights & Biases as reme's tracker (``tracker=wandb``), through the wandb package.
 
 Offline by default (``tracker.mode=offline``): each run is written under
-``tracker.dir``/wandb/ (runs_root by default) and uploaded later with ``wandb sync DIR``;
+``tracker.dir``/wandb/ (runs_root/.wandb by default: hidden, out of the way of the folders reme
+reads runs from) and uploaded later with ``wandb sync DIR``;
 ``tracker.mode=online`` logs live after ``wandb login``. A suite's or sweep's runs are one W&B
 group (the suite's or study's name), with the suite's own run in it. Final numbers go to the
 run's summary; series (a dynamic run's streams, a study's trials) are logged against ``reme/step``.

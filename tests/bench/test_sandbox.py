@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+from dataclasses import replace
 
 import pytest
 
@@ -178,3 +179,46 @@ def test_a_layout_that_cannot_start_is_named_not_a_missing_bubblewrap(tmp_path):
         sandbox.find_binary(layout, ["/bin/ls", "/appworld/data"])
     line = str(refused.value)
     assert "Permission denied" in line and "/appworld/data" in line and "pip install" not in line, line
+
+
+@pytest.mark.slow
+def test_every_writable_mount_is_bounded_in_bytes_and_in_inodes(tmp_path):
+    """tmpfs's size= counts data, not the ~1.3 KB of kernel memory each file, directory or
+    link pins: reme mounts each tmpfs itself with nr_inodes (bwrap's --tmpfs takes a size
+    only), the scratch space and /dev/shm alike, owned by the sandbox's uid."""
+    layout = sandbox.Bwrap(scratch=(sandbox.Tmpfs("/scratch", 1 << 20, 50),))
+    fill = ("for d in /scratch /dev/shm; do i=0; while [ $i -lt 5000 ] && true 2>/dev/null > $d/f$i; do i=$((i+1)); "
+            "done; echo $d $i; done; stat -c '%u %a' /scratch")
+    out = run(layout, ["/bin/sh", "-c", fill])
+    assert out.returncode == 0, out.stderr
+    # The mount's root is one of its inodes.
+    assert out.stdout.split("\n")[:3] == ["/scratch 49", f"/dev/shm {sandbox.SHM_INODES - 1}",
+                                          f"{sandbox.SANDBOX_UID} 755"], out
+    assert "No space left on device" not in out.stderr  # the shell's redirections were silenced
+    assert sandbox.find_binary(layout).mounts == "own"
+
+
+def test_where_only_bwrap_may_make_a_user_namespace_its_tmpfs_is_the_fallback(monkeypatch):
+    """Ubuntu 24.04 lets only binaries with an AppArmor profile make a user namespace: reme
+    (not root) cannot mount its own tmpfs there, so bwrap's --size tmpfs serves, its inodes
+    unbounded, and the binary found says so (the manifest records it)."""
+    monkeypatch.setattr(sandbox, "as_root", lambda: False)
+    monkeypatch.setattr(sandbox, "version_of", lambda path: "bubblewrap 0.11.0")
+    tried = []
+
+    def refused_to_reme(layout, binary, probe):
+        tried.append(binary.mounts)
+        return "reme: preparing the sandbox: Operation not permitted" if binary.mounts == "own" else None
+
+    monkeypatch.setattr(sandbox, "_try", refused_to_reme)
+    layout = sandbox.Bwrap(scratch=(sandbox.Tmpfs("/scratch", 1 << 20, 50),))
+    found = sandbox.find_binary(layout)
+    assert (found.mounts, tried) == ("bwrap", ["own", "bwrap"])
+    launch = layout.launch(["/bin/true"], found)
+    assert launch.tmpfs == () and launch.staged == ()
+    argv = " ".join(launch.argv)
+    assert f"--size {1 << 20} --tmpfs /scratch" in argv and f"--size {sandbox.SHM_BYTES} --tmpfs /dev/shm" in argv
+    # Where reme may: its own mounts, bound by bwrap.
+    mounted = layout.launch(["/bin/true"], replace(found, mounts="own"))
+    assert [m.inside for m, _ in mounted.tmpfs] == ["/dev/shm", "/scratch"] and mounted.own_userns
+    assert "--bind /dev/shm/tmpfs-1 /scratch" in " ".join(mounted.argv)

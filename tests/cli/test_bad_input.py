@@ -294,7 +294,7 @@ def test_a_read_only_run_directory_is_refused_and_left_as_it_was(tmp_path, serve
                       ["eval", *REPLAY, f"llm.base_url={server.base_url}", "out_dir=run"],
                       cache=base.parent / ".reme_cache")
     line = assert_one_line(proc, 2)
-    assert "read-only" in line and "manifest.json" in line
+    assert "read-only" in line and "choose a writable directory" in line
     assert {p.name: p.read_bytes() for p in run.iterdir()} == before
     assert not (tmp_path / ".run.lock").exists()
 
@@ -324,6 +324,40 @@ def test_a_full_disk_stops_the_run_with_exit_4_and_an_interrupted_manifest(tmp_p
     assert done.returncode == 0, done.stderr[-3000:]
     assert [json.loads(l)["unit"] for l in (tmp_path / "run" / "trials.jsonl").read_text().splitlines()] == \
         ["s0/r0/multi_turn_base_0"]
+
+
+@pytest.mark.slow
+def test_a_disk_that_fills_during_a_resume_keeps_every_finished_unit(tmp_path, server):
+    """A run with one of its two units finished, resumed on a disk with room for its lock
+    alone: the second unit's record does not fit, exit 4 and one line; the first unit's
+    record is as it was, byte for byte, and on a disk with room the same command finishes."""
+    two = [*(a for a in REPLAY if not a.startswith("benchmark.task_ids")),
+           "benchmark.task_ids=[multi_turn_base_0,multi_turn_base_2]", f"llm.base_url={server.base_url}"]
+    cache = {"REME_CACHE_DIR": str(tmp_path / ".reme_cache")}
+    made = tmp_path / "made"
+    made.mkdir()
+    run_reme(["eval", *two, "out_dir=run"], made, env=cache, check=True)
+    first = (made / "run" / "trials.jsonl").read_text().splitlines(keepends=True)[0]
+    (made / "run" / "trials.jsonl").write_text(first)  # as a run stopped after its first unit
+    disk, after = tmp_path / "disk", tmp_path / "after"
+    disk.mkdir()
+    after.mkdir()
+    pages = sum(-(-p.stat().st_size // 4096) for p in (made / "run").iterdir()) + 1  # and the lock
+    cli = shlex.join([sys.executable, "-m", "reme_cli.cli", "eval", *two, f"out_dir={disk / 'run'}"])
+    q = shlex.quote
+    script = f"cp -a {q(str(made))}/. {q(str(disk))}/ && {cli}; code=$?; cp -a {q(str(disk))}/. {q(str(after))}/; exit $code"
+    proc = subprocess.run([*_bwrap("--size", str(pages * 4096), "--tmpfs", str(disk)), "sh", "-c", script],
+                          cwd=tmp_path, env={**os.environ, **cache}, capture_output=True, text=True, timeout=300)
+    line = assert_error_line(proc, 4)
+    assert "trials.jsonl: the disk is full" in line and "rerun the same command" in line
+    assert (after / "run" / "trials.jsonl").read_text().startswith(first)  # a torn line after it is cut on resume
+    assert json.loads((after / "run" / "manifest.json").read_text())["status"] == "interrupted"
+    assert not (after / ".run.lock").exists()
+    shutil.move(after / "run", tmp_path / "run")
+    done = run_reme(["eval", *two, "out_dir=run"], tmp_path, env=cache)
+    assert done.returncode == 0, done.stderr[-3000:]
+    lines = (tmp_path / "run" / "trials.jsonl").read_text().splitlines(keepends=True)
+    assert lines[0] == first and [json.loads(l)["task_id"] for l in lines] == ["multi_turn_base_0", "multi_turn_base_2"]
 
 
 # ------------------------------------------------------------------ what was refused by mistake

@@ -108,14 +108,14 @@ def test_table3_dry_run_prints_the_exact_plan(reme):
     # 2 variants without reflection: 12 units x 30; 2 with it: 12 x 3 trials x 30
     assert "1 pool(s) to build or import, 4 run(s), 48 units, at most 2880 executor LLM calls" in released
     assert "start: released (suite.start=built for the other)" in released
-    assert "import pool reme - official:bfcl/qwen3-8b released 0 0" in released
+    assert "import pool reme - official:bfcl/qwen3-8b released - 0 0" in released
     # ... or built here from 3 train tasks x 2 samples = 6 more (one trial each)
     assert "1 pool(s) to build or import, 4 run(s), 54 units, at most 3060 executor LLM calls" in built
-    assert "build pool reme - - built 6 180" in built
+    assert "build pool reme - - built - 6 180" in built
     for label, most in (("full_addition", 360), ("selective_addition", 360), ("plus_reflection", 1080),
                         ("plus_deletion", 1080)):
-        assert f"eval {label} dynamic reme released 12 {most}" in released
-        assert f"eval {label} dynamic reme built 12 {most}" in built
+        assert f"eval {label} dynamic reme released - 12 {most}" in released
+        assert f"eval {label} dynamic reme built - 12 {most}" in built
     assert not (reme.cwd / "runs").exists()
 
 
@@ -147,8 +147,8 @@ def test_a_suite_starts_from_the_released_pool_of_its_benchmark_and_model(reme, 
     args = ("ablate", str(suite), "model=qwen3-8b", "embedding=minilm", "benchmark.release=current",
             f"llm.base_url={server.base_url}", "llm.model=replay", "benchmark.limit=1", "eval.runs=1", "eval.seeds=1")
     plan_text = re.sub(r"[\s│]+", " ", reme(*args, "--dry-run", check=True, env={"COLUMNS": "200"}).stderr)
-    assert "import pool released - official:bfcl/qwen3-8b released 0 0" in plan_text
-    assert "import pool named - official:bfcl/qwen3-14b released 0 0" in plan_text
+    assert "import pool released - official:bfcl/qwen3-8b released - 0 0" in plan_text
+    assert "import pool named - official:bfcl/qwen3-14b released - 0 0" in plan_text
     suite.write_text("table: topk\npools: {released: official}\nvariants:\n  fixed: {mode: fixed, pool: released}\n")
     reme(*args, check=True)
     root = next((reme.cwd / "runs" / "ablate").iterdir())

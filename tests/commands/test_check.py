@@ -166,3 +166,21 @@ def test_check_starts_the_embedded_model_as_eval_would_and_stops_it(reme):
     (point,) = kept["points"]
     assert point["concurrency"] == 1 and point["generated_tokens_per_s"] > 0 and point["prompt_tokens_per_s"] > 0
     assert processes(choose().module, f"REME_CACHE_DIR={reme.cwd / '.reme_cache'}") == []
+
+
+@pytest.mark.slow  # the CLI composes BFCL's benchmark: a platform probe starts `uname`
+def test_a_server_that_does_not_answer_fails_the_check_with_exit_4_not_as_bad_input(reme):
+    """`reme eval` refuses an unreachable llm.base_url as bad input (exit 2: fix the URL); for the
+    check it is what it exists to find, a failed probe (exit 4), said in its table."""
+    import socket
+
+    with socket.socket() as s:  # a loopback port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = reme("check", "model=qwen3-8b", "embedding=minilm", "benchmark.release=current",
+                f"llm.base_url=http://127.0.0.1:{port}/v1", env={"COLUMNS": "250"})
+    assert proc.returncode == 4, proc.stderr
+    err = _plain(proc.stderr)
+    assert "FAIL" in err and f"cannot reach the LLM server at http://127.0.0.1:{port}/v1" in err
+    assert "check failed: the server does not answer" in err and proc.stdout.strip() == ""
+    assert not (reme.cwd / ".reme_cache" / "calibration").exists()

@@ -79,21 +79,37 @@ def test_a_corrupted_call_fails_exactly_that_task(reme, corrupt_server):
 
 
 def test_resume_after_kill_9_skips_finished_units_and_never_duplicates(tmp_path, slow_replay_url):
+    """kill -9 of a run, then of its resume, and a second command on the run directory while
+    that resume holds it (stopped, so it cannot finish first): the second is refused in one
+    line, nothing finished is lost or run again, and the last resume completes every unit."""
     args = ["eval", *REPLAY, f"llm.base_url={slow_replay_url}",
             "benchmark.limit=6", "eval.runs=2", "eval.seeds=2", "llm.concurrency=4", "out_dir=run"]
     env = reme_env(tmp_path / "cache")
-    proc = reme_popen(args, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    trials_file = tmp_path / "run" / "trials.jsonl"
-    deadline = time.time() + 120
-    while time.time() < deadline:
-        if trials_file.exists() and len(trials_file.read_text().splitlines()) >= 5:
-            break
-        time.sleep(0.05)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
-    killed_with = len(_trials(tmp_path / "run"))
-    assert 5 <= killed_with < 24, "the kill must land mid-run"
-    first_units = {t["unit"]: t["finished_at"] for t in _trials(tmp_path / "run")}
+
+    def killed_after(at_least: int, proc: subprocess.Popen, second: list[str] | None = None) -> dict[str, str]:
+        trials_file = tmp_path / "run" / "trials.jsonl"
+        deadline = time.time() + 120
+        while time.time() < deadline:
+            if trials_file.exists() and len(trials_file.read_text().splitlines()) >= at_least:
+                break
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGSTOP)  # it holds the run directory, and stays mid-run
+        if second is not None:
+            refused = reme_process(second, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+            errors = [l for l in refused.stderr.splitlines() if l.strip()]
+            assert refused.returncode == 2 and len(errors) == 1, refused.stderr[-2000:]
+            assert f"pid {proc.pid}" in errors[0] and "in use by another reme" in errors[0], errors
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        finished = {t["unit"]: t["finished_at"] for t in _trials(tmp_path / "run")}
+        assert at_least <= len(finished) < 24, "the kill must land mid-run"
+        return finished
+
+    first_units = killed_after(5, reme_popen(args, cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                                             stderr=subprocess.PIPE))
+    resumed = killed_after(len(first_units) + 3, reme_popen(args, cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                                                            stderr=subprocess.PIPE), second=args)
+    assert {u: resumed[u] for u in first_units} == first_units  # the resume ran none of them again
 
     done = reme_process(args, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
@@ -101,8 +117,8 @@ def test_resume_after_kill_9_skips_finished_units_and_never_duplicates(tmp_path,
     units = [t["unit"] for t in trials]
     assert len(units) == len(set(units)) == 24  # nothing duplicated, nothing missing
     for t in trials:  # finished units were not run again
-        if t["unit"] in first_units:
-            assert t["finished_at"] == first_units[t["unit"]]
+        if t["unit"] in resumed:
+            assert t["finished_at"] == resumed[t["unit"]]
     metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
     assert metrics["avg@2"]["mean"] == 1.0 and metrics["units"] == 24
 

@@ -147,6 +147,9 @@ def test_a_run_embeds_through_the_endpoint_records_it_and_never_the_key(reme):
     manifest = json.loads((run / "manifest.json").read_text())
     assert manifest["embedding"] == {"kind": "openai", "model": "text-embedding-v4", "dim": 1024,
                                      "dimensions": 1024, "host": "127.0.0.1"}
+    # The embedding's tokens are priced (embedding.price: USD 0.072 per 1M), the model's are not.
+    spend = manifest["spend"]
+    assert 0 < spend["usd"] < 0.01 and spend["unpriced_calls"] > 0
     assert yaml.safe_load((run / "config.yaml").read_text())["embedding"]["api_key_env"] == "DASHSCOPE_API_KEY"
     trials = [json.loads(line) for line in (run / "trials.jsonl").read_text().splitlines()]
     assert len(trials) == 2 and all(t["retrieved_ids"] for t in trials)

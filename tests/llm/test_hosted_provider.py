@@ -26,10 +26,8 @@ from reme_cli.bench.bfcl.scripted import BFCLReplayPolicy
 from reme_cli.bench.replay import Reply
 from reme_cli.core.config import compose
 from reme_cli.core.errors import RunAborted
-from reme_cli.llm import pacing
 from reme_cli.llm.cache import ResponseCache
 from reme_cli.llm.client import ChatClient
-from reme_cli.llm.pacing import Pacer
 from reme_cli.methods.reme.fidelity import EXACT_COUNTS, EXACT_SEARCH
 from reme_cli.llm.vllm_server import serve_command
 from reme_cli.run import cost
@@ -92,7 +90,8 @@ def test_the_hosted_configs_send_what_the_authors_agents_sent():
     # bfcl_agent.py:250-258: temperature 0.9, seed=0, extra_body enable_thinking, stream, parallel calls
     assert sent["temperature"] == 0.9 and sent["seed"] == 0
     assert sent["extra_body"] == {"enable_thinking": True}  # top level: DashScope's, not vLLM's kwargs
-    assert sent["parallel_tool_calls"].startswith("true") and sent["stream"] == "always"
+    assert sent["parallel_tool_calls"].startswith("true") and sent["stream"] == "when thinking is on"
+    assert "tool_choice" not in sent  # bfcl_agent.py:250-259 names none
     # AppWorld: the authors' agent switched thinking off (appworld_react_agent.py:85)
     assert request_record(compose(["model=qwen3-8b-dashscope", "benchmark=appworld"]))["sent"]["extra_body"] == \
         {"enable_thinking": False}
@@ -119,11 +118,35 @@ def test_a_literal_key_is_refused_in_one_line_and_nothing_is_written(reme, overr
 
 
 def test_a_missing_key_is_one_line_before_anything_is_written(reme):
-    proc = reme("eval", *HOSTED, "llm.base_url=http://127.0.0.1:9/v1", "benchmark.limit=1",
+    # A provider elsewhere (192.0.2.1: TEST-NET-1, never routed; nothing is asked of it).
+    proc = reme("eval", *HOSTED, "llm.base_url=http://192.0.2.1:9/v1", "benchmark.limit=1",
                 env={"DASHSCOPE_API_KEY": None})
     assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1
-    assert "export DASHSCOPE_API_KEY=" in proc.stderr
+    assert "export DASHSCOPE_API_KEY=" in proc.stderr and "llm.api_key_env=null" in proc.stderr
     assert not (reme.cwd / "runs").exists()
+
+
+def test_no_key_is_a_valid_setting(monkeypatch):
+    """model=openai-compatible names OPENAI_API_KEY; a server on this machine (llama.cpp's or
+    vLLM's, keyless) is sent none when it is unset, and llm.api_key_env=null sends none to any
+    server. A provider elsewhere still needs the variable, and a literal key stays refused
+    (test_a_literal_key_is_refused_in_one_line_and_nothing_is_written)."""
+    from reme_cli.core.errors import UserError
+    from reme_cli.llm.keys import NO_KEY, llm_key
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    at = lambda *o: llm_key(compose(["model=openai-compatible", "llm.model=x", *o]))
+    for url in ("http://127.0.0.1:8080/v1", "http://localhost:8000/v1", "http://[::1]:8000/v1"):
+        assert at(f"llm.base_url='{url}'") == NO_KEY
+    assert at("llm.base_url=[http://127.0.0.1:8080/v1,http://127.0.0.2:8080/v1]") == NO_KEY
+    assert at("llm.base_url=http://192.0.2.1:8000/v1", "llm.api_key_env=null") == NO_KEY
+    for remote in ("llm.base_url=http://192.0.2.1:8000/v1", "llm.base_url=[http://127.0.0.1:1/v1,http://192.0.2.1:1/v1]"):
+        with pytest.raises(UserError, match="OPENAI_API_KEY.*llm.api_key_env=null"):
+            at(remote)
+    with pytest.raises(UserError, match="OPENAI_API_KEY"):
+        at()  # OpenAI's own endpoint, the config's default
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-local-proxy-key")  # a local proxy that takes one gets it
+    assert at("llm.base_url=http://127.0.0.1:8080/v1") == "sk-local-proxy-key"
 
 
 def test_a_gpu_run_can_have_the_hosted_context_through_yarn():
@@ -135,6 +158,31 @@ def test_a_gpu_run_can_have_the_hosted_context_through_yarn():
     assert rope["original_max_position_embeddings"] == 32768
     native = serve_command(compose(["model=qwen3-8b"]), 8000, "127.0.0.1", 1)
     assert "--hf-overrides" not in native and native[native.index("--max-model-len") + 1] == "32768"
+
+
+def test_appworld_gets_the_long_context_by_default_and_bfcl_stays_native():
+    """benchmark.context: AppWorld's episodes went past 32k in the authors' runs (issue #81), so
+    a managed server serves them 131,072 with YaRN; BFCL's stay native, as Qwen advises for
+    contexts under 32k; model.max_model_len wins over both. Jobs of other contexts never share
+    a server."""
+    from reme_cli.core.config import context_length
+    from reme_cli.llm.shared import server_key
+
+    def served(*overrides: str) -> tuple[str, bool]:
+        cmd = serve_command(compose(["model=qwen3-8b", *overrides]), 8000, "127.0.0.1", 1)
+        return cmd[cmd.index("--max-model-len") + 1], "--hf-overrides" in cmd
+
+    assert served("benchmark=appworld") == ("131072", True)
+    assert served() == ("32768", False)
+    assert served("benchmark=appworld", "model.max_model_len=65536") == ("65536", True)
+    assert served("benchmark=appworld", "benchmark.context=null") == ("32768", False)
+    appworld, bfcl = compose(["model=qwen3-8b", "benchmark=appworld"]), compose(["model=qwen3-8b"])
+    assert server_key(appworld) != server_key(bfcl)
+    m = appworld.model
+    assert context_length(m.kind, m.n_ctx, m.max_model_len, appworld.benchmark.context) == 131072
+    hosted = compose(["model=qwen3-8b-dashscope", "benchmark=appworld"])  # the provider applies its own
+    assert context_length(hosted.model.kind, hosted.model.n_ctx, hosted.model.max_model_len,
+                          hosted.benchmark.context) == 32768
 
 
 # ------------------------------------------------------------------------------- client
@@ -232,6 +280,30 @@ def test_thinking_without_a_stream_is_refused_as_the_provider_does_and_auto_stre
     assert thought.reasoning and plain.content
 
 
+def test_the_hosted_agent_streams_where_it_thinks_and_its_summarizer_every_call():
+    """llm.stream=auto: BFCL's thinking calls stream, AppWorld's (thinking off) do not, as the
+    authors' agents; the summarizer, sharing the agent's client, streams every call as the
+    FAQ's service (summarizer.stream=always)."""
+    from reme_cli.llm.endpoint import request_extra_body
+    from reme_cli.methods.summarizer import summarizer_settings
+
+    async def go():
+        with ScriptedServer(Answer(), provider=Provider(api_key=KEY)) as srv:
+            out = []
+            for bench in ("bfcl_v3", "appworld"):
+                cfg = compose(["model=qwen3-8b-dashscope", f"benchmark={bench}"])
+                client = _client(srv, stream=cfg.llm.stream)
+                summ, own = summarizer_settings(cfg, client)
+                assert own is None  # summarizer=same: the agent's client
+                await client.chat([{"role": "user", "content": "go"}], extra_body=request_extra_body(cfg))
+                await summ.llm.chat([{"role": "user", "content": "summarize"}], temperature=summ.temperature)
+                await client.close()
+                out += [r["body"].get("stream") for r in _chats(srv)[len(out):]]
+            return out
+
+    assert asyncio.run(go()) == [True, True, None, True]  # BFCL agent, its summarizer, AppWorld agent, its summarizer
+
+
 def test_a_429_waits_as_retry_after_says_and_a_broken_stream_is_asked_again_whole():
     async def go():
         with ScriptedServer(Answer(), provider=Provider(api_key=KEY, rate_limit_every=2, retry_after="0.6",
@@ -278,18 +350,6 @@ def test_a_refused_key_or_a_spent_quota_stops_at_once_without_retrying(provider,
     assert asked == 1 and said in message and "\n" not in message and KEY not in message
 
 
-def test_the_pacer_holds_a_run_to_its_requests_per_minute(monkeypatch):
-    monkeypatch.setattr(pacing, "WINDOW_S", 0.5)  # a half-second "minute"
-
-    async def go():
-        pacer, t0 = Pacer(rpm=2), time.monotonic()
-        for _ in range(5):
-            await pacer.acquire(10)
-        return time.monotonic() - t0
-
-    assert 1.0 <= asyncio.run(go()) < 3  # 2 + 2 + 1: two full windows waited
-
-
 # ------------------------------------------------------------------------------- the CLI
 
 
@@ -314,6 +374,40 @@ def test_bfcl_replay_scores_100_through_the_provider_and_no_file_holds_the_key(r
     assert metrics["identical_runs"] == {"tasks": 5, "of": 5} and "honoured seed=0" in proc.stderr
     assert _files_holding(reme.cwd, KEY) == []
     assert "SECRET" not in proc.stderr + proc.stdout
+
+
+@pytest.mark.slow
+def test_a_keyless_local_server_answers_then_a_dead_one_replays_or_is_named_refused(reme):
+    """model=openai-compatible against a keyless server on this machine (the scripted one),
+    no key variable set: the run scores. Rerun against a dead port, every answer is in the
+    response cache: it replays (exit 0) and says that no request reached a server, in the
+    summary and the manifest. With nothing cached, the refused connection is named as one,
+    not as a timeout."""
+    args = ["eval", "--mode", "none", "model=openai-compatible", "embedding=minilm", "llm.model=replay",
+            "benchmark.release=current", "benchmark.limit=2", "eval.runs=1", "eval.seeds=1"]
+    keyless = {"OPENAI_API_KEY": None}
+    with ScriptedServer(BFCLReplayPolicy()) as srv:
+        first = reme(*args, f"llm.base_url={srv.base_url}", "out_dir=first", env=keyless, check=True)
+        asked = len(_chats(srv))
+    assert asked >= 2 and "no request reached a server" not in first.stderr
+    served = json.loads((reme.cwd / "first" / "manifest.json").read_text())["served"]
+    assert served["models"] == {"replay": asked} and served["replayed"] == 0 and "note" not in served
+
+    dead = "http://127.0.0.1:9/v1"  # the discard port: nothing listens there
+    again = reme(*args, f"llm.base_url={dead}", "out_dir=again", env=keyless)
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert f"no request reached a server: all {asked} answers were replayed from the response cache" in \
+        " ".join(again.stderr.split())
+    served = json.loads((reme.cwd / "again" / "manifest.json").read_text())["served"]
+    assert served == {"models": {}, "changed": False, "replayed": asked, "note": "no request reached a server"}
+    metrics = lambda run: json.loads((reme.cwd / run / "metrics.json").read_text())
+    assert metrics("again")["avg@1"] == metrics("first")["avg@1"]
+
+    refused = reme(*args, f"llm.base_url={dead}", "llm.cache=false", "llm.max_retries=0", "llm.breaker_threshold=1",
+                   "out_dir=refused", env=keyless)
+    assert refused.returncode == 4
+    (line,) = [l for l in refused.stderr.splitlines() if l.startswith("error:")]
+    assert "ConnectionRefusedError" in line and "Request timed out" not in line
 
 
 @pytest.mark.slow
@@ -360,11 +454,11 @@ def test_the_dry_run_prices_a_table_and_the_hosted_rows_keep_the_authors_setup(r
     assert "no_memory authors' setup" in text and f"reme_fixed {EXACT_SEARCH} reme_dynamic" in text
     assert f"reme_dynamic {EXACT_SEARCH}; {EXACT_COUNTS} " in text
     assert "seed:" not in text and "embedding:" not in text
-    # Without prices (the hosted configs ship none: the provider's list could not be read) the cost is unknown.
+    # Without prices (qwen3-8b's: no published list was found) the cost is unknown.
     cfg = compose(["model=qwen3-8b-dashscope", "eval.mode=none"])
     calls = cost.run_calls(cfg, 150 * 4 * 3, cost.Assumptions())
     unknown = cost.estimate(cfg, calls, cost.Assumptions(), None)
-    assert unknown.usd is None and unknown.gpu_hours == 0.0 and unknown.wall_s > 0
+    assert unknown.cost is None and unknown.gpu_hours == 0.0 and unknown.wall_s > 0
 
 
 # ------------------------------------------------------------------------- ReMe dynamic, kill -9

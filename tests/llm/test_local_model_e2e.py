@@ -57,11 +57,20 @@ def test_embedded_server_crash_stops_the_run_in_one_line_and_the_rerun_records_t
     env = {**os.environ, "REME_CACHE_DIR": str(tmp_path / "cache")}
     proc = reme_popen(args, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     manifest = tmp_path / "run" / "manifest.json"
-    deadline = time.time() + 180
-    while time.time() < deadline and not (manifest.exists() and '"running"' in manifest.read_text()):
+    # Waited for, not timed: the run is going, its server has started, and the first request (a
+    # ~3k-token prompt: seconds on a CPU) is in flight: llama.cpp's own server logs the task it
+    # took; llama-cpp-python's logs nothing then, so a second after its start stands for it.
+    log = tmp_path / "cache" / "local_server.log"
+    deadline = time.time() + 300
+    server, seen = None, None
+    while time.time() < deadline and proc.poll() is None:
+        if manifest.exists() and '"running"' in manifest.read_text():
+            server = server or _server_child(proc.pid)
+            seen = seen or (time.monotonic() if server else None)
+            if server and ("launch_slot_" in (log.read_text(errors="replace") if log.exists() else "")
+                           or ENGINE.name != "xllamacpp" and time.monotonic() - seen > 1.0):
+                break
         time.sleep(0.1)
-    time.sleep(1.0)  # the first request (a ~3k-token prompt: seconds on a CPU) is in flight
-    server = _server_child(proc.pid)
     assert server is not None, "the embedded server must be running under reme"
     assert [l.split()[0] for l in _llama_servers(tmp_path)] == [str(server)]  # the needle finds it
     os.kill(server, signal.SIGSEGV)

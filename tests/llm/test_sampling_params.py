@@ -94,11 +94,12 @@ def test_a_run_sends_the_authors_parameters_and_records_what_it_sent(tmp_path):
     assert bodies and all(b["temperature"] == 0.9 and not set(UNSENT) & set(b) for b in bodies)
     assert all({k: b.get(k) for k in FILTERS} == {"temperature": 0.9, "top_p": 0.95, "top_k": 7, "min_p": 0,
                                                   "max_tokens": 8192} for b in explicit)
+    assert not any("tool_choice" in b for b in bodies)  # the authors' agents named none
     manifest = json.loads((tmp_path / "authors" / "manifest.json").read_text())["requests"]
-    assert manifest["sent"]["temperature"] == 0.9 and sorted(manifest["not_sent"]) == sorted(UNSENT)
+    assert manifest["sent"]["temperature"] == 0.9 and sorted(manifest["not_sent"]) == sorted([*UNSENT, "tool_choice"])
     assert manifest["sent"]["extra_body"] == {"chat_template_kwargs": {"enable_thinking": True}}
     recorded = json.loads((tmp_path / "explicit" / "manifest.json").read_text())["requests"]
-    assert recorded["not_sent"] == [] and recorded["sent"]["top_k"] == 7
+    assert recorded["not_sent"] == ["tool_choice"] and recorded["sent"]["top_k"] == 7
     config = yaml.safe_load((tmp_path / "explicit" / "config.yaml").read_text())["model"]["sampling"]
     assert {k: config[k] for k in FILTERS} == {"temperature": 0.9, "top_p": 0.95, "top_k": 7, "min_p": 0.0,
                                                "max_tokens": 8192}
@@ -143,3 +144,57 @@ def test_summarizer_calls_send_the_models_filters_unless_the_caller_sets_them():
             first, second = (r["body"] for r in srv.requests if r["path"].endswith("/chat/completions"))
         assert {k: first[k] for k in FILTERS if k in first} == want
         assert second["top_k"] == 3
+
+
+TOOLS = [{"type": "function", "function": {"name": "ls", "parameters": {"type": "object"}}}]
+
+
+def test_tools_go_without_a_tool_choice_unless_the_config_or_the_caller_names_one():
+    """As the authors' agents (bfcl_agent.py:250-259): tools, no tool_choice; model.tool_choice
+    sends one with every request's tools, and a caller forcing a call sends its own."""
+    from reme_cli.llm.endpoint import Endpoint, make_client
+
+    forced = {"type": "function", "function": {"name": "ls"}}
+    with ScriptedServer(FixedPolicy("ok")) as srv:
+        async def main() -> None:
+            for overrides in ([], ["model.tool_choice=required"]):
+                cfg = compose(["model=qwen3-8b", f"llm.base_url={srv.base_url}", "llm.cache=false", *overrides])
+                client = make_client(cfg, Endpoint([srv.base_url], "m"))
+                try:
+                    await client.chat([{"role": "user", "content": "a"}], tools=TOOLS)
+                    await client.chat([{"role": "user", "content": "b"}], tools=TOOLS, tool_choice=forced)
+                    await client.chat([{"role": "user", "content": "c"}])  # no tools: never a tool_choice
+                finally:
+                    await client.close()
+
+        asyncio.run(main())
+        sent = [r["body"].get("tool_choice", "-") for r in srv.requests if r["path"].endswith("/chat/completions")]
+    assert sent == ["-", forced, "-", "required", forced, "-"]
+    assert compose(["model=qwen3-8b-dashscope"]).model.tool_choice is None
+    with pytest.raises(UserError, match="model.tool_choice='sometimes' is not allowed"):
+        compose(["model.tool_choice=sometimes"])
+
+
+def test_runs_made_before_tool_choice_and_the_summarizer_seed_resume():
+    """Earlier runs sent tool_choice auto and seed 42 to the summarizer: low departures
+    (docs/fidelity.md), so at their new defaults they hash as they did; a value set differs."""
+    base = compose(["model=qwen3-8b"])
+    for same in ("model.tool_choice=null", "summarizer.seed=null"):
+        assert config_hash(compose(["model=qwen3-8b", same])) == config_hash(base), same
+    for change in ("model.tool_choice=required", "summarizer.seed=42", "benchmark.context=65536"):
+        assert config_hash(compose(["model=qwen3-8b", change])) != config_hash(base), change
+    assert config_hash(compose(["model=qwen3-8b", "summarizer.stream=always"])) == config_hash(base)  # travel only
+
+
+
+def test_the_runs_client_speaks_its_servers_dialect():
+    """An endpoint on llama.cpp's C++ server (the xllamacpp engine) takes a JSON schema as a
+    compact grammar (llm/json_grammar.py); the client the run makes from it sends it so. It was
+    built but never handed to the client (make_client dropped ``Endpoint.adapt``)."""
+    from reme_cli.llm.endpoint import Endpoint, _dialect, make_client
+    from reme_cli.llm.json_grammar import compact_json_request
+
+    cfg = compose(["model=local", "llm.cache=false"])
+    assert make_client(cfg, Endpoint(["http://127.0.0.1:9/v1"], "m", adapt=_dialect(True))).adapt \
+        is compact_json_request
+    assert make_client(cfg, Endpoint(["http://127.0.0.1:9/v1"], "m", adapt=_dialect(False))).adapt is None

@@ -1,9 +1,8 @@
 """The context guard cuts a whole-prompt memory at item boundaries and says what it cut."""
 
-from types import SimpleNamespace
-
 import pytest
 
+from reme_cli.core.config import compose
 from reme_cli.methods.context_guard import estimate_tokens, fit_items, memory_budget
 
 
@@ -13,10 +12,19 @@ def test_estimate_errs_large():
 
 
 def test_budget_is_a_share_of_what_the_answer_leaves():
-    cfg = SimpleNamespace(model=SimpleNamespace(n_ctx=32768, sampling=SimpleNamespace(max_tokens=8192)))
-    assert memory_budget(cfg, 0.5) == 12288
+    cfg = compose(["model=qwen3-8b", "model.sampling.max_tokens=8192"])
+    assert memory_budget(cfg, 0.5) == 12288  # (32768 - 8192) / 2
     with pytest.raises(ValueError):
         memory_budget(cfg, 0)
+
+
+def test_budget_follows_the_context_the_server_serves():
+    """AppWorld's vLLM server serves 131,072 (benchmark.context): the memory's budget is a share
+    of that; a hosted provider is budgeted at model.n_ctx."""
+    appworld = compose(["model=qwen3-8b", "benchmark=appworld", "model.sampling.max_tokens=8192"])
+    assert memory_budget(appworld, 0.5) == (131072 - 8192) // 2
+    hosted = compose(["model=qwen3-8b-dashscope", "benchmark=appworld", "model.sampling.max_tokens=8192"])
+    assert memory_budget(hosted, 0.5) == 12288
 
 
 def test_fit_keeps_whole_items_first_or_last():

@@ -34,7 +34,7 @@ def counted(monkeypatch):
 def test_table5_dry_run_builds_no_pool_and_rekeys_the_released_one(reme):
     proc = reme("ablate", "table5", *GPU, "--dry-run", check=True, env={"COLUMNS": "250"})
     text = re.sub(r"[\s│┃]+", " ", proc.stderr)
-    assert "1 pool(s) to build or import" in text and "import pool reme - official:bfcl/qwen3-8b released 0 0" in text
+    assert "1 pool(s) to build or import" in text and "import pool reme - official:bfcl/qwen3-8b released - 0 0" in text
     assert "build pool" not in text
     for key in ("task_query", "generalized_query", "keywords", "usage_scenario"):
         assert f"eval {key} fixed reme released" in text
@@ -195,3 +195,135 @@ def test_a_baselines_built_pool_is_not_held_to_remes_keys():
     assert departures(run, pool="built", pool_params=built) == [
         "ace: its settings in the authors' runs were never published",
         "pool built with build.samples=2 (authors: 8)", SEED]
+
+
+# ------------------------------------------------------------- how far a departure goes, counted
+
+def test_each_departure_carries_its_level():
+    from reme_cli.core.departure import is_clean, level_of
+    from reme_cli.methods.reme.fidelity import BUILT_UNRELEASED, KEY_NEVER_PUBLISHED
+
+    base = flatten(to_dict(compose(["model=qwen3-8b", "benchmark.release=paper"])))
+    assert [level_of(d) for d in departures(base)] == ["low"] and is_clean(departures(base))  # the seed
+    amem = flatten(to_dict(compose(["model=qwen3-8b", "memory=amem", "eval.mode=fixed", "benchmark.release=paper"])))
+    assert [level_of(d) for d in departures(amem)] == ["high", "low"]  # never published; the seed
+    fixed = ["model=qwen3-8b", "memory=reme", "eval.mode=fixed", "benchmark.release=paper"]
+    found = departures(flatten(to_dict(compose([*fixed, "embedding=minilm"]))))
+    assert {d: level_of(d) for d in found} == {"embedding: local stand-in (all-MiniLM-L6-v2)": "medium",
+                                               EXACT_SEARCH: "low", SEED: "low"}
+    assert is_clean(departures(flatten(to_dict(compose([*fixed, "embedding=text-embedding-v4"])))))
+    assert level_of(KEY_NEVER_PUBLISHED.format(key="keywords")) == "high" and level_of(BUILT_UNRELEASED) == "low"
+    assert level_of("a plug-in's note with no level") == "medium"
+    # A key off the authors' value is medium, but tool_choice auto, what the servers apply to a
+    # request naming none, and a summarizer seed are low.
+    for change, level in (("model.sampling.temperature=0.7", "medium"), ("model.tool_choice=auto", "low"),
+                          ("model.tool_choice=required", "medium")):
+        (key,) = [d for d in departures(flatten(to_dict(compose(["model=qwen3-8b", change])))) if d != SEED]
+        assert level_of(key) == level, change
+    built = flatten(to_dict(compose(["model=qwen3-8b", "memory=reme", "benchmark.split=train", "summarizer.seed=42"])))
+    (seed,) = [d for d in departures(flatten(to_dict(compose(fixed))), pool="built", pool_params=built)
+               if "summarizer.seed" in d]
+    assert seed == "pool built with summarizer.seed=42 (authors: null)" and level_of(seed) == "low"
+
+
+def test_a_served_context_short_of_the_authors_is_a_medium_departure():
+    """AppWorld's episodes went past 32k in the authors' runs: a vLLM server at 32,768 departs,
+    one at benchmark.context's 131,072 does not; a hosted provider applies its own (theirs)."""
+    from reme_cli.core.departure import level_of
+
+    def context(*overrides: str) -> list[str]:
+        run = flatten(to_dict(compose(["model=qwen3-8b", "benchmark=appworld", *overrides])))
+        return [d for d in departures(run) if d.startswith("context:")]
+
+    (short,) = context("benchmark.context=null")
+    assert short.startswith("context: 32,768 tokens") and level_of(short) == "medium"
+    assert context() == [] and context("model.max_model_len=131072", "benchmark.context=null") == []
+    assert context("model=qwen3-8b-dashscope", "benchmark.context=null") == []
+    bfcl = flatten(to_dict(compose(["model=qwen3-8b", "benchmark.release=paper"])))
+    assert not [d for d in departures(bfcl) if d.startswith("context:")]  # BFCL's stay native
+
+
+def _count_rows(table) -> list[list[str]]:
+    return [[str(c._cells[i]) for c in table.columns] for i in range(table.row_count)]
+
+
+def test_the_dry_runs_count_is_the_column_measured_by_table(counted):
+    from reme_cli.commands.fidelity_count import fidelity_count
+
+    # Table 3 on the GPU path with a stand-in embedding: every run departs (medium).
+    gpu = plan("table3", GPU)
+    rows = _count_rows(fidelity_count("table3", GPU, gpu))
+    assert rows == [["table3", "this plan (qwen3-8b, bfcl_v3)", "0 of 8 cells free of medium/high departures"],
+                    ["table3_components", "the paper's table at this provider (qwen3-8b; bfcl_v3)",
+                     "0 of 8 cells free of medium/high departures"]]
+    # On the hosted path only full addition departs (high): no code path in the authors' agents.
+    hosted = ["model=qwen3-8b-dashscope"]
+    rows = _count_rows(fidelity_count("table3", hosted, plan("table3", hosted)))
+    assert [r[2] for r in rows] == ["6 of 8 cells free of medium/high departures"] * 2
+    # Table 2 on the paper's two models at the provider: the trajectory rows are high.
+    rows = _count_rows(fidelity_count("table2", hosted, plan("table2", hosted)))
+    assert rows[1][1:] == ["the paper's table at this provider (qwen3-8b-dashscope, qwen3-14b-dashscope; bfcl_v3)",
+                           "4 of 8 cells free of medium/high departures"]
+    # No paper table (topk): this plan's cells only.
+    rows = _count_rows(fidelity_count("topk", hosted, plan("topk", hosted)))
+    assert rows == [["topk", "this plan (qwen3-8b-dashscope, bfcl_v3)", "12 of 12 cells free of medium/high departures"]]
+
+
+def test_table4_under_a_hosted_model_is_summarized_at_its_provider(counted):
+    from reme_cli.commands.ablate import summarizer_of
+    from reme_cli.report.paper import served_model_label
+    from reme_cli.report.specs import table_spec
+
+    p = plan("table4", ["model=qwen3-8b-dashscope"])
+    pools = {j.name: j for j in p.pools}
+    for size in ("14b", "32b"):
+        cfg = pools[f"s{size}"].cfg
+        assert (cfg.summarizer.name, cfg.summarizer.serve, cfg.summarizer.model) == (
+            f"qwen3-{size}-dashscope", f"qwen3-{size}-dashscope", f"qwen3-{size}")
+        assert cfg.summarizer.base_url == cfg.llm.base_url  # the provider's endpoint: nothing to start
+        assert summarizer_of(cfg) == f"qwen3-{size}-dashscope"
+    runs = {j.label: j for j in p.runs}
+    assert [summarizer_of(runs[r].cfg) for r in ("s8b", "s14b", "s32b")] == [
+        "-", "qwen3-14b-dashscope", "qwen3-32b-dashscope"]
+    # The report's rows still read the paper's model labels, so the paper's cells are found.
+    assert served_model_label("qwen3-14b-dashscope") == "Qwen3-14B"
+    spec = table_spec("table4")
+    row = {"params": flatten(to_dict(runs["s14b"].cfg)), "memory": "reme", "mode": "fixed",
+           "model": "qwen3-8b-dashscope"}
+    assert spec.label(row) == "summarizer=Qwen3-14B"
+    assert not p.notes or all("no copy" not in n for n in p.notes)
+    # A model with no copy at its provider keeps the suite's summarizers, and the plan says so.
+    local = plan("table4", ["model=local", "suite.start=built"])
+    assert {j.name: j.cfg.summarizer.name for j in local.pools}["s14b"] == "qwen3-14b"
+    assert any("summarizer=qwen3-14b has no copy at model=local's provider" in n for n in local.notes)
+
+
+def test_the_report_counts_its_tables_cells(tmp_path):
+    units = pd.DataFrame([{"run_id": r, "seed": 0, "run": 0, "task_id": "t", "success": True, "first_success": True,
+                           "attempts": 1, "error": False, "stop_reason": "answered", "checker_error_type": None,
+                           "scenario": None, "difficulty": None, "tokens": None, "max_prompt": None}
+                          for r in ("none", "fixed")])
+    runs = pd.DataFrame([_run(tmp_path, "none", [], None),
+                         _run(tmp_path, "fixed", ["memory=reme", "eval.mode=fixed"], "released")])
+    table = build_table("table1", run_metrics(units, runs), runs)
+    count = table.attrs["clean_cells"]
+    assert (count.clean, count.cells) == (2, 4)  # no memory: the seed (low); ReMe: a stand-in embedding
+    assert any(n.startswith(f"{FIDELITY} count: 2 of 4 cells free of medium/high departures")
+               for n in table.attrs["notes"])
+
+
+@pytest.mark.slow
+def test_the_issues_done_when_dry_runs_print_their_counts(reme):
+    """Issue 57: table4 under the hosted model names the hosted 14B and 32B summarizers and
+    prints its count; table1 with the authors' embedding prints the paper's 36 of 60 (58 of 106
+    over the tables, docs/fidelity.md)."""
+    proc = reme("ablate", "table4", "model=qwen3-8b-dashscope", "--dry-run", check=True, env={"COLUMNS": "300"})
+    text = re.sub(r"[\s│┃]+", " ", proc.stderr)
+    assert "build pool s14b - - built qwen3-14b-dashscope" in text and "eval s32b fixed s32b built qwen3-32b-dashscope" in text
+    assert "table4 this plan (qwen3-8b-dashscope, bfcl_v3) 6 of 6 cells free of medium/high departures" in text
+    proc = reme("ablate", "table1", "model=qwen3-8b-dashscope", "embedding=text-embedding-v4", "--dry-run", check=True,
+                env={"COLUMNS": "300"})
+    text = re.sub(r"[\s│┃]+", " ", proc.stderr)
+    assert "table1 this plan (qwen3-8b-dashscope, bfcl_v3) 6 of 10 cells free of medium/high departures" in text
+    assert ("the paper's table at this provider (qwen3-8b-dashscope, qwen3-14b-dashscope, qwen3-32b-dashscope; "
+            "bfcl_v3, appworld) 36 of 60 cells free of medium/high departures") in text

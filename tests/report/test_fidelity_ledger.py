@@ -84,6 +84,8 @@ def test_the_ledger_reads_every_config_row():
     for must in ("benchmark.tool_note", "benchmark.tool_response", "benchmark.max_steps_per_turn",
                  "benchmark.empty_turns", "benchmark.history_reasoning", "eval.task_order", "model.sampling.max_tokens"):
         assert must in keys  # BFCL as the authors' agent ran it, and what its requests sent
+    for must in ("model.tool_choice", "summarizer.seed", "benchmark.context"):
+        assert must in keys  # what the requests send, and the context they had (issue 57)
     assert len(keys) == len(set(keys))
 
 
@@ -342,8 +344,46 @@ def check_thinking_switch(planned) -> None:
 
 
 def check_stream(planned) -> None:
+    """The hosted agent streams where it thinks (BFCL) and not on AppWorld; its summarizer
+    streams every call, as the FAQ's service; vLLM never."""
+    from reme_cli.core.config import compose
+    from reme_cli.llm.client import thinking_on
+    from reme_cli.llm.endpoint import request_extra_body
+
     vllm, hosted = _vllm_and_hosted()
-    assert (vllm.llm.stream, hosted.llm.stream) == ("never", "always")
+    assert (vllm.llm.stream, vllm.summarizer.stream) == ("never", None)
+    assert (hosted.llm.stream, hosted.summarizer.stream) == ("auto", "always")
+    appworld = compose(["model=qwen3-8b-dashscope", "benchmark=appworld"])
+    assert thinking_on({"extra_body": request_extra_body(hosted)})  # BFCL thinks: streamed
+    assert not thinking_on({"extra_body": request_extra_body(appworld)})  # AppWorld does not: not streamed
+    for size in ("8b", "14b", "32b"):
+        assert compose([f"summarizer=qwen3-{size}-dashscope"]).summarizer.stream == "always"
+
+
+def check_hosted_context(planned) -> None:
+    """The provider applies its own limit: no context departure on the hosted path; n_ctx is
+    reme's budget only."""
+    from reme_cli.core.config import compose, to_dict
+    from reme_cli.report.fidelity import departures, flatten
+
+    _, hosted = _vllm_and_hosted()
+    assert hosted.model.n_ctx == 32768 and hosted.model.kind == "openai"
+    for bench in ("bfcl_v3", "appworld"):
+        run = flatten(to_dict(compose(["model=qwen3-8b-dashscope", f"benchmark={bench}"])))
+        assert not [d for d in departures(run) if d.startswith("context:")]
+
+
+def check_table4_summarizers(planned) -> None:
+    """Table 4's 14B and 32B pools are summarized at the agent's provider."""
+    import reme_cli.commands.ablate as ablate
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(ablate, "_units", lambda cfg, samples=None, notes=None: (1, 1))
+        for model, suffix in (("qwen3-8b", ""), ("qwen3-8b-dashscope", "-dashscope")):
+            p = ablate.plan("table4", [f"model={model}"], count_units=False)
+            pools = {j.name: j.cfg.summarizer for j in p.pools}
+            assert (pools["s14b"].name, pools["s32b"].name) == (f"qwen3-14b{suffix}", f"qwen3-32b{suffix}")
+            assert {j.label: j.cfg.summarizer.name for j in p.runs}["s14b"] == f"qwen3-14b{suffix}"
 
 
 def check_parallel_tool_calls(planned) -> None:
@@ -351,9 +391,6 @@ def check_parallel_tool_calls(planned) -> None:
     assert (vllm.model.parallel_tool_calls, hosted.model.parallel_tool_calls) == (None, True)
 
 
-def check_context_length(planned) -> None:
-    vllm, hosted = _vllm_and_hosted()
-    assert vllm.model.n_ctx == hosted.model.n_ctx == 32768 and vllm.model.max_model_len is None
 
 
 def check_max_retries(planned) -> None:
@@ -373,9 +410,10 @@ CHECKS = {
     "the request seed (vLLM)": check_seed,
     "`model.sampling.seed=`": check_hosted_seed,
     "`model.thinking_switch=`": check_thinking_switch,
-    "`llm.stream=`": check_stream,
+    "`llm.stream=`, `summarizer.stream=`": check_stream,
     "`model.parallel_tool_calls=`": check_parallel_tool_calls,
-    "context length (`model.n_ctx=`, `model.max_model_len=`)": check_context_length,
+    "context on the hosted configs (`model.n_ctx=`)": check_hosted_context,
+    "Table 4's summarizers": check_table4_summarizers,
     "`llm.max_retries=`": check_max_retries,
     "training-task wording": check_training_wording,
     "Table 5's other retrieval keys": check_table5_keys,

@@ -91,6 +91,41 @@ def test_a_server_that_hangs_up_trips_the_breaker_within_bounded_time(tmp_path):
     assert manifest(tmp_path / "run")["status"] == "interrupted"
 
 
+@pytest.mark.slow  # openai's client runs `uname -p` (platform.platform()) on its first request in a process
+def test_a_refused_connection_is_named_and_a_silent_server_is_a_timeout():
+    """openai's aiohttp client reports a refused connection as "Request timed out." (its
+    transport turns aiohttp's connector error into httpx's ConnectTimeout): the client names
+    the cause underneath instead; a server that takes the connection and never answers is
+    still a timeout."""
+    import asyncio
+    import socket
+
+    import openai
+
+    from reme_cli.llm.client import ChatClient
+
+    async def ask(url: str) -> openai.APIConnectionError:
+        client = ChatClient(base_url=url, model="m", max_retries=0, timeout=1.0, breaker_threshold=100)
+        try:
+            with pytest.raises(openai.APIConnectionError) as caught:
+                await client.chat([{"role": "user", "content": "hi"}])
+        finally:
+            await client.close()
+        return caught.value
+
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]  # bound, not listening: a connection is refused
+        refused = asyncio.run(ask(f"http://127.0.0.1:{port}/v1"))
+    assert type(refused) is openai.APIConnectionError
+    assert str(refused).startswith(f"connection to http://127.0.0.1:{port}/v1 failed: ConnectionRefusedError")
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()  # takes connections, reads nothing, answers nothing
+        timed_out = asyncio.run(ask(f"http://127.0.0.1:{silent.getsockname()[1]}/v1"))
+    assert type(timed_out) is openai.APITimeoutError
+
+
 # ------------------------------------------------------------------ stop reasons
 
 

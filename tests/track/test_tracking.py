@@ -6,6 +6,7 @@ with the real MLflow (its SQLite store, read back with MLflow's own client) and 
 from __future__ import annotations
 
 import json
+import re
 import signal
 import struct
 import subprocess
@@ -20,6 +21,7 @@ from reme_cli.core.config import compose, config_hash
 from reme_cli.testing.scripted_server import AgentAndSummarizerPolicy, ScriptedServer, ScriptedSummarizerPolicy
 from tests.conftest import reme_env, reme_popen, reme_process, run_reme, scripted_server_process
 
+ROOT = Path(__file__).resolve().parents[1]
 REPLAY = ["model=qwen3-8b", "embedding=minilm", "llm.model=replay", "llm.cache=false", "benchmark.release=current"]
 SMALL = ["benchmark.limit=2", "eval.runs=1"]
 
@@ -94,11 +96,55 @@ def test_an_eval_logs_params_metrics_tags_series_and_files_to_mlflow(reme, serve
     assert tags["scripted server"] == "true" and "not model results" in tags["reme.test_double"]
     assert "benchmark.release=current (authors: paper)" in tags["reme.fidelity"]
     assert tags["reme.status"] == "complete" and tags["reme.path"] == str(run.resolve())
-    # files
+    # files, in a hidden store beside the database: out of the way of the folders runs are read from
     assert {a.path for a in client.list_artifacts(logged.info.run_id)} == {
         "config.yaml", "manifest.json", "metrics.json", "metrics.csv"}
+    assert client.get_experiment_by_name("reme").artifact_location == (reme.cwd / "runs" / ".mlartifacts").as_uri()
+    assert sorted(p.name for p in (reme.cwd / "runs").iterdir() if not p.name.startswith(".")) == ["default", "mlflow.db"]
     copy = Path(client.download_artifacts(logged.info.run_id, "metrics.json", str(reme.cwd)))
     assert json.loads(copy.read_text()) == metrics
+    assert_the_docs_mlflow_ui_opens(reme.cwd / "runs" / "mlflow.db")
+
+
+# The UI's install command, as the docs and the README name it.
+UI_INSTALL = re.compile(r"pip install -c constraints\.txt mlflow==([0-9][0-9a-z.]*)")
+
+
+def assert_the_docs_mlflow_ui_opens(db: Path) -> None:
+    """The MLflow the docs name for the UI opens the store reme wrote. Its UI server is the full
+    `mlflow` package at the client's version, which runs mlflow-skinny's store code of that
+    version (mlflow==X requires mlflow-skinny==X); that code's own schema check, the one `mlflow
+    ui` runs when it opens a store, passes here. (The UI's web server itself, Flask and pyarrow,
+    is not installed in the tests: `mlflow ui` was started on such a store by hand, see
+    docs/tracking.md.)"""
+    from importlib import metadata
+
+    from mlflow.store.db.utils import _get_latest_schema_revision, _get_schema_version, _verify_schema
+    from sqlalchemy import create_engine
+
+    (version,) = set(UI_INSTALL.findall((ROOT / "docs" / "tracking.md").read_text()))
+    assert version == metadata.version("mlflow-skinny")
+    engine = create_engine(f"sqlite:///{db}")
+    try:
+        _verify_schema(engine)  # raises MlflowException on a schema this MLflow does not know
+        assert _get_schema_version(engine) == _get_latest_schema_revision()
+    finally:
+        engine.dispose()
+
+
+def test_the_docs_install_mlflows_ui_at_the_version_of_the_client_reme_pins():
+    """An unpinned `pip install mlflow` resolved an MLflow older than reme's client (the full
+    MLflow at the client's version did not install), whose UI refused the store's newer schema:
+    every place that tells a user how to get the UI names the client's pinned version."""
+    texts = {p: (ROOT / p).read_text() for p in ("README.md", "docs/tracking.md", "configs/tracker/mlflow.yaml")}
+    named = {p: set(UI_INSTALL.findall(t)) for p, t in texts.items()}
+    pins = {p: re.findall(r"^mlflow-skinny==(\S+)$", (ROOT / p).read_text(), re.M)
+            for p in ("constraints.txt", "constraints-gpu.txt")}
+    (pin,) = set(pins["constraints.txt"])
+    assert pins["constraints-gpu.txt"] == [pin]
+    assert named == {p: {pin} for p in texts}, named
+    for p, text in texts.items():
+        assert not re.search(r"pip install mlflow(?![=-])", text), f"{p} names the UI unpinned"
 
 
 def test_the_tracker_is_out_of_the_run_hash():
@@ -184,7 +230,7 @@ def test_wandb_offline_writes_a_run_whose_summary_holds_the_metrics(reme, server
     run = last_path(proc, reme.cwd)
     assert "wandb" not in proc.stderr.lower()  # W&B keeps off reme's terminal
     (entry,) = json.loads((run / "manifest.json").read_text())["trackers"].values()
-    (folder,) = (reme.cwd / "runs" / "wandb").glob(f"offline-run-*-{entry['run_id']}")
+    (folder,) = (reme.cwd / "runs" / ".wandb" / "wandb").glob(f"offline-run-*-{entry['run_id']}")  # hidden
     records = wandb_records(folder / f"run-{entry['run_id']}.wandb")
     summary: dict = {}
     for r in records:
@@ -197,6 +243,37 @@ def test_wandb_offline_writes_a_run_whose_summary_holds_the_metrics(reme, server
     saved = {f.path for r in records if r.WhichOneof("record_type") == "files" for f in r.files.files}
     assert {"metrics.json", "config.yaml", "manifest.json", "metrics.csv"} <= saved
     assert json.loads((folder / "files" / "metrics.json").read_text()) == metrics
+
+
+@pytest.mark.slow
+def test_a_trackers_copies_of_a_run_are_not_runs(reme, server):
+    """MLflow's artifacts and W&B's run files hold copies of a run's config.yaml and
+    manifest.json. Stores where an earlier reme kept them, in plain folders of runs/
+    (runs/mlartifacts, runs/wandb), are not read as runs: the report, the viewer and
+    `reme track sync` find the one run, and the MLflow run stays pointed at it."""
+    from mlflow.tracking import MlflowClient
+
+    from reme_cli.core.run_log import find_runs
+    from reme_cli.view.runs import Catalog
+
+    runs = reme.cwd / "runs"
+    runs.mkdir()
+    MlflowClient(tracking_uri=f"sqlite:///{runs / 'mlflow.db'}").create_experiment(
+        "reme", artifact_location=(runs / "mlartifacts").as_uri())  # the store as reme made it before
+    run = last_path(reme("eval", *REPLAY, *SMALL, "eval.seeds=1", f"llm.base_url={server.base_url}",
+                         "tracker=mlflow", check=True), reme.cwd).resolve()
+    reme("track", "sync", "runs", "tracker=wandb", "tracker.dir=runs", check=True)  # W&B's files in runs/wandb
+    copies = [p.parent for p in runs.rglob("manifest.json") if p.parent != run]
+    assert {"artifacts", "files"} <= {c.name for c in copies}  # MLflow's and W&B's copies are there
+
+    assert find_runs([runs]) == [run]
+    assert Catalog([runs]).paths == [run]
+    reme("report", "runs", check=True)
+    assert json.loads((runs / "report" / "REME_REPORT").read_text())["runs"] == [str(run)]
+    synced = reme("track", "sync", "runs", "tracker=mlflow", check=True)
+    assert synced.stdout.split() == [str(run)]
+    _, (logged,) = mlflow_runs(runs / "mlflow.db")
+    assert logged.data.tags["reme.path"] == str(run)
 
 
 @pytest.mark.slow

@@ -48,6 +48,9 @@ TASK_SPECS = JsonFile("an AppWorld task's specs.json", shape={"supervisor": dict
 # AppWorld's official splits (its data/datasets/*.txt), for plans made without the data.
 SPLIT_SIZES = {"train": 90, "dev": 57, "test_normal": 168, "test_challenge": 417}
 _GRACE_S = 30.0  # reme's wait on a supervisor beyond the step's own limit
+# Who mounts the sandbox's tmpfs (sandbox.Binary.mounts) -> how its inodes are bounded.
+_KERNEL_MEMORY = {"own": "tmpfs nr_inodes", "bwrap": "none: bwrap's --size tmpfs (only bwrap may make a user "
+                                                      "namespace here), inodes unbounded"}
 
 
 class AppWorldBenchmark(Benchmark):
@@ -62,6 +65,9 @@ class AppWorldBenchmark(Benchmark):
     # them, so runs made before they existed resume (out of the run hash at these values).
     hash_neutral = {"episode_timeout": 300.0, "memory_mb": 2048, "disk_mb": 128, "max_threads": 64,
                     "output_chars": 100_000}
+    # Where AppWorld's data and interpreter are installed (their default, $APPWORLD_ROOT, was
+    # never hashed either): which AppWorld is there is `reme appworld setup`'s pinned release.
+    where_keys = {"data_dir": None, "venv": None}
 
     def __init__(self, cfg: AppWorldConfig):
         self.cfg = cfg
@@ -135,13 +141,18 @@ class AppWorldBenchmark(Benchmark):
             except BaseException:
                 processes.close()
                 raise
+            scratch = self.cfg.limits().scratch()
             self.sandbox_detail = {"binary": binary.path, "source": binary.source, "version": binary.version,
                                    "uid": sandbox.SANDBOX_UID,
                                    # the host uid it maps to: reme's own, or as root one of its own per sandbox
                                    "host_uid": f"{sandbox.HOST_UID_BASE}+" if sandbox.as_root() else os.getuid(),
                                    "limits": {
                                        k: getattr(self.cfg, k) for k in ("timeout", "episode_timeout", "memory_mb",
-                                                                         "disk_mb", "max_threads", "output_chars")}}
+                                                                         "disk_mb", "max_threads", "output_chars")},
+                                   # how what the kernel holds for the episode, and its CPU, are bounded
+                                   "mechanisms": {"kernel_memory": _KERNEL_MEMORY[binary.mounts], "cpu": "RLIMIT_CPU"},
+                                   "inodes": {scratch.inside: scratch.inodes, sandbox.SHM.inside: sandbox.SHM.inodes}
+                                   if binary.mounts == "own" else "unbounded"}
         self._processes = processes
 
     # ------------------------------------------------------------------ tasks
@@ -238,7 +249,9 @@ class AppWorldEnv:
         hit = answer.get("hit") if answer.get("hit") in _LIMITS else None
         if answer.get("ended"):
             self._ended = hit or "crashed"
-            return ToolResult(code, output, error=True, done=True, limit=self._ended)
+            detail = answer.get("detail")
+            return ToolResult(code, output, error=True, done=True, limit=self._ended,
+                              detail=str(detail)[:500] if detail else None)
         if hit is None and len(output) < len(str(answer.get("output", ""))):
             hit = "output"
         return ToolResult(code, output, error=output.startswith("Execution failed"), done=bool(answer.get("done")),

@@ -36,13 +36,21 @@ class AppWorldConfig(BenchmarkConfig):
     split: str = "test_normal"  # train | dev | test_normal | test_challenge
     tool_protocol: Optional[str] = "code"  # Python code actions against `apis` (over model.tool_protocol)
     thinking: Optional[bool] = False  # Qwen3 thinking off, as in the official AppWorld runs (over model.thinking)
+    # Qwen3 with YaRN to 131,072 tokens on a vLLM server reme starts: the authors' runs went on
+    # past 32k (their agent's output cap is commented out, appworld_react_agent.py:208-210; a
+    # 32k server overflows, their issue #81), where Qwen's vLLM guide advises YaRN (its
+    # deployment/vllm.md:252-272). docs/fidelity.md, row "context length".
+    context: Optional[int] = 131072
     data_dir: Optional[str] = None  # holds data/ (default $APPWORLD_ROOT, else <prefix>/share/reme/appworld)
     venv: Optional[str] = None  # AppWorld's own virtualenv (default: where `reme appworld setup` puts it)
     timeout: float = 100.0  # seconds per step (AppWorld's own execute default)
     # What one episode may use; a bound that is hit ends the episode with its stop reason.
-    episode_timeout: float = 300.0  # seconds of the model's code per episode, all steps together
-    # memory the model's code may hold: what it adds to the opened world's address space and
-    # what it writes to its scratch space (a tmpfs of disk_mb) together
+    # seconds of the model's code per episode, all steps together; also the CPU seconds its
+    # threads may use in all, between steps too (RLIMIT_CPU)
+    episode_timeout: float = 300.0
+    # memory the model's code may hold: what it adds to the opened world's address space, what
+    # it writes to its scratch space (a tmpfs of disk_mb) and the kernel memory the files there
+    # pin (inodes: 1/16 of memory_mb - disk_mb, at 2 KiB each), together
     memory_mb: int = 2048
     disk_mb: int = 128  # what an episode may write (the world's outputs included)
     max_threads: int = 64  # processes and threads in the sandbox (new processes end the episode)

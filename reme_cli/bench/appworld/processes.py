@@ -4,7 +4,8 @@ Both are programs of ``reme_cli/bench/appworld/venv_programs/`` run under AppWor
 spoken to over pipes (``reme_cli.bench.worker``). In the sandbox (``benchmark.sandbox``):
 
 - an episode supervisor sees AppWorld's venv, its interpreter, the task data's
-  ``base_dbs`` and ``api_docs`` (read-only), and a tmpfs of ``benchmark.disk_mb`` that holds
+  ``base_dbs`` and ``api_docs`` (read-only), and a tmpfs of ``benchmark.disk_mb`` (its inodes
+  from ``benchmark.memory_mb``: ``Limits.scratch``) that holds
   the one task it is given (``specs.json`` and ``dbs/``, sent by reme: never ``ground_truth/``)
   and the world's outputs; nothing of the host is writable and nothing of the host leaves;
 - the evaluator sees the whole task data (ground truth included) and the episodes' saved
@@ -42,7 +43,11 @@ INSIDE_ROOT = "/appworld"
 PRIVATE_PREFIX = "reme-appworld-"
 WARM_UP_S = 600.0  # importing AppWorld and building its apps: ~12 s of CPU, far more on a busy box
 STATE_FILE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}\.jsonl?")
-_EVALUATOR_SCRATCH = 16 << 20
+_EVALUATOR_SCRATCH = sandbox.Tmpfs(INSIDE_ROOT, 16 << 20, 4096)
+# Of what memory_mb leaves beyond the scratch space's data, the share its inodes may pin
+# (each sandbox.INODE_BYTES): 1/16, e.g. 61,440 inodes at the defaults (2048, 128), 2,048 at
+# the least memory_mb allows; an honest episode makes fewer than 100 files.
+INODE_SHARE = 16
 
 
 @dataclass(frozen=True)
@@ -56,11 +61,18 @@ class Limits:
     max_threads: int
     output_chars: int
 
+    def scratch(self) -> sandbox.Tmpfs:
+        """The episode's scratch space: ``disk_bytes`` of data, and inodes from ``memory_bytes``
+        (``INODE_SHARE``)."""
+        inodes = (self.memory_bytes - self.disk_bytes) // INODE_SHARE // sandbox.INODE_BYTES
+        return sandbox.Tmpfs(INSIDE_ROOT, self.disk_bytes, inodes)
+
     def for_worker(self) -> dict[str, Any]:
-        # The scratch space and /dev/shm are tmpfs, memory: what the code may add to its
-        # address space is the rest of the bound.
+        # The scratch space and /dev/shm are tmpfs, memory, their data and their inodes: what
+        # the code may add to its address space is the rest of the bound.
+        kernel = self.scratch().kernel_bytes() + sandbox.SHM.kernel_bytes()
         return {"step_seconds": self.step_seconds, "episode_seconds": self.episode_seconds,
-                "memory_bytes": self.memory_bytes - self.disk_bytes - sandbox.SHM_BYTES,
+                "memory_bytes": self.memory_bytes - kernel,
                 "max_threads": self.max_threads, "output_chars": self.output_chars}
 
 
@@ -88,17 +100,17 @@ class Processes:
     # ------------------------------------------------------------------ layouts
     def worker_layout(self) -> sandbox.Bwrap:
         return self._layout(((self.data / "base_dbs", f"{INSIDE_ROOT}/data/base_dbs"),
-                             (self.data / "api_docs", f"{INSIDE_ROOT}/data/api_docs")), self.limits.disk_bytes)
+                             (self.data / "api_docs", f"{INSIDE_ROOT}/data/api_docs")), self.limits.scratch())
 
     def evaluator_layout(self) -> sandbox.Bwrap:
         return self._layout(((self.data, f"{INSIDE_ROOT}/data"), (self.states, f"{INSIDE_ROOT}/experiments/outputs")),
                             _EVALUATOR_SCRATCH)
 
-    def _layout(self, data: tuple, scratch: int) -> sandbox.Bwrap:
+    def _layout(self, data: tuple, scratch: sandbox.Tmpfs) -> sandbox.Bwrap:
         if self._venv_inside is None:  # once: a running sandbox reads the pyvenv.cfg it writes
             self._venv_inside = venv_inside(self.venv, self.dir)
         venv, links, env = self._venv_inside
-        return sandbox.Bwrap(read_only=(*venv, (SCRIPTS, INSIDE_SCRIPTS), *data), scratch=((INSIDE_ROOT, scratch),),
+        return sandbox.Bwrap(read_only=(*venv, (SCRIPTS, INSIDE_SCRIPTS), *data), scratch=(scratch,),
                              symlinks=(*links, (f"{INSIDE_ROOT}/tmp", "/tmp")), env={**_inside_env(), **env})
 
     def check_sandbox(self) -> sandbox.Binary:

@@ -61,6 +61,7 @@ from reme_cli.bench.bfcl.calls import (  # noqa: E402
 from reme_cli.bench.bfcl.tool_notes import annotated, notes_at  # noqa: E402
 from reme_cli.bench.bfcl.release import BFCL_DATA, RELEASES, SPLIT  # noqa: E402
 from reme_cli.bench.bfcl.release import ensure as ensure_release  # noqa: E402
+from reme_cli.core.departure import Departure  # noqa: E402
 from reme_cli.core.errors import UserError  # noqa: E402
 
 try:  # only dependency-free modules of bfcl-eval (installed with --no-deps)
@@ -244,8 +245,9 @@ def _param_names(classes: tuple[str, ...]) -> dict[str, tuple[str, ...]]:
 # The released pools quote the training tasks of bfcl-eval <= 2025.6.15 (data group A;
 # results/bfcl_release_evidence.md): 6 of the 50 read otherwise from 2025.7.17 on.
 OLDER_WORDING = ("2025.6.15",)
-WORDING = ("pool built from the {release} training-task wording (the released pools: an earlier copy, "
-           "6 of 50 tasks differ)")
+# Low: the same tasks, 6 of 50 reworded (docs/fidelity.md, "Named, not changed").
+WORDING = Departure("pool built from the {release} training-task wording (the released pools: an earlier copy, "
+                    "6 of 50 tasks differ)", "low")
 
 
 class BFCLBenchmark(Benchmark):

@@ -38,23 +38,30 @@ HISTORY = "\n\n=== FULL CONVERSATION HISTORY ===\n"
 SEE_BELOW = "See full conversation history below"
 NO_GT_CODE = "[Ground truth code not available: the harness gives the checker's verdict and feedback]"
 
+# The answers' schemas, sent only to a constrained (small local) summarizer, whose server's
+# grammar holds the answer to them. Every string and list is bounded, as the other methods'
+# formats are (dc/curator.py, reme/authors_flow.py): left free, the 135M embedded model writes
+# one string until its answer cap cuts the JSON off, and whether it does is a matter of sampling.
 REFLECTOR_SCHEMA = {
     "type": "object",
-    "properties": {k: {"type": "string"} for k in ("reasoning", "error_identification", "root_cause_analysis",
-                                                   "correct_approach", "key_insight")}
-    | {"bullet_tags": {"type": "array", "items": {"type": "object", "properties": {
-        "id": {"type": "string"}, "tag": {"type": "string", "enum": list(TAGS)}}, "required": ["id", "tag"]}}},
+    "properties": {"reasoning": {"type": "string", "maxLength": 300}}
+    | {k: {"type": "string", "maxLength": 150} for k in ("error_identification", "root_cause_analysis",
+                                                         "correct_approach", "key_insight")}
+    | {"bullet_tags": {"type": "array", "maxItems": 5, "items": {"type": "object", "properties": {
+        "id": {"type": "string", "maxLength": 20}, "tag": {"type": "string", "enum": list(TAGS)}},
+        "required": ["id", "tag"]}}},
     "required": ["reasoning", "key_insight", "bullet_tags"],
 }
 CURATOR_SCHEMA = {
     "type": "object",
     # 1-3 ADDs: left free, the 135M embedded model always answers none, and its playbook never
     # changes; at most 3, or it repeats ADDs until its answer cap cuts the JSON off.
-    "properties": {"reasoning": {"type": "string"}, "operations": {"type": "array", "minItems": 1, "maxItems": 3,
-                                                                   "items": {
+    "properties": {"reasoning": {"type": "string", "maxLength": 300},
+                   "operations": {"type": "array", "minItems": 1, "maxItems": 3, "items": {
         "type": "object", "properties": {"type": {"type": "string", "enum": ["ADD"]},
                                          "section": {"type": "string", "enum": sorted(ALLOWED_SECTIONS)},
-                                         "content": {"type": "string"}}, "required": ["type", "section", "content"]}}},
+                                         "content": {"type": "string", "maxLength": 200}},
+        "required": ["type", "section", "content"]}}},
     "required": ["reasoning", "operations"],
 }
 

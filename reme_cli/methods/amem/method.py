@@ -14,6 +14,7 @@ from reme_cli.bench.base import Outcome, Task
 from reme_cli.core.io import append_lines
 from reme_cli.core.reading import JsonFile, shape_of
 from reme_cli.core.staging import replace_dir
+from reme_cli.llm.inflight import most_in_flight
 from reme_cli.methods.amem.agentic import AMemStats, construct, evolve
 from reme_cli.methods.amem.config import AMemConfig
 from reme_cli.methods.amem.notes import METHOD, Note, NoteStore
@@ -83,7 +84,7 @@ class AMem(Memory):
         await asyncio.to_thread(store.apply, events)
         done = {e["unit"] for e in events}
         todo = [t for t in ctx.task_ids if t not in done and ctx.attempts.get(t)]
-        slots = asyncio.Semaphore(ctx.cfg.llm.concurrency)
+        slots = asyncio.Semaphore(most_in_flight(ctx.cfg.llm.concurrency))
         stats = AMemStats()
 
         async def analyze(task_id: str) -> list[Note]:

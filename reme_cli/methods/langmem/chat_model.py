@@ -7,9 +7,9 @@ the scripted test server all apply, as they do to ReMe's own summarizer calls.
 
 What LangMem uses, and how it maps:
 - ``bind_tools(tools, tool_choice=...)``: tools in OpenAI form; ``"any"`` -> ``"required"``,
-  a tool's name -> the forced-function form. reme's client always sends ``"auto"`` with
-  tools, so another choice goes in ``extra_body``, which the client merges over the body
-  (the summarizer adds the model's own request extras, e.g. Qwen3's thinking switch).
+  a tool's name -> the forced-function form, sent in ``extra_body``, which the client merges
+  over the body (over ``model.tool_choice``; the summarizer adds the model's own request
+  extras, e.g. Qwen3's thinking switch). Without one, none is sent: the server's ``auto``.
 - ``with_structured_output(schema, method="json_schema")``: the summarizer's
   ``schema_format`` (``json_schema`` for vLLM/OpenAI, ``json_object`` + ``schema`` for
   llama.cpp), and the reply parsed into a dict (TypedDict) or a model (pydantic).
@@ -43,7 +43,7 @@ _CHOICES_AS_IS = ("auto", "none", "required")
 
 
 def openai_tool_choice(choice: Any) -> Any:
-    """LangChain's tool_choice -> the OpenAI request's (None: leave the client's "auto")."""
+    """LangChain's tool_choice -> the OpenAI request's (None: send none, the server's "auto")."""
     if choice is None or isinstance(choice, dict):
         return choice
     if choice is True or choice == "any":

@@ -14,6 +14,7 @@ from reme_cli.core.reading import JsonFile
 from reme_cli.core.staging import replace_dir
 from reme_cli.bench.base import Task
 from reme_cli.llm.embed import make_embedder_for
+from reme_cli.llm.inflight import most_in_flight
 from reme_cli.methods.base import Applied, BuildContext, BuildResult, Learned, Memory, MethodContext, Retrieval, Tried
 from reme_cli.methods.pool_dirs import find_pool
 from reme_cli.methods.hooks import CostGuess, SavedState
@@ -65,7 +66,7 @@ class ReasoningBank(Memory):
         path = ctx.work / BUILD_LINES
         done = {line["unit"] for line in MINED.records(path)}
         todo = [t for t in ctx.task_ids if t not in done and ctx.attempts.get(t)]
-        slots = asyncio.Semaphore(ctx.cfg.llm.concurrency)
+        slots = asyncio.Semaphore(most_in_flight(ctx.cfg.llm.concurrency))
 
         async def mine(task_id: str) -> None:
             async with slots:

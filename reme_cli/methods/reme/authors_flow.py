@@ -17,9 +17,10 @@ nearest published counterpart of the paper's trajectory-level experiences): one
 Every template is filled with ``str.format`` and sent as one user message, no system message
 (success_extraction_op.py:46-57,75): ``{query}`` = "" and ``{context}`` = "Query: N/A\\n",
 since neither agent posts trajectory metadata; ``{step_sequence}`` is ``step_sequence.py``'s.
-The request is flowllm 0.1.9's (openai_compatible_llm.py:72-88, base_llm.py:26): the
-summarizer's temperature (``summarizer.temperature``: none sent, as the FAQ's service config),
-``seed=42``, no max_tokens, top_p null, no top_k, no JSON mode;
+The request is the FAQ's service's (65971baf reme/core/llm/openai_llm.py:55-62: the model,
+the messages, ``stream=True`` and what its config holds, which is nothing): no temperature
+(``summarizer.temperature``), no seed (``summarizer.seed``; flowllm 0.1.9 sent 42,
+base_llm.py:26), no max_tokens, top_p null, no top_k, no JSON mode;
 the answer's content only is parsed (reasoning is kept apart by the client, and a ``<think>``
 block left in the content is dropped first). A constrained embedded summarizer (the 135M model)
 keeps a grammar instead, one that makes it answer in the very format the prompt shows (a
@@ -46,7 +47,6 @@ from reme_cli.methods.reme.distill import DistillStats
 from reme_cli.methods.reme.experience import Experience
 from reme_cli.methods.summarizer import SummarizerSettings
 
-SEED = 42  # flowllm 0.1.9 base_llm.py:26, sent with every call
 SUCCESS_THRESHOLD = 1.0  # trajectory_preprocess_op.py:33 (the agents post the same)
 SIMPLE_SUCCESS_THRESHOLD = 0.9  # simple_summary_op.py:19
 QUERY = ""  # trajectory.metadata.get("query", ""): the agents post no metadata
@@ -99,7 +99,7 @@ _GRAMMARS = {"success": EXTRACT_GRAMMAR, "failure": EXTRACT_GRAMMAR, "comparativ
 def request(summ: SummarizerSettings, role: str) -> dict[str, Any]:
     """The keyword arguments of one call: flowllm's request, or, for a constrained embedded
     summarizer, its grammar and its cap (its sampling filters stay the model's)."""
-    out: dict[str, Any] = {"temperature": summ.temperature, "max_tokens": summ.max_tokens, "seed": SEED}
+    out: dict[str, Any] = {"temperature": summ.temperature, "max_tokens": summ.max_tokens, "seed": summ.seed}
     if summ.constrained:
         return {**out, **summ.text_grammar(_GRAMMARS[role])}
     return {**out, "top_p": None, "top_k": None, "min_p": None}
@@ -155,7 +155,7 @@ def read_validation(text: str, threshold: float) -> dict[str, Any]:
 def simple_items(text: str) -> list[dict[str, str]] | None:
     """simple_summary_op.py:29-52: the text after the first ```, less a leading "json", as a
     JSON list of {when_to_use, memory}; None where the service's parse raised (it then asked
-    again, up to 5 times: with a seeded request and a response cache the answer would repeat)."""
+    again, up to 5 times: with a response cache the same request's answer would repeat)."""
     content = text
     try:
         if "```" in content:

@@ -19,6 +19,7 @@ from reme_cli.core.config import config_hash
 from reme_cli.core.io import append_lines
 from reme_cli.core.reading import JsonFile
 from reme_cli.llm.answer_health import answer_tally, merge
+from reme_cli.llm.inflight import most_in_flight
 from reme_cli.methods.base import BuildContext, BuildResult
 from reme_cli.methods.reme.distill import DistillStats
 from reme_cli.methods.reme.experience import Experience, assign_stable_ids
@@ -36,7 +37,7 @@ DISTILLED = JsonFile("a ReMe build's distill.jsonl", lines=True, fix="move that 
 async def distill_training(ctx: BuildContext) -> None:
     cfg, summarizer = ctx.cfg, ctx.summarizer
     done = {rec["task_id"] for rec in DISTILLED.records(ctx.work / DISTILL_FILE)}
-    slots = asyncio.Semaphore(cfg.llm.concurrency)
+    slots = asyncio.Semaphore(most_in_flight(cfg.llm.concurrency))
 
     shape = agent_shape(cfg.benchmark.name)
 

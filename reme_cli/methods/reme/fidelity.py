@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from reme_cli.core.departure import Departure
 from reme_cli.core.errors import UserError
 from reme_cli.methods.base import Releases
 from reme_cli.methods.hooks import AUTHORS_EMBEDDING, BUILD_KEYS, SUMMARIZER_KEYS, Fidelity, RunFacts
@@ -27,23 +28,30 @@ SUMMARIZER = ("memory.prompts", "memory.judge_threshold", "memory.dedup_threshol
 # A built pool's sampling (docs/fidelity.md, "Other knobs") and whether it was de-duplicated.
 BUILD = (*BUILD_KEYS, "memory.build_dedup")
 
-# What reme departs in on purpose (docs/fidelity.md, "Named, not changed"), as a run's column says it.
-EXACT_SEARCH = "retrieval: exact cosine (authors: Elasticsearch kNN, approximate)"
-EXACT_COUNTS = "f/u: exact at commit (authors' service: the retrieval-time copy + 1, updates lost under concurrency)"
-KEY_NEVER_PUBLISHED = "retrieval by {key}: how the authors retrieved by it was never published"
-FULL_ADDITION = "memory.addition=full: no code path in the authors' agents (the paper's words)"
-TRAJECTORY_NEVER_PUBLISHED = "trajectory-level prompt never published (nearest public: v0.1.9 simple_summary)"
+# What reme departs in on purpose (docs/fidelity.md, "Named, not changed"), as a run's column
+# says it, with its level (core/departure.py): low where the difference cannot move the
+# paper's numbers at its scale, high where the authors published no recipe to follow.
+EXACT_SEARCH = Departure("retrieval: exact cosine (authors: Elasticsearch kNN, approximate)", "low")
+EXACT_COUNTS = Departure("f/u: exact at commit (authors' service: the retrieval-time copy + 1, updates lost under "
+                         "concurrency)", "low")
+KEY_NEVER_PUBLISHED = Departure("retrieval by {key}: how the authors retrieved by it was never published", "high")
+FULL_ADDITION = Departure("memory.addition=full: no code path in the authors' agents (the paper's words)", "high")
+TRAJECTORY_NEVER_PUBLISHED = Departure("trajectory-level prompt never published (nearest public: v0.1.9 "
+                                       "simple_summary)", "high")
+# A pool built here: medium where the authors released one like it; low where they released
+# none, so building it with their summarizer is the nearest anyone can come.
+BUILT_FOR_RELEASED = Departure("pool: built here (authors: their released pool)", "medium")
+BUILT_UNRELEASED = Departure("pool: built here (the authors released none like it)", "low")
 
 
 def fidelity(run: RunFacts, releases: Releases) -> Fidelity:
     params, mode = run.params, run.mode
     out = Fidelity(keys=RETRIEVAL + (DYNAMIC + SUMMARIZER if mode == "dynamic" else ()), pool_keys=SUMMARIZER + BUILD)
     if "embedding.model" in params and params["embedding.model"] != AUTHORS_EMBEDDING:
-        out.notes.append(f"embedding: local stand-in ({params.get('embedding.model')})")
+        out.notes.append(Departure(f"embedding: local stand-in ({params.get('embedding.model')})", "medium"))
     if run.pool == "built":
-        out.notes.append("pool: built here (authors: their released pool)"
-                         if released_kind(run.pool_params or params, releases)
-                         else "pool: built here (the authors released none like it)")
+        out.notes.append(BUILT_FOR_RELEASED if released_kind(run.pool_params or params, releases)
+                         else BUILT_UNRELEASED)
     out.notes += _named(run)
     if run.pool == "built" and run.pool_params.get("memory.granularity") == "trajectory" \
             and run.pool_params.get("memory.prompts") == "authors":

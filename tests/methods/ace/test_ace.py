@@ -335,3 +335,27 @@ def test_whether_the_agent_acts_with_code_is_asked_of_the_runs_protocol_not_the_
     assert bullets("benchmark=appworld") == 8  # its config asks for code actions
     assert bullets("benchmark.tool_protocol=code") == 8
     assert bullets("benchmark=appworld", "benchmark.tool_protocol=openai") == 0
+
+
+def _unbounded(schema: object, where: str = "") -> list[str]:
+    """The strings and arrays of a JSON schema whose length nothing bounds."""
+    if not isinstance(schema, dict):
+        return []
+    found = []
+    if schema.get("type") == "string" and "maxLength" not in schema and "enum" not in schema \
+            or schema.get("type") == "array" and "maxItems" not in schema:
+        found.append(where or "(the answer)")
+    for key, sub in (schema.get("properties") or {}).items():
+        found += _unbounded(sub, f"{where}.{key}")
+    return found + _unbounded(schema.get("items"), f"{where}[]")
+
+
+def test_a_constrained_answer_is_bounded_so_that_sampling_cannot_run_it_past_the_cap():
+    """A constrained (small local) summarizer's answer is held to these schemas by its server's
+    grammar. A free string let the 135M model write on until summarizer.max_tokens cut the JSON
+    off, on some samples and not others (tests/methods/test_methods_embedded.py failed so): every
+    string and list is bounded, as the other methods' formats are."""
+    from reme_cli.methods.ace.roles import CURATOR_SCHEMA, REFLECTOR_SCHEMA
+
+    assert _unbounded(REFLECTOR_SCHEMA) == [] and _unbounded(CURATOR_SCHEMA) == []
+    assert _unbounded({"type": "object", "properties": {"a": {"type": "string"}}}) == [".a"]  # the check sees one

@@ -162,12 +162,17 @@ def test_two_successes_get_two_success_analyses_and_no_comparative():
     assert not any("higher-scoring" in m[-1]["content"] for m, _ in llm.calls)
 
 
-def test_flowllms_request_one_user_message_seed_42_no_caps_no_json_mode():
+def test_the_faq_services_request_one_user_message_no_seed_no_caps_no_json_mode():
     llm, _, _ = _run({"success": block([ITEM])}, [(TRAJ, Outcome(True, 1.0), None)])
     for messages, kwargs in llm.calls:
         assert [m["role"] for m in messages] == ["user"]
-        assert kwargs == {"temperature": 0.6, "max_tokens": None, "seed": 42, "top_p": None, "top_k": None,
+        assert kwargs == {"temperature": 0.6, "max_tokens": None, "seed": None, "top_p": None, "top_k": None,
                           "min_p": None}
+    # summarizer.seed=42 sends flowllm 0.1.9's seed (base_llm.py:26) on every call.
+    llm = Recorder({"success": block([ITEM])})
+    summ = SummarizerSettings(llm, "qwen3-8b", None, None, seed=42)
+    asyncio.run(summarize(summ, ReMeConfig(), TASK, [(TRAJ, Outcome(True, 1.0), None)], shape=BFCL, building=True))
+    assert llm.calls and all(kwargs["seed"] == 42 for _, kwargs in llm.calls)
     # The embedded model keeps a grammar of the very format the prompt shows.
     llm, _, _ = _run({}, [(TRAJ, Outcome(True, 1.0), None)], constrained=True)
     (_, kwargs), = llm.calls
@@ -272,8 +277,9 @@ def test_build_pool_sends_the_authors_success_failure_and_validation_prompts(aut
     success = next(t for t in texts if "reviewing successful" in t)
     assert "# Step Sequence Analysis\n### step.0 role=user content=\n" in success
     assert "\n\n# Tools\n\nYou may call one or more functions" in success and PYTHON_NOTE in success
-    # No temperature: the FAQ's service config sets none (65971baf reme/config/service.yaml:177-182).
-    assert all(len(b["messages"]) == 1 and b["seed"] == 42 and "temperature" not in b and "top_p" not in b
+    # No temperature and no seed: the FAQ's service config sets neither (65971baf
+    # reme/config/service.yaml:177-182, reme/core/llm/openai_llm.py:55-62).
+    assert all(len(b["messages"]) == 1 and "seed" not in b and "temperature" not in b and "top_p" not in b
                and "max_tokens" not in b and "top_k" not in b and "response_format" not in b for b in summarizer)
     pool = [json.loads(ln) for ln in (built / "pool" / "experiences.jsonl").read_text().splitlines()]
     assert {e["source"] for e in pool} == {"success", "failure"}

@@ -1,10 +1,13 @@
 """One JSON object per line, between reme and a program here, and between a program and the
-process it forked for one episode (whose lines are untrusted: read with a size cap)."""
+process it forked for one episode (whose lines are untrusted: read with a size cap and a
+deadline, and each checked against its schema, ``parse``)."""
 
 import json
 import os
 import select
 import time
+import typing
+from dataclasses import MISSING, dataclass, field, fields
 
 
 class Broken(Exception):
@@ -84,10 +87,19 @@ def serve(handlers):
         reply(out, request.get("id"), result)
 
 
-def send_line(fd, obj):
+def send_line(fd, obj, deadline=None):
+    """``obj`` as one line; with a ``deadline`` (``fd`` non-blocking), ``Broken("time")`` if
+    the other end has not taken it all by then."""
     data = (json.dumps(obj) + "\n").encode()
     while data:
-        data = data[os.write(fd, data):]
+        if deadline is not None:
+            _, ready, _ = select.select([], [fd], [], max(0.0, deadline - time.monotonic()))
+            if not ready:
+                raise Broken("time", "the other end took no more in time")
+        try:
+            data = data[os.write(fd, data):]
+        except BlockingIOError:
+            continue
 
 
 class LineReader:
@@ -105,7 +117,10 @@ class LineReader:
             ready, _, _ = select.select([self.fd], [], [], wait)
             if not ready:
                 raise Broken("time", "no answer in time")
-            chunk = os.read(self.fd, 1 << 20)
+            try:
+                chunk = os.read(self.fd, 1 << 20)
+            except ConnectionResetError:  # it closed with our last line unread
+                chunk = b""
             if not chunk:
                 raise Broken("eof", "the other end closed")
             self.buf += chunk
@@ -116,6 +131,68 @@ class LineReader:
             return json.loads(line)
         except ValueError:
             raise Broken("format", "not a JSON line") from None
+
+
+class Malformed(ValueError):
+    """A message that is valid JSON but not what its schema says."""
+
+
+def parse(schema, obj):
+    """``obj`` (one decoded line) as the dataclass ``schema``: an object with its fields and no
+    others, each of its type and, where a field's ``metadata`` has ``choices``, one of them;
+    else ``Malformed``, saying what is wrong."""
+    if not isinstance(obj, dict):
+        raise Malformed(f"a {type(obj).__name__}, not an object")
+    known = {f.name: f for f in fields(schema)}
+    unknown = sorted(set(obj) - set(known))
+    if unknown:
+        raise Malformed(f"an unknown key {unknown[0][:40]!r}")
+    hints = typing.get_type_hints(schema)
+    for name, f in known.items():
+        if name not in obj:
+            if f.default is MISSING:
+                raise Malformed(f"no {name!r}")
+            continue
+        value = obj[name]
+        if not _of_type(value, hints[name]):
+            raise Malformed(f"{name!r} is a {type(value).__name__}")
+        choices = f.metadata.get("choices")
+        if choices is not None and value is not None and value not in choices:
+            raise Malformed(f"{name!r} is {str(value)[:40]!r}, not one of {', '.join(choices)}")
+    return schema(**obj)
+
+
+def _of_type(value, hint):
+    allowed = typing.get_args(hint) if typing.get_origin(hint) is typing.Union else (hint,)
+    if value is None or isinstance(value, bool):  # JSON's null and booleans are their own types
+        return type(value) in allowed
+    if isinstance(value, int) and float in allowed:
+        return True
+    return any(isinstance(value, t) for t in allowed if t not in (type(None), bool))
+
+
+# What an episode's process says to its supervisor. Its model code may write anything on the
+# channel, so each line is checked against one of these (``parse``) before it is used.
+@dataclass(frozen=True)
+class Opened:
+    """The first line: the world opened (``cpu_s`` it took, and the CPU seconds at which
+    RLIMIT_CPU ends the process, ``cpu_limit_s``), or not (``failed``: why). Sent before any
+    model code runs."""
+
+    cpu_s: float = 0.0
+    cpu_limit_s: float = 0.0
+    failed: typing.Optional[str] = None
+
+
+@dataclass(frozen=True)
+class StepDone:
+    """One step's answer: its output, whether the task is done, whether the output was cut
+    (``cut``), and a bound the step hit (``hit``)."""
+
+    output: str
+    done: bool = False
+    cut: typing.Optional[str] = field(default=None, metadata={"choices": ("output",)})
+    hit: typing.Optional[str] = field(default=None, metadata={"choices": ("memory", "disk")})
 
 
 def printable(text):

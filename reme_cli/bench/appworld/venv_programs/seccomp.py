@@ -17,7 +17,12 @@ What it closes, and why each matters even with no capabilities:
   message IPC, io_uring, userfaultfd, bpf, perf_event_open: nothing AppWorld's code needs,
   each a way around the other bounds or a large kernel surface.
 - memory outside the address-space limit: memfd_create and memfd_secret (a memfd's pages,
-  written with write(), count against no limit).
+  written with write(), count against no limit), and a pipe's buffer made larger (fcntl
+  F_SETPIPE_SZ: 1 MB a pipe, beside the 64 KB it has).
+- what the kernel counts per user, which the user running reme needs too (reme not root,
+  the sandbox's processes are that user's): inotify instances (inotify_init, inotify_init1:
+  128 a user by default) and fanotify groups (fanotify_init). Keyrings, message queues and
+  namespaces are refused above; signals queued are the process's RLIMIT_SIGPENDING.
 - sockets of families other than Unix, IPv4 and IPv6 (AF_VSOCK, AF_NETLINK, AF_PACKET, ...):
   EAFNOSUPPORT.
 A process that runs for another architecture's system-call table is killed.
@@ -48,7 +53,7 @@ def _errno(code):
 
 CLONE_THREAD = 0x00010000
 X32_BIT = 0x40000000
-F_SETOWN, F_SETSIG, F_SETOWN_EX = 8, 10, 15
+F_SETOWN, F_SETSIG, F_SETOWN_EX, F_SETPIPE_SZ = 8, 10, 15, 1031
 FIOSETOWN, SIOCSPGRP = 0x8901, 0x8902
 PRIO_PROCESS, IOPRIO_WHO_PROCESS = 0, 1
 FAMILIES = (1, 2, 10)  # AF_UNIX, AF_INET, AF_INET6
@@ -70,6 +75,7 @@ _NUMBERS = {
     "io_uring_setup": (425, 425), "io_uring_enter": (426, 426), "io_uring_register": (427, 427),
     "userfaultfd": (323, 282), "bpf": (321, 280), "perf_event_open": (298, 241),
     "memfd_create": (319, 279), "memfd_secret": (447, 447),
+    "inotify_init": (253, None), "inotify_init1": (294, 26), "fanotify_init": (300, 262),
 }
 # Allowed on the episode's own process only: the target pid is their first argument.
 _OWN_PID = {"prlimit64": (302, 261), "sched_setaffinity": (203, 122), "sched_setparam": (142, 118),
@@ -77,7 +83,8 @@ _OWN_PID = {"prlimit64": (302, 261), "sched_setaffinity": (203, 122), "sched_set
 # Allowed only as (which, who) on the episode's own process.
 _OWN_WHO = {"setpriority": ((141, 140), PRIO_PROCESS), "ioprio_set": ((251, 30), IOPRIO_WHO_PROCESS)}
 # Allowed but for the commands that set a file's owner (the second argument).
-_NOT_COMMANDS = {"fcntl": ((72, 25), (F_SETOWN, F_SETSIG, F_SETOWN_EX)), "ioctl": ((16, 29), (FIOSETOWN, SIOCSPGRP))}
+_NOT_COMMANDS = {"fcntl": ((72, 25), (F_SETOWN, F_SETSIG, F_SETOWN_EX, F_SETPIPE_SZ)),
+                 "ioctl": ((16, 29), (FIOSETOWN, SIOCSPGRP))}
 _SOCKETS = {"socket": (41, 198), "socketpair": (53, 199)}
 _KILLED = ("fork", "vfork")
 _DENIED = tuple(n for n in _NUMBERS if n not in (*_KILLED, "clone", "clone3"))
@@ -128,7 +135,8 @@ def filter_for(machine=None, pid=None):
             prog += [_insn(_JEQ, 0, 1, nr(name)), _ret(KILL_PROCESS)]
     prog += [_insn(_JEQ, 0, 1, nr("clone3")), _ret(_errno(errno.ENOSYS))]
     for name in _DENIED:
-        prog += [_insn(_JEQ, 0, 1, nr(name)), _ret(eperm)]
+        if nr(name) is not None:
+            prog += [_insn(_JEQ, 0, 1, nr(name)), _ret(eperm)]
     # Each block below loads an argument, so it returns whatever it finds.
     for numbers in _OWN_PID.values():
         prog += _on(numbers[column], [_arg(0), *_one_of(own, ALLOW, eperm)])

@@ -12,7 +12,7 @@ program owns (in the sandbox a size-limited tmpfs, with the task data's ``base_d
            puts on the system-call filter before any model code runs
   execute  {code}: one step, in the episode's process, within the step's and the episode's
            time; answers output (cut to ``limits.output_chars``), whether the task is done,
-           and which limit the step hit, if any
+           which limit the step hit, if any, and (``detail``) why it ended the episode
   close    end the episode: kill its process (and, in the sandbox, every process it left),
            hand back the world's saved state (its ``dbs/``) and wipe everything it could
            write (all of ``APPWORLD_ROOT`` but the task data's read-only folders, and in the
@@ -20,10 +20,19 @@ program owns (in the sandbox a size-limited tmpfs, with the task data's ``base_d
            the next episode starts from (if not, reme replaces this supervisor)
 
 The supervisor holds no secret and no other task's data; the episode's process cannot
-signal or trace it (the filter), and its replies are read with a size cap.
+signal or trace it (the filter), and its replies are read with a size cap and a deadline and
+checked against their schema (``protocol.Opened``, ``protocol.StepDone``): once model code
+has run, anything else on the channel is the episode's own failure (``crashed``, with what
+was wrong), never the supervisor's error.
+
+CPU: the episode is one process (starting another ends it), so RLIMIT_CPU, which counts all
+of its threads, bounds what its code uses in all, between steps too: ``episode_seconds`` of
+CPU past the world's opening, then the kernel kills it (``time``).
 """
 
+import dataclasses
 import errno
+import math
 import os
 import re
 import resource
@@ -40,9 +49,12 @@ SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
 KEPT = ("data/base_dbs", "data/api_docs")  # the task data, read-only (in the sandbox, its mounts)
 EMPTY = ("experiments", "data/tasks", "tmp")  # what each episode starts with, empty
 STEP_GRACE_S = 5.0  # past AppWorld's own alarm, before the step's process is killed
+OPEN_S = 300.0  # for the episode's world to open
 STATE_CAP = 64 << 20  # bytes of saved state handed back (a world's changes are KBs)
 DISK_FULL = 256 << 10  # free bytes under which the scratch space counts as full
+INODES_FULL = 16  # free inodes (files, directories, links) under which it counts as full too
 MAX_FILES = 256  # open files per episode
+SIGNALS_QUEUED = 64  # signals the sandbox may have queued (POSIX timers hold one each): a per-user count
 
 
 def warm_up():
@@ -64,6 +76,7 @@ class Supervisor:
         self.limits = {}
         self.spent = 0.0  # seconds of the episode's code so far
         self.hit = None  # the limit that ended the episode
+        self.opened = None  # protocol.Opened: what the episode's process said before model code ran
 
     # ------------------------------------------------------------------ requests
     def open(self, task_id, experiment, files, limits, confine=True):
@@ -73,7 +86,7 @@ class Supervisor:
             if not SAFE_NAME.fullmatch(name):
                 raise ValueError(f"bad name {name!r}")
         self.task_id, self.experiment, self.limits = task_id, experiment, limits
-        self.spent, self.hit = 0.0, None
+        self.spent, self.hit, self.opened = 0.0, None, None
         task_dir = os.path.join(self.root, "data", "tasks", task_id)
         for rel, text in files.items():
             parts = rel.split("/")
@@ -90,29 +103,42 @@ class Supervisor:
             _episode(child.detach(), task_id, experiment, limits, confine and self.confine)
         child.close()
         fd = parent.detach()
+        os.set_blocking(fd, False)  # what is sent to it, too, has a deadline
         self.child = (pid, fd, protocol.LineReader(fd))
-        first = self._answer(deadline=time.monotonic() + 300)
-        if first.get("hit"):
-            raise RuntimeError(f"the episode's world did not open ({first['hit']})")
+        first = self._answer(protocol.Opened, time.monotonic() + OPEN_S, f"no answer within {OPEN_S:g} s")
+        if isinstance(first, Ended) or first.failed:
+            why = first.detail if isinstance(first, Ended) else first.failed
+            raise RuntimeError(f"the episode's world did not open ({why})")
+        self.opened = first
         return {"pid": pid}
 
     def execute(self, code):
         if self.child is None or self.hit:
-            return {"output": "", "done": False, "hit": self.hit or "closed", "ended": True}
+            return {"output": "", "done": False, "hit": self.hit or "closed", "ended": True, "detail": None}
         left = self.limits["episode_seconds"] - self.spent
         if left <= 0:
-            return self._end("time", "")
+            return self._end(Ended("time", f"its steps took {self.spent:.1f} s: {self._bound()}"))
         started = time.monotonic()
-        protocol.send_line(self.child[1], {"code": code})
         step = min(self.limits["step_seconds"] + STEP_GRACE_S, left)
-        answer = self._answer(deadline=started + step)
+        try:
+            protocol.send_line(self.child[1], {"code": code}, deadline=started + step)
+        except protocol.Broken:  # it reads nothing: as a step that does not answer
+            answer = Ended("time", f"it took no code within {step:g} s")
+        except OSError:  # it is gone: killed between steps (its CPU), or its own doing
+            answer = self._died()
+        else:
+            answer = self._answer(protocol.StepDone, started + step,
+                                  f"a step ran past {step:g} s (benchmark.timeout is {self.limits['step_seconds']:g} s, "
+                                  f"{left:.1f} s of the episode's were left)")
         self.spent += time.monotonic() - started
-        if answer.get("hit"):
-            return self._end(answer["hit"], answer.get("output", ""))
-        if self._disk_full():
-            return self._end("disk", answer["output"])
-        return {"output": answer["output"], "done": bool(answer.get("done")), "hit": answer.get("cut"),
-                "ended": False}
+        if isinstance(answer, Ended):
+            return self._end(answer)
+        if answer.hit:
+            return self._end(Ended(answer.hit, STEP_HITS[answer.hit]), answer.output)
+        full = self._disk_full()
+        if full:
+            return self._end(Ended("disk", full), answer.output)
+        return {"output": answer.output, "done": answer.done, "hit": answer.cut, "ended": False, "detail": None}
 
     def start(self):
         """The layout every episode starts from: the task data's folders (kept) and empty
@@ -160,47 +186,83 @@ class Supervisor:
                    for sub, ident in self.kept.items() for info in [os.lstat(os.path.join(self.root, sub))])
 
     # ------------------------------------------------------------------ the episode's process
-    def _answer(self, deadline):
-        """The episode's next line; a dead, silent or flooding process becomes a ``hit``."""
+    def _answer(self, schema, deadline, late):
+        """The episode's next line as ``schema``; or, when its process died, went silent
+        (``late`` says how), flooded the channel or sent anything else, why the episode ends
+        (``Ended``)."""
         pid, fd, reader = self.child
         limit = self.limits["output_chars"] * 6 + (1 << 20)  # JSON escapes a char in up to 6 bytes
         try:
-            return reader.read(limit, deadline)
+            return protocol.parse(schema, reader.read(limit, deadline))
         except protocol.Broken as broken:
             if broken.kind == "time":
-                return {"hit": "time"}
+                return Ended("time", late)
             if broken.kind == "size":
-                return {"hit": "output"}
-            status = self._stop_child()
-            return {"hit": _why_it_died(status)}
+                return Ended("output", f"it sent {broken}")
+            if broken.kind == "format":
+                return Ended("crashed", f"its process broke the channel to its supervisor: {broken}")
+            return self._died()
+        except protocol.Malformed as malformed:
+            return Ended("crashed", f"its process broke the channel to its supervisor: {malformed}")
 
-    def _end(self, hit, output):
-        self.hit = hit
+    def _bound(self):
+        return f"benchmark.episode_timeout is {self.limits['episode_seconds']:g} s"
+
+    def _died(self):
+        """Why the episode's process, which has gone, ended (``Ended``)."""
+        status, cpu = self._stop_child()
+        if status is not None and os.WIFSIGNALED(status):
+            sig = os.WTERMSIG(status)
+            if sig == signal.SIGSYS:
+                return Ended("processes", "it tried to start a process")
+            # RLIMIT_CPU's kill comes at its limit, in whole seconds; nobody else here kills
+            # it mid-step but the kernel's OOM killer.
+            opened = self.opened or protocol.Opened()
+            if sig == signal.SIGKILL and opened.cpu_limit_s and cpu >= opened.cpu_limit_s - 0.5:
+                return Ended("time", f"its threads together used {cpu - opened.cpu_s:.1f} s of CPU: {self._bound()}")
+            if sig == signal.SIGKILL:
+                return Ended("memory", "its process was killed for memory")
+            return Ended("crashed", f"its process died of signal {sig}")
+        if status is not None and os.WIFEXITED(status):
+            return Ended("crashed", f"its process exited with code {os.WEXITSTATUS(status)}")
+        return Ended("crashed", "its process is gone")
+
+    def _end(self, ended, output=""):
+        self.hit = ended.hit
         self._stop_child()
-        return {"output": output, "done": False, "hit": hit, "ended": True}
+        return {"output": output, "done": False, "hit": ended.hit, "ended": True, "detail": ended.detail}
 
     def _stop_child(self):
-        """Kill the episode's process (if it lives) and reap it: its wait status, or None."""
+        """Kill the episode's process (if it lives) and reap it: its wait status (or None) and
+        the CPU seconds it used, its threads together."""
         if self.child is None:
-            return None
+            return None, 0.0
         pid, fd, _ = self.child
         self.child = None
         os.close(fd)
         try:
-            done, status = os.waitpid(pid, os.WNOHANG)
+            done, status, usage = os.wait4(pid, os.WNOHANG)
             if not done:
                 os.killpg(pid, signal.SIGKILL)  # its own process group (sandbox=none: all it made)
-                done, status = os.waitpid(pid, 0)
-            return status
+                done, status, usage = os.wait4(pid, 0)
+            return status, usage.ru_utime + usage.ru_stime
         except (ChildProcessError, ProcessLookupError):
-            return None
+            return None, 0.0
 
     def _disk_full(self):
+        """Whether the scratch space is full (in the sandbox), in words: its bytes or its
+        inodes (files, directories and links: their kernel memory counts against memory_mb)."""
         try:
             st = os.statvfs(self.root)
         except OSError:
-            return False
-        return self.confine and st.f_bavail * st.f_frsize < DISK_FULL
+            return None
+        if not self.confine:
+            return None
+        if st.f_bavail * st.f_frsize < DISK_FULL:
+            return f"its scratch space is full: {st.f_blocks * st.f_frsize >> 20} MB (benchmark.disk_mb)"
+        if st.f_favail < INODES_FULL:
+            return f"its scratch space is full: {st.f_files} inodes, files and folders (benchmark.memory_mb)"
+        return None
 
     def _state(self):
         """The world's saved DBs (AppWorld writes them after every step), as text: regular
@@ -231,20 +293,22 @@ class Supervisor:
         return files
 
 
+@dataclasses.dataclass(frozen=True)
+class Ended:
+    """Why an episode ended: the bound it hit (``hit``: time, memory, processes, disk, output,
+    crashed) and, in words, what it did (``detail``)."""
+
+    hit: str
+    detail: str
+
+
+# What the episode's process says a step hit (protocol.StepDone.hit), in words.
+STEP_HITS = {"memory": "an allocation failed (MemoryError): benchmark.memory_mb",
+             "disk": "a write failed (no space left): benchmark.disk_mb"}
+
+
 def _is_regular(fd):
     return stat.S_ISREG(os.fstat(fd).st_mode)
-
-
-def _why_it_died(status):
-    if status is None:
-        return "crashed"
-    if os.WIFSIGNALED(status):
-        sig = os.WTERMSIG(status)
-        if sig == signal.SIGSYS:
-            return "processes"  # the filter: it tried to start a process
-        if sig == signal.SIGKILL:
-            return "memory"  # nobody here kills it mid-step but the kernel's OOM killer
-    return "crashed"
 
 
 def _sweep():
@@ -301,11 +365,11 @@ def _episode(fd, task_id, experiment, limits, confine):
         os.closerange(fd + 1, 1 << 16)
         world = _open_world(task_id, experiment, limits)
         os.dup2(devnull, 2)  # the log is a host file: the model's code gets no way to fill it
-        _limit_self(limits, confine)
+        opened = _limit_self(limits, confine)
     except BaseException as exc:  # noqa: BLE001 - told to the supervisor, then gone
-        _tell(fd, {"hit": f"open failed: {type(exc).__name__}: {exc}"})
+        _tell(fd, protocol.Opened(failed=f"{type(exc).__name__}: {exc}"))
         os._exit(1)
-    _tell(fd, {"ok": True})
+    _tell(fd, opened)
     reader = protocol.LineReader(fd)
     while True:
         try:
@@ -351,6 +415,8 @@ class _Capped:
 
 
 def _limit_self(limits, confine):
+    """Bound this process before any model code runs; what it says to its supervisor
+    (``protocol.Opened``: the CPU the opening took and the CPU at which it is killed)."""
     with open("/proc/self/status") as f:
         size = next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmSize:"))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
@@ -361,6 +427,14 @@ def _limit_self(limits, confine):
     hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
     files = MAX_FILES if hard == resource.RLIM_INFINITY else min(MAX_FILES, hard)
     resource.setrlimit(resource.RLIMIT_NOFILE, (files, files))
+    # Counted per user: signals queued (a POSIX timer holds one) and POSIX message queues'
+    # bytes (mq_open is refused too). The user namespace's count is the process's to check.
+    resource.setrlimit(resource.RLIMIT_SIGPENDING, (SIGNALS_QUEUED, SIGNALS_QUEUED))
+    resource.setrlimit(resource.RLIMIT_MSGQUEUE, (0, 0))
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    used = usage.ru_utime + usage.ru_stime
+    cpu = math.floor(used + limits["episode_seconds"])  # RLIMIT_CPU is whole seconds: at most episode_seconds
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))  # soft at hard: SIGKILL, which no code can catch
     if confine:
         # Counted per user namespace and uid: this sandbox's processes and threads (reme as
         # root runs it as an unprivileged host uid of its own, so it binds there too).
@@ -368,34 +442,36 @@ def _limit_self(limits, confine):
         import seccomp
 
         seccomp.install()
+    return protocol.Opened(cpu_s=used, cpu_limit_s=float(cpu))
 
 
 def _step(world, code, limits):
+    """One step's ``protocol.StepDone``."""
     _Capped.cut = False
     try:
         output = world.execute(protocol.printable(code))
     except OSError as exc:  # AppWorld saves the world after every step: a full scratch space
         hit = "disk" if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG) else None
-        return {"output": f"Execution failed. Traceback:\n{type(exc).__name__}: {exc}", "hit": hit}
+        return protocol.StepDone(f"Execution failed. Traceback:\n{type(exc).__name__}: {exc}", hit=hit)
     except UnicodeError as exc:  # text AppWorld could not log that the patches above missed
-        return {"output": protocol.printable(f"Execution failed. Traceback:\n{type(exc).__name__}: {exc}")}
+        return protocol.StepDone(protocol.printable(f"Execution failed. Traceback:\n{type(exc).__name__}: {exc}"))
     except MemoryError:
-        return {"output": "Execution failed. Traceback:\nMemoryError", "hit": "memory"}
+        return protocol.StepDone("Execution failed. Traceback:\nMemoryError", hit="memory")
     result = getattr(world.shell, "last_execution_result", None)
     if isinstance(getattr(result, "error_in_exec", None), MemoryError):
-        return {"output": protocol.cut(output, limits["output_chars"]), "hit": "memory"}
+        return protocol.StepDone(protocol.cut(output, limits["output_chars"]), hit="memory")
     try:
         done = bool(world.task_completed())
     except Exception:  # noqa: BLE001 - the model's code may have broken its own world
         done = False
     text = protocol.cut(output, limits["output_chars"])
     cut = _Capped.cut or text is not output
-    return {"output": text, "done": done, "cut": "output" if cut else None}
+    return protocol.StepDone(text, done=done, cut="output" if cut else None)
 
 
-def _tell(fd, obj):
+def _tell(fd, message):
     try:
-        protocol.send_line(fd, obj)
+        protocol.send_line(fd, dataclasses.asdict(message))
     except OSError:
         os._exit(1)
 
