@@ -63,10 +63,22 @@ def option_of(group: str, name: str) -> str | None:
     return None
 
 
-@pytest.fixture(params=[(group, name) for group, registry in GROUPS.items() for name in registry.names()],
-                ids=lambda p: f"{p[0]}={p[1]}")
+ALL = [(group, name) for group, registry in GROUPS.items() for name in registry.names()]
+
+
+def _id(p: tuple[str, str]) -> str:
+    return f"{p[0]}={p[1]}"
+
+
+@pytest.fixture(params=ALL, ids=_id)
 def plugin(request):
     return request.param
+
+
+# The clauses that apply to some plug-ins only are run over those, not skipped for the rest.
+ASKS = [(g, n) for g, n in ALL if g == "benchmark" or GROUPS[g].get(n).needs_summarizer]  # memory=none asks none
+# An outside plug-in's page is its own business; the seam's default is the overview's.
+OWN_PAGED = [(g, n) for g, n in ALL if from_reme(GROUPS[g], n) and not is_seam_default(GROUPS[g], n)]
 
 
 def test_it_holds_to_its_seam_and_its_section_is_its_own(plugin):
@@ -86,25 +98,23 @@ def test_a_config_option_selects_it_and_validates(plugin):
     assert isinstance(getattr(cfg, group), GROUPS[group].section(name))
 
 
+@pytest.mark.parametrize("plugin", ASKS, ids=_id)
 def test_it_brings_its_answers_on_the_scripted_server(plugin):
     """A method that asks a summarizer scripts its answers; a benchmark replays its ground
     truth. Both from its own package (TEST DOUBLES: the end-to-end tests run on them)."""
     group, name = plugin
     registry = GROUPS[group]
     if group == "memory":
-        if not registry.get(name).needs_summarizer:
-            pytest.skip(f"memory={name} asks no summarizer")  # a contract clause that does not apply
         assert beside(SCRIPTED.targets(), module_of(registry, name)), f"memory={name}: no reme.scripted beside it"
     else:
         assert beside(REPLAY_POLICIES.targets(), module_of(registry, name)), \
             f"benchmark={name}: no reme.replay_policies beside it"
 
 
+@pytest.mark.parametrize("plugin", OWN_PAGED, ids=_id)
 def test_reme_own_plugins_bring_their_manual_page(plugin):
     group, name = plugin
     registry = GROUPS[group]
-    if not from_reme(registry, name) or is_seam_default(registry, name):
-        pytest.skip("an outside plug-in's page is its own business; the seam's default is the overview's")
     pages = script_module("gen_reference.py").plugin_pages()
     package = Path(importlib.import_module(module_of(registry, name)).__file__ or "").parent
     assert any(package.is_relative_to(page.parent) for page in pages.values()), \

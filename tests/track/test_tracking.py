@@ -21,7 +21,7 @@ from reme_cli.core.config import compose, config_hash
 from reme_cli.testing.scripted_server import AgentAndSummarizerPolicy, ScriptedServer, ScriptedSummarizerPolicy
 from tests.conftest import reme_env, reme_popen, reme_process, run_reme, scripted_server_process
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 REPLAY = ["model=qwen3-8b", "embedding=minilm", "llm.model=replay", "llm.cache=false", "benchmark.release=current"]
 SMALL = ["benchmark.limit=2", "eval.runs=1"]
 
