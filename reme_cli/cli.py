@@ -586,7 +586,12 @@ def _add_plugin_commands() -> None:
     commands (its environment's setup, its release differences) come from the benchmark."""
     from reme_cli.core.registry import COMMANDS, CommandGroup
 
-    for name in COMMANDS.names():
+    try:
+        names = COMMANDS.names()
+    except UserError as exc:  # two packages claiming one name: say so, and keep reme's own commands
+        console.print(f"[yellow]warning:[/yellow] {escape(str(exc))}", highlight=False, soft_wrap=True)
+        names = []
+    for name in names:
         try:
             contributed = COMMANDS.get(name)
         except UserError as exc:  # one broken plug-in must not take `reme --help` down with it

@@ -21,7 +21,10 @@ import tempfile
 import time
 from pathlib import Path
 
-COMMANDS = (("eval", "model=nope"), ("eval", "eval.runs=0"), ("--help",), ("eval", "--help"))
+# A bad override Hydra refuses, one the schema refuses, one a method's own section refuses (its
+# section alone is loaded to validate it), one after the default method's section settled, help.
+COMMANDS = (("eval", "model=nope"), ("eval", "eval.runs=0"), ("eval", "memory=reme", "memory.colour=red"),
+            ("eval", "--mode", "fixed", "eval.runs=0"), ("--help",), ("eval", "--help"))
 HEAVY = ("openai", "pandas", "numpy", "optuna", "mlflow", "wandb", "torch", "sentence_transformers", "faiss")
 
 

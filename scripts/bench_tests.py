@@ -7,7 +7,7 @@ and tests that took longest (pytest's own per-test times, from a JUnit XML it wr
 temporary folder). The suite's budget is 10 minutes of wall time on 2 cores.
 
     python scripts/bench_tests.py --out results/test_suite_benchmark.md
-    python scripts/bench_tests.py -- tests/test_cli_meta.py        # a part of the suite
+    python scripts/bench_tests.py -- tests/cli/test_cli_meta.py        # a part of the suite
     python scripts/bench_tests.py --save-durations                  # ... and keep each file's time
 
 ``--save-durations`` writes each file's seconds to tests/durations.json, which the suite reads

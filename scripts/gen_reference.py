@@ -1,19 +1,24 @@
-"""The manual's generated pages: the CLI reference, the configuration reference and the
-results index, written from the code and the repository at build time so they cannot drift.
+"""The manual's generated pages: the CLI reference, the configuration reference, the results
+index and each plug-in's own page, written from the code and the repository at build time so
+they cannot drift.
 
 An mkdocs hook (``mkdocs.yml``: ``hooks: [scripts/gen_reference.py]``): ``on_files`` adds
-``reference/cli.md``, ``reference/config.md`` and ``results.md`` to the build; nothing is
-written into ``docs/``. Run as a script it writes the same pages into a folder, to read them
-without building the site: ``python scripts/gen_reference.py --out DIR``.
+``reference/cli.md``, ``reference/config.md``, ``results.md`` and the plug-ins' pages to the
+build, and ``on_config`` lists the plug-ins' pages in the nav; nothing is written into
+``docs/``. Run as a script it writes the same pages into a folder, to read them without
+building the site: ``python scripts/gen_reference.py --out DIR``.
 
 - CLI: every command and sub-command of the Typer app (``reme_cli.cli.app``), walked as the
   click tree Typer builds, with its usage, help and options.
 - Configuration: every key of the typed schema (``reme_cli/core/config.py``) and of each
-  plug-in section (``benchmark.*`` / ``memory.*``: the ``config_class`` of every option of
-  ``configs/benchmark/`` and ``configs/memory/``), with its type, default, the comment beside
-  it in the source, and its fidelity source where the ledger (``docs/fidelity.md``) names one;
-  then every option of every config group and what it sets.
+  plug-in section (``benchmark.*`` / ``memory.*``: the section of every option of the
+  ``benchmark`` and ``memory`` groups, each plug-in's own), with its type, default, the comment
+  beside it in the source, and its fidelity source where the ledger (``docs/fidelity.md``)
+  names one; then every option of every config group and what it sets.
 - Results: ``results/README.md``, the index of the committed results.
+- Plug-ins: each registered benchmark's and memory method's page, ``manual.md`` in its package
+  (``reme_cli/methods/reme/manual.md``), at ``methods/PACKAGE.md`` / ``benchmarks/PACKAGE.md``
+  and in the nav's Memory methods / Benchmarks sections: a plug-in brings its page along.
 """
 
 from __future__ import annotations
@@ -192,16 +197,18 @@ def config_rows(cls: type, prefix: str) -> Iterator[tuple[str, str, str, str]]:
 
 
 def plugin_classes(group: str) -> list[tuple[str, type]]:
-    """(option name, config_class) of every option in ``configs/<group>/``."""
+    """(option name, its section's class) of every option of the ``benchmark`` or ``memory``
+    group, reme's own and the installed plug-ins'."""
     import yaml
 
+    from reme_cli.core.config import group_files
     from reme_cli.core.registry import BENCHMARKS, METHODS
 
     registry = {"benchmark": BENCHMARKS, "memory": METHODS}[group]
     out = []
-    for path in sorted((REPO / "configs" / group).glob("*.yaml")):
-        name = (yaml.safe_load(path.read_text()) or {}).get("name", path.stem)
-        out.append((name, registry.get(name).config_class))
+    for stem, path in group_files(group).items():
+        name = (yaml.safe_load(path.read_text()) or {}).get("name", stem)
+        out.append((name, registry.section(name)))
     return out
 
 
@@ -237,12 +244,12 @@ def _flatten(data: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:
 def config_page() -> str:
     import yaml
 
-    from reme_cli.core.config import Config
+    from reme_cli.core.config import Config, group_files
 
     sources = ledger_sources()
     out = ["# Configuration reference", "",
-           "Generated from the typed schema (`reme_cli/core/config.py`), each plug-in's `config_class` and "
-           "the group files under `configs/` when the manual is built. Each key's comment is the one written "
+           "Generated from the typed schema (`reme_cli/core/config.py`), each plug-in's section and "
+           "the group files (reme's `configs/` and each plug-in's own) when the manual is built. Each key's comment is the one written "
            "beside it in the source; *fidelity source* is the ledger's ([Fidelity](../fidelity.md)) for keys "
            "whose default follows what the authors ran. How overrides, groups and presets work: "
            "[Configuration](../configuration.md).", "",
@@ -264,12 +271,12 @@ def config_page() -> str:
             "another. An option's file holds only what it changes from the defaults above.", ""]
     for group in GROUPS:
         out += [f"### `{group}=`", "", "| option | what it is | sets |", "| --- | --- | --- |"]
-        for path in sorted((REPO / "configs" / group).glob("*.yaml")):
+        for stem, path in group_files(group).items():
             text = path.read_text()
             # A group file's keys are under its group, unless it is a global package (presets).
             prefix = "" if "@package _global_" in text.split("\n", 1)[0] else f"{group}."
             sets = "; ".join(f"`{k}={_yaml_value(v)}`" for k, v in _flatten(yaml.safe_load(text) or {}, prefix))
-            out.append(f"| `{group}={path.stem}` | {_cell(_header_comment(text))} | {_cell(sets) or '(the defaults)'} |")
+            out.append(f"| `{group}={stem}` | {_cell(_header_comment(text))} | {_cell(sets) or '(the defaults)'} |")
         out.append("")
     return "\n".join(out)
 
@@ -289,6 +296,59 @@ def results_page() -> str:
 
 
 PAGES = {"reference/cli.md": cli_page, "reference/config.md": config_page, "results.md": results_page}
+
+
+# ---------------------------------------------------------------- the plug-ins' own pages
+
+PAGE_FILE = "manual.md"  # a plug-in's page, in its package
+# The nav section each plug-in floor's pages join, and the folder of the site they are under.
+PLUGIN_SECTIONS = {"Benchmarks": "benchmarks", "Memory methods": "methods"}
+
+
+def plugin_pages() -> dict[str, Path]:
+    """Site path -> page file of every registered benchmark and memory method that brings one:
+    the ``manual.md`` nearest to its module in its package (a plug-in registering two names
+    from one package, LangMem's, has one page). Nothing is imported but the packages."""
+    import importlib.util
+
+    from reme_cli.core.registry import BENCHMARKS, METHODS
+
+    pages: dict[str, Path] = {}
+    for folder, registry in (("benchmarks", BENCHMARKS), ("methods", METHODS)):
+        for target in registry.targets().values():
+            spec = importlib.util.find_spec(target.split(":")[0])
+            where = Path(spec.origin).parent if spec and spec.origin else None
+            while where is not None and (where / "__init__.py").is_file():
+                if (where / PAGE_FILE).is_file():
+                    pages.setdefault(f"{folder}/{where.name}.md", where / PAGE_FILE)
+                    break
+                where = where.parent
+    return pages
+
+
+def page_title(path: Path) -> str:
+    """The nav's name of a page: its title up to a colon (``# ReMe: the memory workflow``: ReMe)."""
+    title = next((line[2:].strip() for line in path.read_text().splitlines() if line.startswith("# ")), path.stem)
+    return title.split(": ", 1)[0]
+
+
+def plugin_nav() -> dict[str, list[dict[str, str]]]:
+    """Nav section -> its plug-ins' pages as nav entries: the default method's first (the
+    paper's), then by title."""
+    from reme_cli.core.registry import DEFAULT_METHOD
+
+    pages = plugin_pages()
+    out: dict[str, list[dict[str, str]]] = {}
+    for section, folder in PLUGIN_SECTIONS.items():
+        ours = sorted((uri for uri in pages if uri.startswith(f"{folder}/")),
+                      key=lambda uri: (uri != f"{folder}/{DEFAULT_METHOD}.md", page_title(pages[uri]).lower()))
+        out[section] = [{page_title(pages[uri]): uri} for uri in ours]
+    return out
+
+
+def generated_pages() -> list[str]:
+    """Every page the hook adds to the site (its path there)."""
+    return [*PAGES, *plugin_pages()]
 
 
 # ---------------------------------------------------------------- the layers picture
@@ -330,12 +390,27 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
     return MERMAID.sub(lambda m: chain_svg(m.group(1)) or m.group(0), markdown)
 
 
+def on_config(config: Any) -> Any:
+    """mkdocs hook: each plug-in's page joins its nav section (mkdocs.yml lists the pages that
+    are no plug-in's), after the section's overview page (its folder's index.md) if it has one."""
+    for section, entries in plugin_nav().items():
+        for item in config["nav"]:
+            if isinstance(item, dict) and section in item:
+                pages = item[section]
+                at = 1 if pages and list(pages[0].values())[0] == f"{PLUGIN_SECTIONS[section]}/index.md" else 0
+                item[section] = [*pages[:at], *entries, *pages[at:]]
+    return config
+
+
 def on_files(files: Any, config: Any) -> Any:
-    """mkdocs hook: the generated pages join the build (nothing is written into docs/)."""
+    """mkdocs hook: the generated pages and the plug-ins' own join the build (nothing is
+    written into docs/)."""
     from mkdocs.structure.files import File
 
     for uri, make in PAGES.items():
         files.append(File.generated(config, uri, content=make()))
+    for uri, path in plugin_pages().items():
+        files.append(File.generated(config, uri, abs_src_path=str(path)))
     return files
 
 
@@ -343,10 +418,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True, help="folder to write the generated pages into")
     args = parser.parse_args()
-    for uri, make in PAGES.items():
+    written = {uri: make() for uri, make in PAGES.items()}
+    written |= {uri: path.read_text() for uri, path in plugin_pages().items()}
+    for uri, text in written.items():
         path = args.out / uri
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(make())
+        path.write_text(text)
         print(path)
 
 

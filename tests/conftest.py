@@ -265,7 +265,7 @@ def toy_world(pytestconfig, tmp_path_factory) -> Path:
 def embedded_server(tmp_path_factory):
     """The embedded CPU model's llama.cpp server (the bundled SmolLM2), started once for the
     tests that need the real model but not reme's own start and stop of it (that is
-    tests/test_local_model_e2e.py's, and tests/test_local_server.py tests the server on its
+    tests/llm/test_local_model_e2e.py's, and tests/llm/test_local_server.py tests the server on its
     own): they pass ``llm.base_url=`` its URL. Each reme run so skips a server start, and
     the server's RAM prompt cache serves the BFCL prompt these tests share."""
     from reme_cli.llm.local_server import LocalServer

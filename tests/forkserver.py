@@ -164,6 +164,10 @@ def _become(request: dict, fds: list[int], own: dict[str, str]) -> None:
         os.execv(sys.executable, [sys.executable, "-m", *argv])
     sys.path[:1] = [os.getcwd(), *extra]
     importlib.invalidate_caches()
+    if extra:  # the plug-ins installed there are this process's too (the registry read the server's)
+        from reme_cli.core.registry import forget_installed
+
+        forget_installed()
     tempfile.tempdir = None  # asked of TMPDIR again, as a fresh process would
     for name, value in own.items():
         set_default(name, value)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import re
+import tomllib
 from collections import defaultdict
 from pathlib import Path
 
@@ -138,7 +139,9 @@ def file_cycles(graph: dict[str, set[str]]) -> list[str]:
         except CycleError as exc:
             circle = exc.args[1]
             found.append(" -> ".join(circle))
-            left[circle[-2]].discard(circle[-1])  # break this circle, look for the next
+            # Each node of the circle imports the one after it (graphlib lists predecessors
+            # first): drop the last import of the circle, then look for the next circle.
+            left[circle[-1]].discard(circle[-2])
 
 
 def test_no_plugin_imports_another_and_the_seam_imports_none():
@@ -160,7 +163,8 @@ def test_the_checks_see_a_planted_crossing_and_a_planted_circle(tmp_path):
     (bench / "appworld" / "oops.py").write_text("from reme_cli.bench.bfcl.calls import canonical_call\n")
     (bench / "oops_seam.py").write_text("import reme_cli.bench.appworld\n")
     (copy / "reme_cli" / "core" / "ring_a.py").write_text("from reme_cli.core import ring_b\n")
-    (copy / "reme_cli" / "core" / "ring_b.py").write_text("def f():\n    from reme_cli.core.ring_a import x\n")
+    (copy / "reme_cli" / "core" / "ring_b.py").write_text("import reme_cli.core.ring_c\n")
+    (copy / "reme_cli" / "core" / "ring_c.py").write_text("def f():\n    from reme_cli.core.ring_a import x\n")
     graph = module_imports(copy)
     assert plugin_crossings(graph, plugin_packages(copy)) == [
         "reme_cli.bench.appworld.oops -> reme_cli.bench.bfcl.calls",
@@ -168,7 +172,7 @@ def test_the_checks_see_a_planted_crossing_and_a_planted_circle(tmp_path):
         "reme_cli.methods.amem.oops -> reme_cli.methods.reme.pool",
         "reme_cli.methods.oops_seam -> reme_cli.methods.langmem.config"]
     circles = file_cycles(graph)
-    assert len(circles) == 1 and set(circles[0].split(" -> ")) == {"reme_cli.core.ring_a", "reme_cli.core.ring_b"}
+    assert len(circles) == 1 and set(circles[0].split(" -> ")) == {f"reme_cli.core.ring_{x}" for x in "abc"}
 
 
 # ---------------------------------------------------------------- plug-ins reached through the registry
@@ -185,34 +189,78 @@ def outside_imports(graph: dict[str, set[str]], plugins: set[str]) -> list[str]:
                   if plugin_of(dst, plugins) not in (None, plugin_of(src, plugins)))
 
 
-def registered_targets() -> dict[str, str]:
-    """Every built-in of every registry in core/registry, ``"KIND name" -> "module:attribute"``."""
+def declared_entry_points(root=REPO) -> dict[str, dict[str, str]]:
+    """reme's own plug-ins as pyproject.toml declares them: group -> name -> ``module:attribute``."""
+    data = tomllib.loads((root / "pyproject.toml").read_text())
+    return {group: dict(points) for group, points in data["project"].get("entry-points", {}).items()
+            if group.startswith("reme.")}
+
+
+def registered_targets(root=REPO) -> dict[str, str]:
+    """Every plug-in reme declares, ``"GROUP name" -> "module:attribute"``."""
+    return {f"{group} {name}": target for group, points in declared_entry_points(root).items()
+            for name, target in points.items()}
+
+
+# What lives in a plug-in floor's own modules although a registry names it: the seam's default
+# (memory=none: the agent without a memory, and its section).
+SEAM_DEFAULTS = {"reme.methods none", "reme.method_sections none"}
+
+
+def test_every_plugin_is_a_package_and_everything_it_registers_lives_in_it():
+    """A benchmark is a package bench/<name>/ (its benchmark, section, configs, replay policy,
+    commands: one package), as a method is methods/<name>/; the floor's own modules are what
+    every plug-in of it shares, so nothing a registry names lives there but the seam's
+    default; and every plug-in package registers a benchmark or a method."""
+    plugins = plugin_packages(REPO)
+    owners = {key: plugin_of(target.split(":")[0], plugins) for key, target in registered_targets().items()
+              if target.split(".")[1] in PLUGIN_FLOORS}
+    assert [key for key, owner in owners.items() if owner is None and key not in SEAM_DEFAULTS] == []
+    seated = {owner for key, owner in owners.items()
+              if owner is not None and key.split()[0] in ("reme.benchmarks", "reme.methods")}
+    assert plugins - seated == set(), "a plug-in package that registers no benchmark or method"
+    assert {p.split(".")[0] for p in seated} == set(PLUGIN_FLOORS)  # the check read both floors
+
+
+def test_core_registry_declares_no_plugin():
+    """The registries hold the seams and the default method only: every plug-in, reme's own
+    too, is an entry point of pyproject.toml, as an outside distribution's."""
     import reme_cli.core.registry as registry
 
-    return {f"{kind} {name}": target for kind, reg in vars(registry).items() if isinstance(reg, registry.Registry)
-            for name, target in reg.builtins().items()}
+    source = (REPO / "reme_cli" / "core" / "registry.py").read_text()
+    named = [*registered_targets().values(), *(f"reme_cli.{p}" for p in plugin_packages(REPO))]
+    assert [where for where in named if where in source] == []
+    groups = {reg.group for reg in vars(registry).values() if isinstance(reg, registry.Registry)}
+    groups |= {reg.sections for reg in vars(registry).values() if isinstance(reg, registry.Registry) and reg.sections}
+    assert set(declared_entry_points()) <= groups, "pyproject declares a group no registry reads"
+    for group, points in declared_entry_points().items():
+        assert points, group
 
 
-def test_every_benchmark_is_a_package_and_everything_it_registers_lives_in_it():
-    """A benchmark is a package bench/<name>/ (its benchmark, replay policy, commands: one
-    package), as a method is methods/<name>/; bench/'s own modules are what every benchmark
-    shares, so nothing a registry names lives there."""
-    plugins = plugin_packages(REPO)
-    assert {p for p in plugins if p.startswith("bench.")} == {"bench.bfcl", "bench.appworld"}
-    owners = {key: plugin_of(target.partition(":")[0], plugins) for key, target in registered_targets().items()
-              if target.startswith("reme_cli.bench.")}
-    assert {k: v for k, v in owners.items() if k.startswith("BENCHMARKS ")} == {
-        "BENCHMARKS bfcl_v3": "bench.bfcl", "BENCHMARKS appworld": "bench.appworld"}
-    assert [key for key, owner in owners.items() if owner is None] == []
+def test_only_tests_add_a_plugin_for_a_while_or_read_the_installed_ones_again():
+    """``Registry.temporarily`` is the tests' way in, ``forget_installed`` the fork server's
+    (a forked process with another sys.path); reme's own code calls neither: what was
+    installed when a command started is what it has."""
+    hits = [f"{p.relative_to(REPO)}" for p in (REPO / "reme_cli").rglob("*.py") if p.name != "registry.py"
+            and (".temporarily(" in p.read_text() or "forget_installed(" in p.read_text())]
+    assert hits == []
 
 
-# ---------------------------------------------------------------- no plug-in decides by another's name
+# ---------------------------------------------------------------- no plug-in names another
 
-# A plug-in that compares a name to another plug-in's (ACE once chose its prompts by
-# ``cfg.benchmark.name == "appworld"``) knows that plug-in: the next benchmark with code
-# actions would get the wrong prompts and no error. It asks a seam instead (the run's
-# protocol: ``agent.protocols.acts_with_code``; the benchmark's hooks). Importing another
-# plug-in is refused above (``plugin_crossings``).
+# A plug-in that names another plug-in knows it. ACE once chose its prompts by
+# ``cfg.benchmark.name == "appworld"``: the next benchmark with code actions would have had the
+# wrong prompts and no error. A plug-in asks a seam instead (the run's protocol:
+# ``agent.protocols.acts_with_code``; the benchmark's hooks). A name written as data (a table
+# keyed by benchmark) is such knowledge too; it stands only where a plug-in records what its
+# authors ran on another plug-in, each file below with why. The program's name is the paper's
+# method's too: outside a comparison it names the program (a folder, a client's label).
+# Importing another plug-in is refused above (``plugin_crossings``).
+NAMES_ANOTHER_PLUGIN_BY_NEED = {
+    "reme_cli/methods/reme/config.py": "the deletion period the authors' agents ran on each benchmark",
+    "reme_cli/methods/reme/official.py": "the file names of the pools the authors released, per benchmark",
+    "reme_cli/methods/reme/step_sequence.py": "what the authors' agent on each benchmark kept in what it summarized",
+}
 
 
 def plugin_names(root) -> dict[str, str]:
@@ -220,9 +268,9 @@ def plugin_names(root) -> dict[str, str]:
     under (``bfcl_v3``, ``langmem_prompt``) and its package's own name (``bfcl``)."""
     plugins = plugin_packages(root)
     names = {p.split(".", 1)[1]: p for p in plugins}
-    for key, target in registered_targets().items():
+    for key, target in registered_targets(root if (root / "pyproject.toml").is_file() else REPO).items():
         owner = plugin_of(target.partition(":")[0], plugins)
-        if owner is not None and key.split(" ", 1)[0] in ("BENCHMARKS", "METHODS"):
+        if owner is not None and key.split(" ", 1)[0] in ("reme.benchmarks", "reme.methods"):
             names[key.split(" ", 1)[1]] = owner
     return names
 
@@ -237,44 +285,60 @@ def _compared_strings(node: ast.Compare) -> list[str]:
     return found
 
 
-def plugin_name_comparisons(root) -> list[str]:
-    """Each comparison in a plug-in's modules with another plug-in's name."""
+def plugins_naming_another(root) -> list[str]:
+    """Each place a plug-in's module names another plug-in: its name compared with (anywhere),
+    or its name as a string (outside docstrings, the files above, and the program's name)."""
+    from reme_cli import PROGRAM
+
     names, plugins, hits = plugin_names(root), plugin_packages(root), []
     for path in sorted((root / "reme_cli").rglob("*.py")):
         own = plugin_of(".".join(path.relative_to(root).with_suffix("").parts), plugins)
         if own is None:
             continue
-        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        rel = path.relative_to(root).as_posix()
+        tree = ast.parse(path.read_text(), str(path))
+        docstrings, compared = _docstrings(tree), set()
+        for node in ast.walk(tree):
             if isinstance(node, ast.Compare):
-                hits += [f"{path.relative_to(root).as_posix()}:{node.lineno}: {text!r} ({names[text]})"
-                         for text in _compared_strings(node) if names.get(text, own) != own]
-    return hits
+                found = [text for text in _compared_strings(node) if names.get(text, own) != own]
+                compared |= {id(n) for n in ast.walk(node)}
+                hits += [f"{rel}:{node.lineno}: {text!r} ({names[text]})" for text in found]
+        if rel in NAMES_ANOTHER_PLUGIN_BY_NEED:
+            continue
+        hits += [f"{rel}:{node.lineno}: {node.value!r} ({names[node.value]})" for node in ast.walk(tree)
+                 if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in compared
+                 and id(node) not in docstrings and node.value != PROGRAM and names.get(node.value, own) != own]
+    return sorted(set(hits))
 
 
-def test_no_plugin_decides_by_another_plugins_name():
-    assert plugin_name_comparisons(REPO) == []
+def test_no_plugin_names_another():
+    assert plugins_naming_another(REPO) == []
 
 
-def test_the_check_sees_a_plugin_comparing_or_importing_another(tmp_path):
-    """The rule can fail: a method comparing the benchmark's name to a benchmark's, a
-    benchmark testing the method's name, and a method importing a benchmark are found; a
-    plug-in naming itself, and a name that is only data, are not."""
+def test_the_check_sees_a_plugin_naming_or_importing_another(tmp_path):
+    """The rule can fail: a method comparing the benchmark's name to a benchmark's, keeping a
+    table keyed by one, a benchmark testing the method's name, and a method importing a
+    benchmark are found; a plug-in naming itself, the program's name as data and a name in a
+    docstring are not."""
     import shutil
 
     copy = tmp_path / "repo"
     shutil.copytree(REPO / "reme_cli", copy / "reme_cli", ignore=shutil.ignore_patterns("__pycache__"))
     methods, bench = copy / "reme_cli" / "methods", copy / "reme_cli" / "bench"
     (methods / "amem" / "oops.py").write_text(
+        '"""Tried on appworld."""\n'
         "def code(cfg):\n    return cfg.benchmark.name == 'appworld'\n"
         "def calls(cfg):\n    return cfg.benchmark.name not in ('x', 'bfcl_v3')\n"
         "def own(cfg):\n    return cfg.memory.name == 'amem'\n"
-        "LABEL = 'appworld'\n")
-    (bench / "bfcl" / "oops.py").write_text("def plain(cfg):\n    return 'reme' != cfg.memory.name\n")
+        "PERIOD = {'appworld': 1}\n")
+    (bench / "bfcl" / "oops.py").write_text("def plain(cfg):\n    return 'reme' != cfg.memory.name\n"
+                                           "SHARE = ('share', 'reme')\n")
     (methods / "dc" / "oops.py").write_text("from reme_cli.bench.appworld.agent import AGENTS\n")
-    assert plugin_name_comparisons(copy) == [
+    assert plugins_naming_another(copy) == [
         "reme_cli/bench/bfcl/oops.py:2: 'reme' (methods.reme)",
-        "reme_cli/methods/amem/oops.py:2: 'appworld' (bench.appworld)",
-        "reme_cli/methods/amem/oops.py:4: 'bfcl_v3' (bench.bfcl)"]
+        "reme_cli/methods/amem/oops.py:3: 'appworld' (bench.appworld)",
+        "reme_cli/methods/amem/oops.py:5: 'bfcl_v3' (bench.bfcl)",
+        "reme_cli/methods/amem/oops.py:8: 'appworld' (bench.appworld)"]
     assert "reme_cli.methods.dc.oops -> reme_cli.bench.appworld.agent" in plugin_crossings(
         module_imports(copy), plugin_packages(copy))
 
@@ -310,11 +374,8 @@ def test_the_plugin_rule_sees_a_shared_room_importing_a_method_or_a_benchmark(tm
 # its scripted answers, its commands) lives in its package bench/<name>/ and its configs, and
 # the shared rooms (bench/'s own modules among them) iterate what it declares. An identifier, an import or a string (docstrings and comments may
 # cite a source) that names one is knowledge in the wrong room.
-BENCHMARK_WORDS = re.compile(r"appworld|bfcl", re.IGNORECASE)
 SHARED_ROOMS = ("core", "llm", "agent", "methods", "run", "report", "track", "commands", "view", "testing")
 NAMES_A_BENCHMARK_BY_NEED = {
-    # The registry is where built-ins are named, by where they live, so nothing else need be.
-    "reme_cli/core/registry.py": "registers the built-in benchmarks",
     # `reme --help` says what reme reproduces (BFCL-v3 and AppWorld) and `pool import`'s help
     # gives a released pool's name as its example.
     "reme_cli/cli.py": "help text: what reme reproduces, an example pool name",
@@ -359,8 +420,16 @@ def shared_files(root) -> list:
     return sorted([*files, *(base / "methods").glob("*.py"), *(base / "bench").glob("*.py"), base / "cli.py"])
 
 
+def benchmark_words() -> re.Pattern[str]:
+    """What names a benchmark reme declares: its registered name and its package's
+    (``bfcl_v3``, ``bfcl``, ``appworld``), in any case and inside a longer word."""
+    words = {w for name, target in declared_entry_points()["reme.benchmarks"].items()
+             for w in (name, target.split(":")[0].split(".")[2])}
+    return re.compile("|".join(sorted(map(re.escape, words), key=len, reverse=True)), re.IGNORECASE)
+
+
 def benchmark_names_in_shared_rooms(root) -> list[str]:
-    hits = []
+    hits, words = [], benchmark_words()
     for path in shared_files(root):
         rel = path.relative_to(root).as_posix()
         if rel in NAMES_A_BENCHMARK_BY_NEED:
@@ -368,7 +437,7 @@ def benchmark_names_in_shared_rooms(root) -> list[str]:
         tree = ast.parse(path.read_text(), str(path))
         docstrings = _docstrings(tree)
         hits += [f"{rel}:{node.lineno}: {name[:60]!r}" for node in ast.walk(tree)
-                 for name in _names(node, docstrings) if BENCHMARK_WORDS.search(name)]
+                 for name in _names(node, docstrings) if words.search(name)]
     return sorted(set(hits))
 
 
@@ -407,18 +476,25 @@ def test_the_check_sees_a_planted_benchmark_name(tmp_path):
 # import, or a string (docstrings and comments may cite a method) that names a registered
 # method is knowledge in the wrong room: a string equal to a name, or holding ``memory=NAME``
 # or a method's module path.
+# Each file below may name a method only in the value it assigns to the name given.
 NAMES_A_METHOD_BY_NEED = {
-    # Built-ins are registered by where they live, and the default method is named once, beside them.
-    "reme_cli/core/registry.py": "registers the built-in methods and names the default one",
-    # The program's name (PROGRAM), which the paper's method shares.
-    "reme_cli/__init__.py": "the program's name",
+    # The method a command runs when none is named: the paper's, named once, beside the seams.
+    "reme_cli/core/registry.py": "DEFAULT_METHOD",
+    # The program's name, which the paper's method shares.
+    "reme_cli/__init__.py": "PROGRAM",
 }
 
 
 def method_names() -> set[str]:
-    from reme_cli.core.registry import METHODS
+    """The methods reme declares (pyproject.toml), the agent without one aside."""
+    return set(declared_entry_points()["reme.methods"]) - {"none"}
 
-    return set(METHODS.builtins()) - {"none"}
+
+def _assigned_to(tree: ast.AST, name: str | None) -> set[int]:
+    """The nodes of the value assigned to ``name`` (``DEFAULT_METHOD = "reme"``)."""
+    return {id(n) for node in ast.walk(tree) if isinstance(node, ast.Assign)
+            and any(isinstance(t, ast.Name) and t.id == name for t in node.targets)
+            for n in ast.walk(node)}
 
 
 def _words(identifier: str) -> set[str]:
@@ -459,28 +535,26 @@ def method_names_in_shared_rooms(root) -> list[str]:
     in_text = _in_text(names)
     for path in method_rooms(root):
         rel = path.relative_to(root).as_posix()
-        if rel in NAMES_A_METHOD_BY_NEED:
-            continue
         tree = ast.parse(path.read_text(), str(path))
-        docstrings = _docstrings(tree)
-        hits += [f"{rel}:{node.lineno}: {name[:60]!r}" for node in ast.walk(tree)
+        docstrings, allowed = _docstrings(tree), _assigned_to(tree, NAMES_A_METHOD_BY_NEED.get(rel))
+        hits += [f"{rel}:{node.lineno}: {name[:60]!r}" for node in ast.walk(tree) if id(node) not in allowed
                  for name in _names_a_method(node, docstrings, names, in_text)]
     return sorted(set(hits))
 
 
 def test_no_shared_room_names_a_method():
-    assert method_names() == {"reme", "amem", "langmem", "langmem_prompt", "ace", "dc", "reasoningbank"}
+    from reme_cli.core.registry import DEFAULT_METHOD
+
+    assert DEFAULT_METHOD in method_names()  # the check reads the declared methods
     assert method_names_in_shared_rooms(REPO) == []
 
 
 def test_the_check_sees_a_planted_method_name(tmp_path):
     """The rule can fail: a string, an identifier, ``memory=NAME``, an import and a module path
-    naming a method in a copy of the tree are found, in a shared room and in bench/'s shared
-    modules; the same names in a docstring, the package's name and a benchmark plug-in's own
-    module are not."""
+    naming a method in a copy of the tree are found, in a shared room, in bench/'s shared
+    modules and in the registry beside its default; the same names in a docstring, the
+    package's name, the default method and a benchmark plug-in's own module are not."""
     import shutil
-
-    from reme_cli.core.registry import BENCHMARKS
 
     copy = tmp_path / "repo"
     shutil.copytree(REPO / "reme_cli", copy / "reme_cli", ignore=shutil.ignore_patterns("__pycache__"))
@@ -495,10 +569,14 @@ def test_the_check_sees_a_planted_method_name(tmp_path):
         "class AceStats:\n"
         "    pass\n")
     (copy / "reme_cli" / "bench" / "oops.py").write_text("NAME = 'ace'\n")
-    plugin = copy / Path(BENCHMARKS.builtins()["bfcl_v3"].partition(":")[0].replace(".", "/")).parent
+    plugin = copy / Path(registered_targets()["reme.benchmarks bfcl_v3"].partition(":")[0].replace(".", "/")).parent
     (plugin / "oops.py").write_text("SHARE = 'reme'\n")  # inside the benchmark plug-in's package
+    registry = copy / "reme_cli" / "core" / "registry.py"  # its default method may be named, no other
+    registry.write_text(registry.read_text() + "OTHER = 'dc'\n")
+    last = len(registry.read_text().splitlines())
     assert method_names_in_shared_rooms(copy) == [
         "reme_cli/bench/oops.py:1: 'ace'",
+        f"reme_cli/core/registry.py:{last}: 'dc'",
         "reme_cli/run/oops.py:3: 'reme_cli.methods.dc.pool'",
         "reme_cli/run/oops.py:5: 'amem'",
         "reme_cli/run/oops.py:6: '_named_reme'",

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from reme_cli.core.config import group_files
 from tests.conftest import REPO, script_module
 
 README_MAX_LINES = 250
@@ -65,9 +66,9 @@ def config_keys():
 
     yield from leaves(Config, "")
     for group, registry in (("benchmark", BENCHMARKS), ("memory", METHODS)):
-        for path in sorted((REPO / "configs" / group).glob("*.yaml")):
+        for path in group_files(group).values():
             name = yaml.safe_load(path.read_text())["name"]
-            yield from leaves(registry.get(name).config_class, f"{group}.")
+            yield from leaves(registry.section(name), f"{group}.")
 
 
 def test_every_cli_command_and_option_is_on_the_built_cli_page(site):
@@ -96,8 +97,8 @@ def test_every_config_key_is_on_the_built_config_page(site):
 def test_every_group_option_is_on_the_config_page(site):
     text = page(site, "reference/config")
     for group in ("model", "benchmark", "memory", "embedding", "summarizer", "tracker", "experiment"):
-        for path in (REPO / "configs" / group).glob("*.yaml"):
-            assert f"<code>{group}={path.stem}</code>" in text
+        for option in group_files(group):
+            assert f"<code>{group}={option}</code>" in text
 
 
 def test_the_results_index_is_built_from_results_readme(site):
@@ -130,18 +131,26 @@ def test_the_readme_is_a_front_door():
 
 
 def generated_pages() -> set[Path]:
-    """The pages the build adds (scripts/gen_reference.py): links to them resolve on the site."""
-    return {(REPO / "docs" / uri).resolve() for uri in script_module("gen_reference.py").PAGES}
+    """The pages the build adds (scripts/gen_reference.py: the references, the plug-ins'
+    pages): links to them resolve on the site."""
+    return {(REPO / "docs" / uri).resolve() for uri in script_module("gen_reference.py").generated_pages()}
 
 
-def broken_links(files: list[Path], generated: set[Path] = frozenset()) -> list[str]:
+def served_plugin_pages() -> dict[Path, Path]:
+    """Each plug-in's page (its package's manual.md) -> where the site serves it, as if in docs/."""
+    return {path: REPO / "docs" / uri for uri, path in script_module("gen_reference.py").plugin_pages().items()}
+
+
+def broken_links(files: list[Path], generated: set[Path] = frozenset(), served: dict[Path, Path] = {}) -> list[str]:  # noqa: B006
+    """``path: target`` of each relative link that points nowhere; a page the site serves from
+    elsewhere (``served``: a plug-in's page) is read as if it stood there."""
     broken = []
     for path in files:
         text = re.sub(r"```.*?```", "", path.read_text(), flags=re.S)  # code is not a link
         for target in (a or b for a, b in LINK.findall(text)):
             if re.match(r"[a-z]+:|#", target):
                 continue
-            where = (path.parent / target.split("#", 1)[0]).resolve()
+            where = (served.get(path, path).parent / target.split("#", 1)[0]).resolve()
             if not where.exists() and where not in generated:
                 broken.append(f"{path}: {target}")
     return broken
@@ -153,6 +162,8 @@ def test_every_relative_link_of_the_readme_and_the_manual_resolves():
     # the README is read on GitHub too, where the generated pages do not exist
     assert broken_links([REPO / "README.md"]) == []
     assert broken_links(sorted((REPO / "docs").rglob("*.md")), generated) == []
+    served = served_plugin_pages()
+    assert len(served) >= 2 and broken_links(sorted(served), generated, served) == []
     links = LINK.findall((REPO / "README.md").read_text())
     assert sum(t.startswith("docs/") for a, b in links for t in (a or b,)) >= 10, "the README links into the manual"
 
@@ -229,7 +240,7 @@ def missing_paths(repo: Path, files: list[Path]) -> list[str]:
             for value in (entry.values() if isinstance(entry, dict) else [entry]):
                 yield from (pages(value) if isinstance(value, list) else [value])
 
-    generated = {str(uri) for uri in script_module("gen_reference.py").PAGES} if repo == REPO else set()
+    generated = set(script_module("gen_reference.py").generated_pages()) if repo == REPO else set()
     missing += [f"mkdocs.yml nav: docs/{page}" for page in pages(mkdocs.get("nav") or [])
                 if not (repo / "docs" / page).is_file() and page not in generated]
     missing += [f"mkdocs.yml hooks: {hook}" for hook in mkdocs.get("hooks") or [] if not (repo / hook).is_file()]
@@ -237,7 +248,9 @@ def missing_paths(repo: Path, files: list[Path]) -> list[str]:
 
 
 def manual_files(repo: Path) -> list[Path]:
-    return [repo / "README.md", *sorted((repo / "docs").rglob("*.md"))]
+    """The README, docs/ and (in this checkout) each plug-in's own page."""
+    plugins = sorted(served_plugin_pages()) if repo == REPO else []
+    return [repo / "README.md", *sorted((repo / "docs").rglob("*.md")), *plugins]
 
 
 def test_every_repository_path_the_manual_names_exists():

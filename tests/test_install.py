@@ -35,7 +35,8 @@ WRONG_HINTS = {
 
 def _user_facing_files():
     files = [REPO / "README.md"]
-    for folder, pattern in (("reme_cli", "*.py"), ("scripts", "*"), ("configs", "*.yaml"), ("docs", "*.md")):
+    for folder, pattern in (("reme_cli", "*.py"), ("reme_cli", "*.yaml"), ("reme_cli", "manual.md"), ("scripts", "*"),
+                            ("configs", "*.yaml"), ("docs", "*.md")):
         files += [p for p in (REPO / folder).rglob(pattern) if p.is_file() and p.suffix != ".pyc"]
     return files
 

@@ -403,7 +403,7 @@ def test_every_script_has_a_smoke_test():
                     marks |= {a.value for a in deco.args if isinstance(a, ast.Constant)}
         return marks
 
-    marked = set().union(*(names(path) for path in (REPO / "tests").glob("test_*.py")))
+    marked = set().union(*(names(path) for path in (REPO / "tests").rglob("test_*.py")))
     scripts = {p.name for p in SCRIPTS.iterdir() if p.is_file()}
     assert scripts - marked == set(), "scripts without a smoke test"
     assert marked - scripts == set(), "smoke tests of scripts that are gone"
@@ -413,14 +413,14 @@ def test_every_script_has_a_smoke_test():
 def test_bench_tests_times_a_part_of_the_suite(tmp_path):
     out = tmp_path / "suite.md"
     proc = subprocess.run([sys.executable, str(SCRIPTS / "bench_tests.py"), "--top", "3", "--out", str(out), "--",
-                           "tests/test_cli_meta.py", "-n", "0"], cwd=REPO, capture_output=True, text=True, timeout=300)
+                           "tests/cli/test_cli_meta.py", "-n", "0"], cwd=REPO, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     text = out.read_text()
     assert text == proc.stdout
     assert "| tests passed / failed / skipped | 2 / 0 / 0 |" in text and "| pytest exit code | 0 |" in text
     wall = float(re.search(r"\| wall time \| (\d+) s", text).group(1))
     assert 0 < wall < 300
-    assert "| tests/test_cli_meta.py |" in text  # the per-file table names the file that ran
+    assert "| tests/cli/test_cli_meta.py |" in text  # the per-file table names the file that ran
 
 
 def test_saved_durations_merge_into_the_order_the_suite_starts_its_files_in(tmp_path):
@@ -483,9 +483,10 @@ def test_bench_startup_times_the_answers_that_need_no_run(tmp_path):
     assert out.read_text() == proc.stdout
     rows = [line.split("|")[1:-1] for line in proc.stdout.splitlines() if line.startswith("| reme ")]
     assert [r[0].strip() for r in rows] == ["reme eval model=nope"] * 2 + ["reme eval eval.runs=0"] * 2 + \
+        ["reme eval memory=reme memory.colour=red"] * 2 + ["reme eval --mode fixed eval.runs=0"] * 2 + \
         ["reme --help"] * 2 + ["reme eval --help"] * 2
     assert [r[1].strip() for r in rows[:2]] == ["first", sys.executable]  # a label, else the path
     for command, python, wall, cpu, ratio, heavy in rows:
         assert 0 < float(cpu) and 0 < float(wall) < 60
-        assert heavy.strip() == "none"  # what tests/test_cli_startup.py holds it to
+        assert heavy.strip() == "none"  # what tests/cli/test_cli_startup.py holds it to
     assert all(float(r[4]) == 1.0 for r in rows[::2])  # the first interpreter is the yardstick

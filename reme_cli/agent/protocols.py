@@ -17,6 +17,7 @@ from typing import Any, Protocol
 
 from reme_cli.bench.base import PLAIN_TOOLS, ToolDialect
 from reme_cli.core.registry import PROTOCOLS
+from reme_cli.core.seams import ToolCalls
 from reme_cli.llm.client import ChatResult, ToolCallRequest
 
 _THINK = re.compile(r"<think>.*?</think>\s*", re.DOTALL)
@@ -31,7 +32,9 @@ class Reply:
     message: dict[str, Any]  # the assistant message to append to the history
 
 
-class ToolProtocol(Protocol):
+class ToolProtocol(ToolCalls, Protocol):
+    """The tool-call seam with the agent's types (``PROTOCOLS`` holds its classes)."""
+
     name: str
 
     def system_prompt(self, base: str | None, tools: list[dict[str, Any]]) -> str | None: ...

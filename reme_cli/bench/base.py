@@ -1,10 +1,11 @@
 """The seam between the agent and a benchmark: tasks, environments, outcomes.
 
 Everything the agent knows about a benchmark goes through these types, so a new
-benchmark plugs in without touching the agent or the runner: a ``Benchmark`` subclass
-(registered by name, see ``reme_cli.core.registry``) and one config file under
-``configs/benchmark/``. Environments are async: an environment that lives in
-another process (``reme_cli.bench.worker``) must never stall the other episodes.
+benchmark plugs in without touching the agent or the runner: a package holding a
+``Benchmark`` subclass and its ``BenchmarkConfig`` section, each an entry point (see
+``reme_cli.core.registry``), and its ``configs/benchmark/NAME.yaml``. Environments are async:
+an environment that lives in another process (``reme_cli.bench.worker``) must never stall
+the other episodes.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ if TYPE_CHECKING:  # the client module imports the OpenAI SDK; a benchmark's cla
 class BenchmarkConfig(Section):
     """What every benchmark accepts under ``benchmark.``; a benchmark extends it."""
 
-    name: str = MISSING  # the benchmark plug-in (configs/benchmark/NAME.yaml, or a "module:Class" path)
+    name: str = MISSING  # the benchmark plug-in (its option benchmark=NAME, or a "module:Class" path)
     split: str = "test"  # which task list: the benchmark's own names (BFCL: train | test)
     limit: Optional[int] = None  # first N ids of the split
     task_ids: Optional[list[str]] = None  # explicit ids: override split and limit
@@ -44,6 +45,18 @@ class BenchmarkConfig(Section):
     # The model's reasoning in the history it sees (tool-call protocols; code actions keep
     # only the code): drop | reasoning_content (the authors' BFCL agent) | reasoning.
     history_reasoning: str = "reasoning_content"
+
+    # The workers that share one dynamic stream's memory when ``eval.dynamic_workers`` is unset,
+    # i.e. how many tasks at once the paper's scripts ran against one pool on this benchmark,
+    # and whether they ran them in batches with a barrier between (``eval.dynamic_batches``).
+    dynamic_workers: ClassVar[int] = 1
+    dynamic_batches: ClassVar[bool] = False
+
+    def settle(self, cfg: Any) -> None:
+        if cfg.eval.dynamic_workers is None:
+            cfg.eval.dynamic_workers = self.dynamic_workers
+        if cfg.eval.dynamic_batches is None:
+            cfg.eval.dynamic_batches = bool(self.dynamic_batches)
 
 
 @dataclass(frozen=True)
@@ -151,22 +164,10 @@ class Benchmark(Plugin):
     # Where model-written code runs, for the manifest (None: it runs none), and its details.
     sandbox: Optional[str] = None
     sandbox_detail: Optional[dict[str, Any]] = None
-    # The workers that share one dynamic stream's memory when ``eval.dynamic_workers`` is unset,
-    # i.e. how many tasks at once the paper's scripts ran against one pool on this benchmark,
-    # and whether they ran them in batches with a barrier between (``eval.dynamic_batches``).
-    dynamic_workers: ClassVar[int] = 1
-    dynamic_batches: ClassVar[bool] = False
     # What it scores beside Avg@k and Pass@k, and what tables call it (``reme_cli.bench.scoring``:
     # reducers and ``Labels``); None: Avg@k and Pass@k, under its name.
     metrics: ClassVar[Optional[tuple[Any, ...]]] = None
     labels: ClassVar[Any] = None
-
-    @classmethod
-    def settle(cls, cfg: Any) -> None:
-        if cfg.eval.dynamic_workers is None:
-            cfg.eval.dynamic_workers = cls.dynamic_workers
-        if cfg.eval.dynamic_batches is None:
-            cfg.eval.dynamic_batches = bool(cls.dynamic_batches)
 
     @classmethod
     def built_pool_notes(cls, build_params: Mapping[str, Any]) -> list[str]:

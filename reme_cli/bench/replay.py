@@ -21,6 +21,8 @@ import functools
 from dataclasses import dataclass, field
 from typing import Any
 
+from reme_cli.core.seams import ScriptedAnswers
+
 TASK_HEADER = "X-Reme-Task-Id"
 # The harness's JSON tool-call protocol sends tool results as user messages with this
 # prefix; they are not turns. The server observes the wire, so it repeats the constant
@@ -89,10 +91,10 @@ def has_lessons(messages: list[dict[str, Any]]) -> bool:
 
 
 @functools.cache
-def scripted_answers() -> tuple[Any, ...]:
+def scripted_answers() -> tuple[ScriptedAnswers, ...]:
     """Every registered method's script, in name order; looked up once per process (the
-    entry points are not scanned per request: ``scripted_answers.cache_clear()`` after
-    registering one in process)."""
+    entry points are not scanned per request: a test that registers one for a while,
+    ``SCRIPTED.temporarily``, clears this cache around it)."""
     from reme_cli.core.registry import SCRIPTED
 
     return tuple(SCRIPTED.get(name) for name in SCRIPTED.names())

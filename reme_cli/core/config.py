@@ -2,7 +2,7 @@
 
 The dataclasses below (and each plug-in's ``config_class``) hold every key, its type and its
 default, once; composition (``configs/``) picks group options, and a group file holds only
-what its option changes (``tests/test_config_defaults.py`` keeps it so). Any mistake
+what its option changes (``tests/core/test_config_defaults.py`` keeps it so). Any mistake
 becomes a ``UserError`` with one line that says what to fix.
 """
 
@@ -24,7 +24,8 @@ from omegaconf.errors import OmegaConfBaseException
 
 from reme_cli import PROGRAM
 from reme_cli.core.errors import UserError
-from reme_cli.core.registry import BENCHMARKS, DEFAULT_METHOD, EMBEDDERS, METHODS, PROTOCOLS, TRACKERS, Registry
+from reme_cli.core.registry import (BENCHMARKS, CONFIGS, DEFAULT_METHOD, EMBEDDERS, METHODS, NOT_INSTALLED, PROTOCOLS,
+                                     TRACKERS, Registry)
 
 
 @dataclass
@@ -406,7 +407,7 @@ _EXECUTION_KEYS = ("out_dir", "runs_root", "llm.concurrency", "llm.timeout", "ll
 # WHAT a run uses stays in by its value: memory.pool (which pool the run starts from: its
 # path is the only name of that pool the config holds, so a pool moved elsewhere is another
 # run's), embedding.base_url's host (which provider computes the vectors; the port and path
-# only say how to reach it). tests/test_config.py walks every path-like key of the schema and
+# only say how to reach it). tests/core/test_config.py walks every path-like key of the schema and
 # the plug-ins and holds each to one side.
 _WHERE_KEYS = {"embedding.cache_dir": f"{DEFAULT_CACHE_ROOT}/embeddings"}
 
@@ -437,11 +438,30 @@ def experiment_memory(name: str) -> str | None:
 
 
 def plugin_config_dirs() -> list[str]:
-    """Config groups of installed plug-ins: each ``reme.configs`` entry point names a
-    package holding ``benchmark/NAME.yaml``, ``memory/NAME.yaml``, ... (Hydra ``pkg://``)."""
-    from importlib import metadata
+    """Config groups of installed plug-ins, reme's own included: each ``reme.configs`` entry
+    point names a package holding ``benchmark/NAME.yaml``, ``memory/NAME.yaml``, ...
+    (Hydra ``pkg://``), in name order."""
+    return [f"pkg://{package}" for package in CONFIGS.targets().values()]
 
-    return [f"pkg://{ep.value}" for ep in sorted(metadata.entry_points(group="reme.configs"), key=lambda e: e.name)]
+
+def group_files(group: str) -> dict[str, Any]:
+    """Every option of a config group, by name -> its file (a ``Traversable``), as Hydra's
+    search path finds them: reme's own ``configs/GROUP/`` first, then each plug-in's."""
+    import importlib.resources
+
+    folders: list[Any] = [config_dir() / group]
+    for source in plugin_config_dirs():
+        try:
+            folders.append(importlib.resources.files(source.removeprefix("pkg://")) / group)
+        except ModuleNotFoundError:
+            continue
+    found: dict[str, Any] = {}
+    for folder in folders:
+        if folder.is_dir():
+            for f in sorted(folder.iterdir(), key=lambda f: f.name):
+                if f.name.endswith(".yaml"):
+                    found.setdefault(f.name[:-5], f)
+    return found
 
 
 def compose(overrides: list[str], config_name: str = "config") -> Config:
@@ -457,7 +477,9 @@ def compose(overrides: list[str], config_name: str = "config") -> Config:
     given = list(overrides)
     overrides = [_plugin_key_override(o) for o in overrides]
     plugin_dirs = plugin_config_dirs()
-    if plugin_dirs and not any(o.startswith("hydra.searchpath") for o in overrides):
+    if not plugin_dirs:  # reme's own benchmarks and methods bring their config groups
+        raise UserError(NOT_INSTALLED)
+    if not any(o.startswith("hydra.searchpath") for o in overrides):
         overrides.append(f"hydra.searchpath=[{','.join(plugin_dirs)}]")
     try:
         with initialize_config_dir(config_dir=str(config_dir()), version_base="1.3"):
@@ -525,7 +547,7 @@ def _refuse_outside_the_schema(override: str) -> None:
     Hydra's own settings (reme makes no Hydra run directory; ``hydra.searchpath`` finds
     plug-ins' configs)."""
     key = override.lstrip("+~").split("=", 1)[0]
-    if override.startswith("+") and ("." in key or not (config_dir() / key).is_dir()):
+    if override.startswith("+") and ("." in key or not group_files(key)):
         raise UserError(f"{override}: reme's config has no key {key} to add (every key is in the schema; see "
                         "`reme eval --help`): set an existing key without the +")
     if key.startswith("hydra.") and not key.startswith("hydra.searchpath"):
@@ -555,7 +577,10 @@ def validate(raw: DictConfig | dict) -> Config:
     cfg.memory = _plugin_section("memory", cfg.memory, METHODS)
     _check_finite(cfg)
     _check_task_ids(cfg.benchmark.task_ids)
-    _settle_benchmark_defaults(cfg)
+    # Keys left unset (None) whose value depends on the benchmark get it here, so the run's
+    # config.yaml and hash hold the value the run used: the benchmark's, then the method's.
+    cfg.benchmark.settle(cfg)
+    cfg.memory.settle(cfg)
     check_choices("", cfg, _CHOICES, _AT_LEAST, _AT_MOST)
     for key, registry in (("model.tool_protocol", PROTOCOLS), ("embedding.kind", EMBEDDERS),
                           ("benchmark.tool_protocol", PROTOCOLS)):
@@ -660,23 +685,16 @@ def _check_task_ids(task_ids: Any) -> None:
         seen.add(text)
 
 
-def _settle_benchmark_defaults(cfg: Config) -> None:
-    """Keys left unset (None) whose value depends on the benchmark get it here, so the run's
-    config.yaml and hash hold the value the run used: the benchmark's, then the method's."""
-    BENCHMARKS.get(cfg.benchmark.name).settle(cfg)
-    METHODS.get(cfg.memory.name).settle(cfg)
-
-
 def _plugin_section(section: str, value: Any, registry: Registry) -> Any:
-    """``benchmark`` / ``memory``: validated by the dataclass of the plug-in it names."""
+    """``benchmark`` / ``memory``: validated by the dataclass of the plug-in it names (its
+    section alone is loaded, not the plug-in: core.registry.Registry.section)."""
     data = value if isinstance(value, dict) else {}
     name = data.get("name")
     if not isinstance(name, str) or not name:
         raise UserError(f"{section}.name is missing: choose one of {registry.names()}")
     if not registry.has(name):
         raise UserError(f"{section}.name={name!r} is not allowed; choose one of {registry.names()}")
-    schema = registry.get(name).config_class  # the registry refused a plug-in without one
-    assert schema is not None
+    schema = registry.section(name)
     try:
         node = OmegaConf.merge(_structured(schema), data)
         section_cfg = OmegaConf.to_object(node)
@@ -794,26 +812,12 @@ def _first_line(exc: BaseException) -> str:
     missing = re.search(r"Could not find '([^/']+)/([^']+)'", text)
     if missing:
         group = missing.group(1)
-        options = _group_options(group)
+        options = sorted(group_files(group))
         return f"{group}={missing.group(2)} does not exist; choose one of {options}"
     # Otherwise the useful line is the last one Hydra chained (e.g. a parse error).
     if cause.strip():
         text = cause.strip()
     return text.splitlines()[0]
-
-
-def _group_options(group: str) -> list[str]:
-    """The options of a config group, reme's own and those plug-ins add."""
-    import importlib.resources
-
-    names = {p.stem for p in (config_dir() / group).glob("*.yaml")}
-    for source in plugin_config_dirs():
-        try:
-            folder = importlib.resources.files(source.removeprefix("pkg://")) / group
-            names |= {f.name[:-5] for f in folder.iterdir() if f.name.endswith(".yaml")}
-        except (ModuleNotFoundError, FileNotFoundError, NotADirectoryError):
-            continue
-    return sorted(names)
 
 
 def _omegaconf_message(exc: OmegaConfBaseException, prefix: str = "") -> str:

@@ -17,11 +17,18 @@ from typing import Any, ClassVar
 
 class Section:
     """Base of a plug-in's config dataclass (``Plugin.config_class``): the ``benchmark`` or
-    ``memory`` section of the config, validated by it."""
+    ``memory`` section of the config, validated by it. Validating a config loads only this
+    class (``core.registry.Registry.section``), so its module stays light: the plug-in's own
+    module, and the libraries its runs need, are imported when it runs."""
 
     def check(self) -> None:
         """The plug-in's own rules (choices, bounds) once the section is typed: a
         ``UserError`` in one line (``core.config.check_choices`` writes most of them)."""
+
+    def settle(self, cfg: Any) -> None:
+        """Fill keys left unset (None) whose value depends on the rest of the validated config
+        ``cfg`` (e.g. on the benchmark), so the run's config.yaml and hash hold the value it
+        used. The benchmark's section settles first, then the method's."""
 
 
 class Plugin:
@@ -42,11 +49,6 @@ class Plugin:
     # each with the one value it is hashed at whatever it holds (``core/config.py``'s rule for
     # path-like keys): the same run from another folder or machine resumes.
     where_keys: ClassVar[Mapping[str, Any]] = {}
-
-    @classmethod
-    def settle(cls, cfg: Any) -> None:
-        """Fill keys left unset (None) whose value depends on the rest of the validated config
-        (e.g. on the benchmark), so the run's config.yaml and hash hold the value it used."""
 
 
 def breach(obj: Any, base: type, hooks: tuple[str, ...]) -> str | None:

@@ -23,7 +23,7 @@ that is cut short and began like a record is a write in progress or one a kill s
 left out silently, as the writers of ``core/io.py`` expect.
 
 Every kind of file is declared once, as a ``JsonFile``, beside the code that owns it, and
-the declaration registers it in ``FILES``: ``tests/test_damaged_files.py`` finds every
+the declaration registers it in ``FILES``: ``tests/core/test_damaged_files.py`` finds every
 declaration in the source, imports it, and feeds every registered kind a nested, a
 wrong-typed, a truncated and a binary-garbage variant. The same test fails on a
 ``json.load``/``json.loads`` anywhere else in reme that is not on its list of parsers of

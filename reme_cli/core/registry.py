@@ -1,35 +1,49 @@
-"""Name -> implementation registries: benchmarks, memory methods, tool protocols, embedders.
+"""Name -> plug-in registries: benchmarks, memory methods, tool protocols, embedders, ...
 
-Seams: BENCHMARKS, METHODS, PROTOCOLS, EMBEDDERS (the run's parts), TRACKERS (where runs
-are also logged), SCRIPTED (a method's
-answers on the test server), REPLAY_POLICIES (a benchmark's ground truth on it) and
-COMMANDS (a plug-in's own ``reme`` commands).
+Every plug-in, reme's own included, is a Python entry point (``pyproject.toml``'s
+``[project.entry-points."reme.methods"]`` and the other groups below), as pytest and
+lm-evaluation-harness find theirs: reme's built-ins are declared there exactly as an outside
+distribution declares its own (docs/extending.md), and this module names none of them. A
+name is looked up
 
-Three ways in, in the order they are looked up:
-- built-ins, registered lazily as ``"module:attribute"`` strings so that naming one never
-  imports the others (bfcl-eval, sentence-transformers and friends are slow to import);
-- outside packages, through Python entry points (group ``reme.benchmarks``,
-  ``reme.methods``, ``reme.protocols``, ``reme.embedders``), as pytest and
-  lm-evaluation-harness find their plug-ins;
-- a dotted path given directly (``benchmark.name=my_pkg.bench:MyBenchmark``), the way
+- among the entry points of the registry's group, read once per process for every group at
+  once (one scan of the installed distributions); after that the registry is frozen: what is
+  installed is what there is;
+- as a dotted path given directly (``benchmark.name=my_pkg.bench:MyBenchmark``), the way
   Hydra's ``_target_`` names a class.
+
 An unknown name is a ``UserError`` that lists the valid ones. A plug-in is held to its seam
 when it is loaded (``core/plugin.py``): one that does not subclass the seam's base class, or
 lacks a hook the seam requires, is a ``UserError`` naming what is missing.
+
+A benchmark or method also names its config section apart (``reme.benchmark_sections``,
+``reme.method_sections``): validating a config loads only that light dataclass, never the
+plug-in's module with the libraries its runs need. Tests add a throwaway plug-in for the
+length of a ``with`` block (``Registry.temporarily``); nothing else adds a name.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from importlib import metadata
-from typing import Any, Generic, TypeVar
+from types import MappingProxyType, ModuleType
+from typing import Any, Generic, TypeVar, cast
 
 from reme_cli.core.errors import UserError
-from reme_cli.core.plugin import Plugin, breach, missing_hooks
+from reme_cli.core.plugin import Plugin, Section, breach, missing_hooks
+from reme_cli.core.seams import EmbedderKind, ReplayPolicy, ScriptedAnswers, ToolCalls, Tracking, hooks_of
 
 T = TypeVar("T")
+
+# What a command says when not even reme's own plug-ins are registered: a checkout run without
+# being installed, or installed before its plug-ins were entry points (an editable install reads
+# pyproject.toml's entry points when it is made, not when reme runs).
+NOT_INSTALLED = ("reme's own plug-ins are not registered here (reme is not installed, or was installed before they "
+                 "were entry points): run `pip install -e .` in the checkout, or bash scripts/install.sh")
 
 
 def load_object(target: str) -> Any:
@@ -49,30 +63,132 @@ def load_object(target: str) -> Any:
     return obj
 
 
+@functools.cache
+def _every_entry_point() -> Any:
+    """Every installed entry point: one scan of the distributions' metadata for all the
+    registries (a scan reads every installed package's, ~0.1 s)."""
+    return metadata.entry_points()
+
+
+@functools.cache
+def _declared_in(group: str) -> Mapping[str, metadata.EntryPoint]:
+    """The entry points of ``group`` by name; two distributions registering one name is a
+    one-line UserError (which of them would win depends on the order packages were found)."""
+    found: dict[str, metadata.EntryPoint] = {}
+    for ep in _every_entry_point().select(group=group):
+        if ep.name in found and found[ep.name].value != ep.value:
+            raise UserError(f"two installed packages register {ep.name!r} under {group}: "
+                            f"{_owner(found[ep.name])} ({found[ep.name].value}) and {_owner(ep)} ({ep.value}); "
+                            "uninstall one")
+        found[ep.name] = ep
+    return MappingProxyType(found)
+
+
+def forget_installed() -> None:
+    """Read the installed entry points again on next use, as a new process does. For a
+    process forked from a warmed interpreter and given another ``sys.path`` (the tests' fork
+    server, tests/forkserver.py), which is a new process to everything but its imports; a
+    running command never calls it (its plug-ins are what was installed when it started)."""
+    _every_entry_point.cache_clear()
+    _declared_in.cache_clear()
+
+
+def _owner(ep: metadata.EntryPoint) -> str:
+    dist = getattr(ep, "dist", None)
+    return dist.metadata["Name"] if dist is not None else "?"
+
+
 class Registry(Generic[T]):
-    """``seam``: where the base class every plug-in subclasses lives (``"module:Class"``, loaded
-    on first check, so the core imports no floor above it); its ``required_hooks`` are checked.
-    ``hooks``: for plug-ins that subclass nothing (a module, a protocol's class), the hooks
-    each must have."""
+    """The plug-ins of one seam, by name.
 
-    def __init__(self, kind: str, group: str, seam: str | None = None, hooks: tuple[str, ...] = ()):
+    ``group``: the entry-point group they are declared under. ``seam``: where the base class
+    every plug-in subclasses lives (``"module:Class"``, loaded on first check, so the core
+    imports no floor above it); its ``required_hooks`` are checked. ``shape``: for plug-ins
+    that subclass nothing (a module, a protocol's class), the protocol whose members each must
+    have (``core/seams.py``). ``sections``: the group naming each plug-in's config section
+    (benchmarks, methods)."""
+
+    def __init__(self, kind: str, group: str, seam: str | None = None, shape: type | None = None,
+                 sections: str | None = None):
         self.kind = kind  # for messages: "benchmark", "memory method", ...
-        self.group = group  # the entry-point group outside packages register under
+        self.group = group
         self.seam = seam
-        self.hooks = hooks
-        self._targets: dict[str, str] = {}
+        self.hooks = hooks_of(shape) if shape is not None else ()
+        self.sections = sections
+        self._trial: dict[str, T] = {}  # a test's throwaway plug-ins (``temporarily``)
         self._loaded: dict[str, T] = {}
+        self._section: dict[str, type[Section]] = {}
 
-    def add(self, name: str, target: str) -> None:
-        """Register a built-in by where it lives; it is imported on first use."""
-        self._targets[name] = target
+    # ------------------------------------------------------------------ what is there
 
-    def register(self, name: str):
-        """Decorator form, for code that is imported anyway (tests, notebooks)."""
-        def wrap(obj: T) -> T:
-            self._loaded[name] = self._held_to_seam(name, obj)
-            return obj
-        return wrap
+    def _declared(self) -> Mapping[str, metadata.EntryPoint]:
+        return _declared_in(self.group)
+
+    def _declared_section(self, name: str) -> metadata.EntryPoint | None:
+        return _declared_in(self.sections).get(name) if self.sections else None
+
+    def targets(self) -> dict[str, str]:
+        """Every installed plug-in by name, as where it lives (``"module:attribute"``), none
+        imported."""
+        return {name: ep.value for name, ep in sorted(self._declared().items())}
+
+    def names(self) -> list[str]:
+        return sorted({*self._declared(), *self._trial})
+
+    def has(self, name: str) -> bool:
+        return name in self._trial or name in self._declared() or ":" in name
+
+    # ------------------------------------------------------------------ loading
+
+    def get(self, name: str) -> T:
+        if name in self._trial:
+            return self._trial[name]
+        if name in self._loaded:
+            return self._loaded[name]
+        obj = cast(T, self._load(name, self._declared().get(name), self.group))
+        self._loaded[name] = self._held_to_seam(name, obj)
+        self._same_section(name, obj)
+        return obj
+
+    def find(self, name: Any) -> T | None:
+        """The plug-in registered as ``name``, or None where it is not registered or cannot be
+        loaded here (a run of a plug-in not installed still reports, with what every run has)."""
+        if not isinstance(name, str) or not self.has(name):
+            return None
+        try:
+            return self.get(name)
+        except UserError:
+            return None
+
+    def section(self, name: str) -> type[Section]:
+        """The config class of the plug-in ``name`` (``benchmark.*`` / ``memory.*``): the one
+        its ``sections`` entry point names, loaded without the plug-in's own module (which
+        may import an LLM client, numpy, faiss); else the plug-in's ``config_class``."""
+        if name in self._section:
+            return self._section[name]
+        declared = self._declared_section(name) if name not in self._trial else None
+        if declared is None:
+            config = getattr(self.get(name), "config_class", None)  # the seam's check refused None
+        else:
+            config = self._load(name, declared, self.sections or "")
+            if not (isinstance(config, type) and issubclass(config, Section)):
+                raise UserError(f"{self.kind} {name!r} declares its section {declared.value} under {self.sections}, "
+                                "which is not a subclass of reme_cli.core.plugin.Section")
+        self._section[name] = config
+        return config
+
+    def _load(self, name: str, declared: metadata.EntryPoint | None, group: str) -> Any:
+        try:
+            if declared is not None:
+                return declared.load()
+            if ":" in name:
+                return load_object(name)
+        except (ImportError, AttributeError) as exc:
+            raise UserError(f"{self.kind} {name!r} cannot be loaded: {exc}") from None
+        if not self.names():
+            raise UserError(f"unknown {self.kind} {name!r}: {NOT_INSTALLED}")
+        raise UserError(f"unknown {self.kind} {name!r}; choose one of {self.names()} "
+                        f"(or a 'module:Class' path, or a package registering under '{group}')")
 
     def _held_to_seam(self, name: str, obj: T) -> T:
         """``obj`` if it stands for the seam; else a one-line UserError naming what it lacks."""
@@ -88,46 +204,31 @@ class Registry(Generic[T]):
                             "write it against that seam (docs/extending.md)")
         return obj
 
-    def builtins(self) -> dict[str, str]:
-        """The built-ins by name, each as where it lives (``"module:attribute"``)."""
-        return dict(self._targets)
+    def _same_section(self, name: str, obj: Any) -> None:
+        """A plug-in whose declared section is not its ``config_class`` would be validated by
+        one class and built from another: refused in one line."""
+        declared = self._declared_section(name)
+        if declared is not None and self.section(name) is not getattr(obj, "config_class", None):
+            raise UserError(f"{self.kind} {name!r} declares its section {declared.value} under {self.sections}, "
+                            f"but its config_class is {getattr(obj, 'config_class', None)!r}: make them one class")
 
-    def _entry_points(self) -> dict[str, metadata.EntryPoint]:
-        return {ep.name: ep for ep in metadata.entry_points(group=self.group)}
+    # ------------------------------------------------------------------ tests
 
-    def names(self) -> list[str]:
-        return sorted(set(self._targets) | set(self._loaded) | set(self._entry_points()))
-
-    def has(self, name: str) -> bool:
-        return name in self._loaded or name in self._targets or ":" in name or name in self._entry_points()
-
-    def get(self, name: str) -> T:
-        if name in self._loaded:
-            return self._loaded[name]
+    @contextmanager
+    def temporarily(self, name: str, obj: T) -> Iterator[T]:
+        """A throwaway plug-in for a test, registered as ``name`` inside the ``with`` block
+        only. It is held to the seam as an installed one is, refused where ``name`` is taken
+        (a test never shadows an installed plug-in), and gone when the block ends, whatever
+        happened in it. Only tests call this (``tests/test_architecture.py``): outside them,
+        the plug-ins are the installed entry points."""
+        if name in self._trial or name in self._declared():
+            raise ValueError(f"{self.kind} {name!r} is registered already; give the test's plug-in a name of its own")
+        self._trial[name] = self._held_to_seam(name, obj)
         try:
-            if name in self._targets:
-                obj = load_object(self._targets[name])
-            elif (ep := self._entry_points().get(name)) is not None:
-                obj = ep.load()
-            elif ":" in name:
-                obj = load_object(name)
-            else:
-                raise UserError(f"unknown {self.kind} {name!r}; choose one of {self.names()} "
-                                f"(or a 'module:Class' path, or a package registering under '{self.group}')")
-        except (ImportError, AttributeError) as exc:
-            raise UserError(f"{self.kind} {name!r} cannot be loaded: {exc}") from None
-        self._loaded[name] = self._held_to_seam(name, obj)
-        return obj
-
-    def find(self, name: Any) -> T | None:
-        """The plug-in registered as ``name``, or None where it is not registered or cannot be
-        loaded here (a run of a plug-in not installed still reports, with what every run has)."""
-        if not isinstance(name, str) or not self.has(name):
-            return None
-        try:
-            return self.get(name)
-        except UserError:
-            return None
+            yield obj
+        finally:
+            del self._trial[name]
+            self._section.pop(name, None)
 
 
 @dataclass
@@ -144,66 +245,29 @@ class CommandGroup:
     commands: dict[str, Callable[..., Any]] = field(default_factory=dict)
 
 
-# The seams. Built-ins are named by where they live, so core imports none of them.
-# Benchmarks and methods subclass their seam's base class (its optional hooks defined there once);
-# the core reads only what ``Plugin`` declares, each floor narrows the type (``bench.registry``,
-# ``methods.base.method_class``).
-BENCHMARKS: Registry[type[Plugin]] = Registry("benchmark", "reme.benchmarks", seam="reme_cli.bench.base:Benchmark")
-BENCHMARKS.add("bfcl_v3", "reme_cli.bench.bfcl.benchmark:BFCLBenchmark")
-BENCHMARKS.add("appworld", "reme_cli.bench.appworld.benchmark:AppWorldBenchmark")
-
-METHODS: Registry[type[Plugin]] = Registry("memory method", "reme.methods", seam="reme_cli.methods.base:Memory")
-METHODS.add("none", "reme_cli.methods.base:NoMemory")
-METHODS.add("reme", "reme_cli.methods.reme.method:ReMe")
-METHODS.add("amem", "reme_cli.methods.amem.method:AMem")
-METHODS.add("langmem", "reme_cli.methods.langmem.method:LangMem")
-METHODS.add("langmem_prompt", "reme_cli.methods.langmem.prompt.method:LangMemPrompt")
-METHODS.add("ace", "reme_cli.methods.ace.method:Ace")
-METHODS.add("dc", "reme_cli.methods.dc.method:DynamicCheatsheet")
-METHODS.add("reasoningbank", "reme_cli.methods.reasoningbank.method:ReasoningBank")
+# The seams. Benchmarks and methods subclass their seam's base class (its optional hooks defined
+# there once; the core reads only what ``Plugin`` declares, and each floor narrows the type:
+# ``bench.registry``, ``methods.base.method_class``). The others are structural: a plug-in
+# subclasses nothing and has the members of its shape (``core/seams.py``).
+BENCHMARKS: Registry[type[Plugin]] = Registry("benchmark", "reme.benchmarks", seam="reme_cli.bench.base:Benchmark",
+                                              sections="reme.benchmark_sections")
+METHODS: Registry[type[Plugin]] = Registry("memory method", "reme.methods", seam="reme_cli.methods.base:Memory",
+                                           sections="reme.method_sections")
 # The method a command runs when it needs one and none is named (`reme eval --mode fixed`,
 # `reme build-pool`, a suite's pools): the paper's, whose authors' released pools a suite's
-# ``official`` names. Named here only, with the built-ins.
+# ``official`` names.
 DEFAULT_METHOD = "reme"
 
-# The others are structural (agent.protocols.ToolProtocol, llm.embed.Embedder, track.base.Tracker, ...):
-# a plug-in subclasses nothing and must have the hooks listed.
-PROTOCOLS: Registry[Any] = Registry("tool-call protocol", "reme.protocols",
-                                    hooks=("name", "system_prompt", "request_kwargs", "read", "result_messages"))
-PROTOCOLS.add("openai", "reme_cli.agent.protocols:OpenAIProtocol")
-PROTOCOLS.add("json", "reme_cli.agent.protocols:JSONProtocol")
-PROTOCOLS.add("code", "reme_cli.agent.protocols:CodeProtocol")
-
-# A method's scripted summarizer answers for the test server (a TEST DOUBLE, never results):
-# a module of the plug-in with ``answer(system, user, body, policy) -> dict | None`` and,
-# optionally, ``RETRY_MARKS`` (see reme_cli/testing/scripted_server.py, "Plugged-in answers").
-# Named by method; the server asks every one, in name order, so it names none.
-SCRIPTED: Registry[Any] = Registry("scripted answers", "reme.scripted", hooks=("answer",))
-SCRIPTED.add("ace", "reme_cli.methods.ace.scripted")
-SCRIPTED.add("amem", "reme_cli.methods.amem.scripted")
-SCRIPTED.add("dc", "reme_cli.methods.dc.scripted")
-SCRIPTED.add("langmem", "reme_cli.methods.langmem.scripted")
-SCRIPTED.add("reasoningbank", "reme_cli.methods.reasoningbank.scripted")
-SCRIPTED.add("reme", "reme_cli.methods.reme.scripted")
-
-# Where runs are also logged (reme_cli/track/; the hooks of track/base.py's Tracker).
-TRACKERS: Registry[Any] = Registry("tracker", "reme.trackers", hooks=(
-    "where", "start", "children", "log_params", "set_tags", "log_metrics", "log_artifact", "end"))
-TRACKERS.add("mlflow", "reme_cli.track.mlflow_tracker:MLflowTracker")
-TRACKERS.add("wandb", "reme_cli.track.wandb_tracker:WandbTracker")
-
-# A benchmark's ground-truth replay on the test server (a TEST DOUBLE, never results): a policy
-# class named by policy name (``--policy NAME`` and ``NAME+summarizer``); see
-# reme_cli/bench/replay.py for what it declares.
-REPLAY_POLICIES: Registry[Any] = Registry("replay policy", "reme.replay_policies", hooks=("name", "reply"))
-REPLAY_POLICIES.add("bfcl-replay", "reme_cli.bench.bfcl.scripted:BFCLReplayPolicy")
-REPLAY_POLICIES.add("appworld-gold", "reme_cli.bench.appworld.scripted:AppWorldGoldPolicy")
-
-EMBEDDERS: Registry[Any] = Registry("embedder", "reme.embedders", hooks=("from_config",))
-EMBEDDERS.add("sentence_transformers", "reme_cli.llm.embed:SentenceTransformerEmbedder")
-EMBEDDERS.add("openai", "reme_cli.llm.embed:OpenAIEmbedder")
-
-# A plug-in's own commands (a ``CommandGroup`` or a function; entry-point group ``reme.commands``).
-COMMANDS: Registry[Any] = Registry("command", "reme.commands")
-COMMANDS.add("appworld", "reme_cli.bench.appworld.venv:COMMANDS")
-COMMANDS.add("bfcl-diff", "reme_cli.bench.bfcl.release:diff_command")
+PROTOCOLS: Registry[type[ToolCalls]] = Registry("tool-call protocol", "reme.protocols", shape=ToolCalls)
+EMBEDDERS: Registry[EmbedderKind] = Registry("embedder", "reme.embedders", shape=EmbedderKind)
+TRACKERS: Registry[type[Tracking]] = Registry("tracker", "reme.trackers", shape=Tracking)
+# A package of config groups (``benchmark/NAME.yaml``, ``memory/NAME.yaml``, ...) on Hydra's
+# search path, as ``pkg://PACKAGE`` (core/config.py); named by the plug-in it belongs to.
+CONFIGS: Registry[ModuleType] = Registry("config groups", "reme.configs")
+# A plug-in's own commands (a ``CommandGroup`` or a function).
+COMMANDS: Registry[CommandGroup | Callable[..., Any]] = Registry("command", "reme.commands")
+# TEST DOUBLES, never results: a method's scripted summarizer answers and a benchmark's
+# ground-truth replay on the test server (reme_cli/bench/replay.py; the server asks every
+# script, in name order, so it names none).
+SCRIPTED: Registry[ScriptedAnswers] = Registry("scripted answers", "reme.scripted", shape=ScriptedAnswers)
+REPLAY_POLICIES: Registry[type[ReplayPolicy]] = Registry("replay policy", "reme.replay_policies", shape=ReplayPolicy)

@@ -16,7 +16,7 @@ answer and DashScope's 600 requests a minute that is ~200 in flight, where a fix
 
 No library was used: the AIMD limiters on PyPI (aimd-limiter, ace-concurrency,
 adaptive-concurrency) are 0.1 releases with no track record; this one is the small
-part of them reme needs, tested in tests/test_hosted_limit.py.
+part of them reme needs, tested in tests/llm/test_hosted_limit.py.
 """
 
 from __future__ import annotations

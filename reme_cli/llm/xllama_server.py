@@ -11,7 +11,7 @@ xllamacpp has no command line of its own; this one takes the argument names of
 ``--chat-template-file``), rendered in jinja mode, as llama.cpp's server always renders here:
 Qwen3's own template makes it speak Qwen3's wire format (tools in the system prompt, calls
 parsed from ``<tool_call>`` into native ``tool_calls``, ``<think>`` into ``reasoning_content``:
-llama.cpp's chat-format detection reads them off the template; tests/test_qwen3_server.py).
+llama.cpp's chat-format detection reads them off the template; tests/llm/test_qwen3_server.py).
 A server that cannot start (a broken model file, a taken port, a wheel that does not load)
 ends with one ``error:`` line and exit code 1.
 """

@@ -2,7 +2,7 @@
 and of `reme report`.
 
 The authors' setup is reme's default configuration for the run's benchmark and method with a
-Qwen3 model (what the fidelity ledger, docs/fidelity.md, lists and tests/test_fidelity_ledger.py
+Qwen3 model (what the fidelity ledger, docs/fidelity.md, lists and tests/report/test_fidelity_ledger.py
 holds the configs to), plus what no key holds (e.g. the embedding the authors used). A run
 departs on each ledger key that matters to it and differs from that reference, unless the key
 is what its table varies. Which keys matter and what a method departs in on purpose (the

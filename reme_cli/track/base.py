@@ -18,12 +18,13 @@ from rich.markup import escape
 
 from reme_cli.core.config import TrackerCfg
 from reme_cli.core.registry import TRACKERS
+from reme_cli.core.seams import Tracking
 
 STATUSES = ("finished", "failed", "killed")  # how a tracker run ends: complete, units errored, stopped
 
 
 @runtime_checkable
-class Tracker(Protocol):
+class Tracker(Tracking, Protocol):
     """One backend, built with the run's ``tracker`` settings (``TrackerCfg``) for one run
     (or a suite's or sweep's own run). Any method may raise: ``Link`` turns that into one
     warning. A backend whose package is missing raises ``UserError`` from ``__init__``."""

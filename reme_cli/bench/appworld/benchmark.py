@@ -56,10 +56,6 @@ _KERNEL_MEMORY = {"own": "tmpfs nr_inodes", "bwrap": "none: bwrap's --size tmpfs
 class AppWorldBenchmark(Benchmark):
     name = "appworld"
     config_class = AppWorldConfig
-    # The authors' run_appworld.py:58-107: batches of 8 consecutive tasks against one shared
-    # pool, each batch starting when the one before it has ended.
-    dynamic_workers = 8
-    dynamic_batches = True
     max_steps_per_turn = None
     packages = ("appworld",)  # recorded where this environment has it (it runs in its own venv)
     metrics = METRICS  # Avg@k / Pass@k over TGC, SGC, success per difficulty

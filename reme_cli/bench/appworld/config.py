@@ -1,4 +1,4 @@
-"""``AppWorldConfig``: the ``benchmark.*`` keys of ``benchmark=appworld`` (configs/benchmark/appworld.yaml),
+"""``AppWorldConfig``: the ``benchmark.*`` keys of ``benchmark=appworld`` (reme_cli/bench/appworld/configs/benchmark/appworld.yaml),
 validated before anything runs: the split, the data and venv folders, the sandbox, the
 agent's words, and each episode's bounds (see ``benchmark.py``)."""
 
@@ -9,7 +9,7 @@ import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
+from typing import ClassVar, Optional
 
 from reme_cli.bench import sandbox
 from reme_cli.bench.appworld.agent import AGENTS
@@ -29,6 +29,10 @@ def default_data_dir() -> Path:
 @dataclass
 class AppWorldConfig(BenchmarkConfig):
     name: str = "appworld"
+    # The authors' run_appworld.py:58-107: batches of 8 consecutive tasks against one shared
+    # pool, each batch starting when the one before it has ended.
+    dynamic_workers: ClassVar[int] = 8
+    dynamic_batches: ClassVar[bool] = True
     split: str = "test_normal"  # train | dev | test_normal | test_challenge
     tool_protocol: Optional[str] = "code"  # Python code actions against `apis` (over model.tool_protocol)
     thinking: Optional[bool] = False  # Qwen3 thinking off, as in the official AppWorld runs (over model.thinking)

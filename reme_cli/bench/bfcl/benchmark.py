@@ -1,8 +1,8 @@
 """BFCL-v3 multi-turn base: tasks, isolated episodes, and the official checker.
 
 Task data, the stateful backends and ``multi_turn_checker`` all come from the pinned
-``bfcl-eval`` package. Two things in it need care (tests/test_call_safety.py and
-tests/test_bfcl_bench.py hold both to it; docs/trust.md says the first to users):
+``bfcl-eval`` package. Two things in it need care (tests/bench/bfcl/test_call_safety.py and
+tests/bench/bfcl/test_bfcl_bench.py hold both to it; docs/trust.md says the first to users):
 
 * bfcl executes model output with ``eval()``. We never do: the environment dispatches
   only to bound methods of its own backend instances, and the checker only ever sees
@@ -255,8 +255,6 @@ class BFCLBenchmark(Benchmark):
 
     name = "bfcl_v3"
     config_class = BFCLConfig
-    # The authors' run_bfcl.py: 4 Ray workers, worker i taking task_ids[i::4], one shared pool.
-    dynamic_workers = 4
     max_steps_per_turn: int | None = BFCLConfig.max_steps_per_turn
     tool_dialect = TOOL_DIALECT
     packages = ("bfcl-eval",)  # its tasks, backends and official checker

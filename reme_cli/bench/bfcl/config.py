@@ -1,10 +1,10 @@
-"""``BFCLConfig``: the ``benchmark.*`` keys of ``benchmark=bfcl_v3`` (configs/benchmark/bfcl_v3.yaml),
+"""``BFCLConfig``: the ``benchmark.*`` keys of ``benchmark=bfcl_v3`` (reme_cli/bench/bfcl/configs/benchmark/bfcl_v3.yaml),
 validated before anything runs (bfcl-eval is not imported for it)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
+from typing import ClassVar, Optional
 
 from reme_cli.bench.base import BenchmarkConfig
 from reme_cli.bench.bfcl.release import check_release
@@ -18,6 +18,8 @@ class BFCLConfig(BenchmarkConfig):
     benchmark/bfcl/); the fidelity ledger (docs/fidelity.md) names each source."""
 
     name: str = "bfcl_v3"
+    # The authors' run_bfcl.py: 4 Ray workers, worker i taking task_ids[i::4], one shared pool.
+    dynamic_workers: ClassVar[int] = 4
     # Model calls per user turn. None: no cap, only max_interactions over the task (the
     # authors' agent); 20 is bfcl-eval's own runner's limit.
     max_steps_per_turn: Optional[int] = None

@@ -7,17 +7,16 @@ from __future__ import annotations
 import asyncio
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 from reme_cli.agent.trajectory import GUIDANCE_HEADER, Trajectory
 from reme_cli.bench.base import Outcome, Task
-from reme_cli.core.config import check_choices
 from reme_cli.core.io import append_lines
 from reme_cli.core.reading import JsonFile, shape_of
-from reme_cli.core.plugin import Section
 from reme_cli.core.staging import replace_dir
 from reme_cli.llm.inflight import most_in_flight
 from reme_cli.methods.amem.agentic import AMemStats, construct, evolve
+from reme_cli.methods.amem.config import AMemConfig
 from reme_cli.methods.amem.notes import METHOD, Note, NoteStore
 from reme_cli.methods.base import BuildContext, BuildResult, Learned, Memory, MethodContext, Retrieval, Tried
 from reme_cli.methods.hooks import CostGuess, SavedState
@@ -35,25 +34,6 @@ BUILD_LOG = JsonFile("an A-Mem build's amem_events.jsonl", lines=True, fix="move
 # The LLM calls' counts of each build session.
 SESSIONS = JsonFile("an A-Mem build's amem_stats.jsonl", lines=True, fix="move that line out",
                     shape=shape_of(AMemStats))
-
-
-@dataclass
-class AMemConfig(Section):
-    name: str = "amem"
-    pool: Optional[str] = None  # a `reme build-pool memory=amem` output dir (or its pool/)
-    top_k: int = 5  # notes retrieved per task (A-Mem's default k)
-    # Also consider the notes linked from the retrieved ones; as in search_agentic, one
-    # search returns at most top_k notes in total (hits first), so links only fill a short list.
-    linked: bool = True
-    neighbors: int = 5  # nearest notes shown to the evolution call (the code's k=5)
-    # best: one note per training task (its first successful trajectory) | all: every successful
-    # trajectory. A task without a success gives no note (memory grows from successes only).
-    build_notes: str = "best"
-    note_max_chars: int = 3000  # a trajectory note longer than this is cut in the middle
-
-    def check(self) -> None:
-        check_choices("memory", self, {"build_notes": {"best", "all"}},
-                      {"top_k": 0, "neighbors": 0, "note_max_chars": 200})
 
 
 def resolve_store(path: str | Path) -> Path:

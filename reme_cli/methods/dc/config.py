@@ -1,4 +1,4 @@
-"""`memory=dc`: Dynamic Cheatsheet's keys (configs/memory/dc.yaml)."""
+"""`memory=dc`: Dynamic Cheatsheet's keys (reme_cli/methods/dc/configs/memory/dc.yaml)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`memory=langmem`: LangMem's episodic memory with storage (configs/memory/langmem.yaml)."""
+"""`memory=langmem`: LangMem's episodic memory with storage (reme_cli/methods/langmem/configs/memory/langmem.yaml)."""
 
 from __future__ import annotations
 

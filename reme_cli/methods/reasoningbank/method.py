@@ -7,12 +7,10 @@ from __future__ import annotations
 import asyncio
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
-from reme_cli.core.config import check_choices
 from reme_cli.core.io import append_lines
 from reme_cli.core.reading import JsonFile
-from reme_cli.core.plugin import Section
 from reme_cli.core.staging import replace_dir
 from reme_cli.bench.base import Task
 from reme_cli.llm.embed import make_embedder_for
@@ -21,6 +19,7 @@ from reme_cli.methods.base import Applied, BuildContext, BuildResult, Learned, M
 from reme_cli.methods.pool_dirs import find_pool
 from reme_cli.methods.hooks import CostGuess, SavedState
 from reme_cli.methods.reasoningbank import describe, prompting
+from reme_cli.methods.reasoningbank.config import ReasoningBankConfig
 from reme_cli.methods.reasoningbank.induce import InduceStats, induce
 from reme_cli.methods.reasoningbank.items import METHOD, ItemStore
 
@@ -30,25 +29,6 @@ MINED = JsonFile("a ReasoningBank build's reasoningbank_build.jsonl", lines=True
                  fix="move that line out (its task is mined again)",
                  shape={"unit": str, "events": list, "reports": list, "stats": dict},
                  required=("unit", "events", "reports", "stats"))
-
-
-@dataclass
-class ReasoningBankConfig(Section):
-    name: str = "reasoningbank"
-    pool: Optional[str] = None  # a `reme build-pool memory=reasoningbank` output dir (or its pool/)
-    top_k: int = 1  # past tasks whose items are injected (the authors' run.py: select_memory(n=1))
-    # llm: the method's own LLM judge decides which prompt extracts (the paper's default);
-    # checker: the benchmark's verdict decides (the authors' `--criteria gt`). Both are recorded.
-    judge: str = "llm"
-    # first: one training trajectory per task (the authors' pipeline runs each task once) |
-    # all: every sampled trajectory is judged and mined.
-    build_trajectories: str = "first"
-    max_items: int = 3  # items kept per trajectory ("at most 3", as the prompts say)
-    trajectory_max_chars: int = 12000  # the rendered trajectory the judge and extractor read
-
-    def check(self) -> None:
-        check_choices("memory", self, {"judge": {"llm", "checker"}, "build_trajectories": {"first", "all"}},
-                      {"top_k": 0, "max_items": 1, "trajectory_max_chars": 500})
 
 
 def resolve_store(path: str | Path) -> Path:

@@ -8,7 +8,7 @@ source); ``experiment=paper_text`` sets the values the paper's text gives where 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Any, Optional
 
 from reme_cli.core.config import check_choices
 from reme_cli.core.plugin import Section
@@ -101,3 +101,7 @@ class ReMeConfig(Section):
             "judge_threshold": 0, "dedup_threshold": 0, "deletion.beta": 0},
            {"judge_threshold": 1, "dedup_threshold": 1})
 
+    def settle(self, cfg: Any) -> None:
+        """Benchmark-dependent defaults: the deletion period the authors used on it."""
+        if self.deletion.every is None:
+            self.deletion.every = AUTHORS_DELETE_EVERY.get(cfg.benchmark.name, 1)

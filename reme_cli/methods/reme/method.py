@@ -21,7 +21,7 @@ from reme_cli.methods.base import (Applied, Attempt, BuildContext, BuildResult, 
 from reme_cli.methods.hooks import CostGuess, Fidelity, RunFacts, SavedState
 from reme_cli.methods.reme import cost, describe, fidelity as ledger
 from reme_cli.methods.reme.build import assemble, distill_training
-from reme_cli.methods.reme.config import AUTHORS_DELETE_EVERY, ReMeConfig
+from reme_cli.methods.reme.config import ReMeConfig
 from reme_cli.methods.summarizer import SummarizerSettings
 from reme_cli.methods.reme.distill import DistillStats, judge, reflect, reflection_experience
 from reme_cli.llm.embed import Embedder, make_embedder_for
@@ -128,12 +128,6 @@ class ReMe(Memory):
     # de-duplicated while building and at every commit before issue 47.
     hash_neutral = {"prompts": "reme", "build_dedup": True, "dedup_at_commit": True}
     cost_guesses = cost.GUESSES
-
-    @classmethod
-    def settle(cls, cfg: Config) -> None:
-        """Benchmark-dependent defaults: the deletion period the authors used on it."""
-        if cfg.memory.deletion.every is None:
-            cfg.memory.deletion.every = AUTHORS_DELETE_EVERY.get(cfg.benchmark.name, 1)
 
     @classmethod
     def max_attempts(cls, cfg: Config) -> int:

@@ -1,4 +1,4 @@
-"""`memory=langmem_prompt`: the LangMem baseline's settings (configs/memory/langmem_prompt.yaml lists them)."""
+"""`memory=langmem_prompt`: the LangMem baseline's settings (reme_cli/methods/langmem/configs/memory/langmem_prompt.yaml lists them)."""
 
 from __future__ import annotations
 
