@@ -278,6 +278,16 @@ def embedded_server(tmp_path_factory):
 
 
 @pytest.fixture
+def no_paper_count(monkeypatch) -> None:
+    """In-process dry runs plan without the paper-wide clean-cell count: it plans the suite
+    again for every paper model, most of a dry run's time, and only
+    tests/report/test_fidelity_column.py is about it."""
+    from reme_cli.commands import fidelity_count
+
+    monkeypatch.setattr(fidelity_count, "paper_count", lambda *a, **k: None)
+
+
+@pytest.fixture
 def reme(tmp_path):
     def _run(*args: str, **kw) -> subprocess.CompletedProcess:
         return run_reme(list(args), tmp_path, **kw)

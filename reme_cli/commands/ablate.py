@@ -498,6 +498,7 @@ class HostedMoney:
         self.answers: set[str] = set()  # the seconds an answer each job assumes, and whence
 
     def add(self, name: str, cfg: Any, row: dict[str, Any], build: bool, a: Any) -> None:
+        from reme_cli.llm.inflight import most_in_flight
         from reme_cli.run.cost import embeds
 
         if row["cost"] is None:
@@ -509,7 +510,8 @@ class HostedMoney:
         if embeds(cfg, build) and (price := self._prices_of(cfg.embedding.price, input_only=True)) is not None:
             self.prices.add(f"embedding {cfg.embedding.model}: {price.input:g} {price.currency} per 1M tokens "
                             f"({price.source or 'source not given'}, {price.date or 'undated'})")
-        flight = f"{cfg.llm.concurrency} in flight" if cfg.llm.concurrency else "adaptive in flight (at most 256)"
+        most = most_in_flight(cfg.llm.concurrency)
+        flight = f"{most} in flight" if cfg.llm.concurrency else f"adaptive in flight (at most {most})"
         self.limits.add(f"{cfg.llm.rpm or '-'} requests and {cfg.llm.tpm or '-'} tokens per minute, {flight}")
         self.bounds.setdefault(row["bound"], []).append(name)
         self.answers.add(f"{a.hosted_call_s:g} s an answer ({a.hosted_call_s_source})")

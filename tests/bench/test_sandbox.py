@@ -14,7 +14,6 @@ from dataclasses import replace
 import pytest
 
 from reme_cli.bench import sandbox
-from reme_cli.commands import fidelity_count
 from reme_cli.core.errors import UserError
 
 
@@ -82,11 +81,8 @@ def test_bwrap_starts_with_nothing_of_reme_s_environment(monkeypatch):
     assert out.returncode == 0 and "SECRET" not in out.stdout and "X=1" in out.stdout
 
 
-def test_a_plan_of_an_appworld_suite_needs_neither_its_data_nor_a_sandbox(reme, tmp_path, monkeypatch):
+def test_a_plan_of_an_appworld_suite_needs_neither_its_data_nor_a_sandbox(reme, tmp_path, no_paper_count):
     """A login node or a laptop plans a GPU job: the official split sizes stand in."""
-    # Not the subject here (tests/report/test_fidelity_column.py): the paper-wide clean-cell
-    # count plans the suite again for every paper model, most of a dry run's time.
-    monkeypatch.setattr(fidelity_count, "paper_count", lambda *a, **k: None)
     where = ["benchmark=appworld", f"benchmark.data_dir={tmp_path / 'nowhere'}", "model=qwen3-8b"]
     no_sandbox = {"REME_BWRAP": str(tmp_path / "no-bwrap"), "COLUMNS": "300"}
     plan = reme("ablate", "table1", *where, "--dry-run", env=no_sandbox)

@@ -9,7 +9,6 @@ import re
 
 import pytest
 
-from reme_cli.commands import fidelity_count
 from reme_cli.core.config import compose
 from reme_cli.core.errors import UserError
 from reme_cli.run import cost
@@ -102,16 +101,13 @@ def test_bad_cost_overrides_are_one_line(bad, message):
         cost.split_overrides([bad])
 
 
-def test_table1_dry_run_prints_calls_tokens_time_and_gpu_hours(reme, tmp_path, monkeypatch):
+def test_table1_dry_run_prints_calls_tokens_time_and_gpu_hours(reme, tmp_path, no_paper_count):
     def summary(*extra: str) -> str:
         proc = reme("ablate", "table1", *GPU, *extra, "--dry-run", check=True, env={"COLUMNS": "200"})
         text = re.sub(r"[\s│]+", " ", proc.stderr)
         return text[text.index("in all:"):]
 
     at64 = summary()
-    # The paper-wide clean-cell count (tests/report/test_fidelity_column.py) plans the suite
-    # again for every paper model, 3/4 of a dry run's time; the plans compared below skip it.
-    monkeypatch.setattr(fidelity_count, "paper_count", lambda *a, **k: None)
     m = re.search(r"in all: ([\d,]+) LLM calls \(([\d,]+) executor, ([\d,]+) summarizer\), ([\d.,]+)M tokens, "
                   r"([\d.,]+) h wall, ([\d.,]+) GPU-hours", at64)
     assert m, at64
