@@ -14,9 +14,6 @@ from typing import Any
 
 from reme_cli.agent.protocols import ToolProtocol
 from reme_cli.agent.trajectory import LIMIT_STOPS, TURN_GOES_ON, Step, Trajectory, guidance_as_sent, with_guidance
-# Importable from here too, as before the record moved to agent/trajectory.py (code written against
-# the loop still reads them here); new code imports them from there.
-from reme_cli.agent.trajectory import GUIDANCE_HEADER, STOP_REASONS, relabel  # noqa: F401
 from reme_cli.bench.base import Env, Task
 from reme_cli.bench.users import Conversation, FixedTurns, User
 from reme_cli.llm.client import LLM, ContextOverflow

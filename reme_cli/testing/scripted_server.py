@@ -337,10 +337,8 @@ class Provider:
         """(status, error body, headers) when the provider refuses the request, else None."""
         if headers.get("authorization") != f"Bearer {self.api_key}":
             return 401, _err("Invalid API-key provided.", "invalid_request_error", "invalid_api_key"), {}
-        if self._over_rate():
-            return 429, _err("Requests rate limit exceeded, please try again later.", "Throttling.RateQuota",
-                             "Throttling.RateQuota"), {"Retry-After": self.retry_after}
-        if self.rate_limit_every and count % self.rate_limit_every == 0:
+        # _over_rate() first: it counts every request in its clock second, refused or not.
+        if self._over_rate() or (self.rate_limit_every and count % self.rate_limit_every == 0):
             return 429, _err("Requests rate limit exceeded, please try again later.", "Throttling.RateQuota",
                              "Throttling.RateQuota"), {"Retry-After": self.retry_after}
         if body.get("enable_thinking") is True and not body.get("stream"):
