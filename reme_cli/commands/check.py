@@ -28,7 +28,7 @@ from reme_cli.commands.evaluate import method_plugin
 from reme_cli.core.config import Config
 from reme_cli.core.errors import RunAborted, UserError
 from reme_cli.llm.client import ChatClient, ServerUnreachable, thinking_on
-from reme_cli.llm.embed import check_key_for, make_embedder
+from reme_cli.llm.embed import check_key_for, make_embedder_for
 from reme_cli.llm.endpoint import Endpoint, endpoint, make_client
 from reme_cli.llm.keys import llm_key
 from reme_cli.llm.sweep import Sweep, measure
@@ -140,9 +140,7 @@ def _embedding(cfg: Config) -> Row:
     e = cfg.embedding
     batch = min(e.batch_size or 4, 10)
     try:
-        embedder = make_embedder({"kind": e.kind, "model": e.model, "base_url": e.base_url, "dim": e.dim,
-                                  "dimensions": e.dimensions, "api_key_env": e.api_key_env, "batch_size": batch,
-                                  "device": e.device})
+        embedder = make_embedder_for(cfg, batch_size=batch, cache_dir=None)
     except UserError as exc:
         return Row("embedding", f"load {e.model}", got="did not load", ok=False, said=str(exc)[:300])
     return embedding_row(embedder, batch, e.dim)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import dataclasses
 import hashlib
 import os
 import sqlite3
@@ -444,10 +445,11 @@ def make_embedder(cfg: Mapping[str, Any]) -> Embedder:
     return inner
 
 
-def make_embedder_for(cfg: Any) -> Embedder:
+def make_embedder_for(cfg: Any, **changes: Any) -> Embedder:
     """The run's embedder, from its validated config's ``embedding`` section (every method
-    and command that embeds uses this one, so they agree on model and cache)."""
-    e = cfg.embedding
+    and command that embeds uses this one, so they agree on model and cache), with
+    ``changes`` to that section's keys (`reme check`: one batch, no cache)."""
+    e = dataclasses.replace(cfg.embedding, **changes) if changes else cfg.embedding
     return make_embedder({"kind": e.kind, "model": e.model, "base_url": e.base_url, "dim": e.dim,
                           "dimensions": e.dimensions, "api_key_env": e.api_key_env, "batch_size": e.batch_size,
                           "cache_dir": e.cache_dir, "device": e.device})
