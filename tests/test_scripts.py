@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 
 from reme_cli.bench.bfcl.release import RELEASES, release_dir
-from reme_cli.run.cost import read_calibration
+from reme_cli.run.calibration import Calibration
 from tests import test_install
 from tests.conftest import REPO, script_module, scripted_server_process
 
@@ -146,8 +146,8 @@ def test_bench_vllm_writes_a_calibration_the_cost_estimate_reads(tmp_path):
             assert took >= 0.9 * delay * p["requests"] / p["concurrency"]  # it waited on the server
             tokens = p[phase]["prompt_tokens" if phase == "prefill" else "completion_tokens"]
             assert p[rate] == pytest.approx(tokens / took, rel=0.01) and p[rate] > 0
-    rates = read_calibration(str(tmp_path / "cal.json"))
-    assert set(rates.generated) == set(rates.prompt) == {1, 2}
+    generated, prompt = Calibration.read(str(tmp_path / "cal.json")).rates()
+    assert set(generated) == set(prompt) == {1, 2}
     # Nothing listens there: one line, and no file.
     proc = run_script("bench_vllm.py", "--base-url", "http://127.0.0.1:9/v1", "--out", "none.json",
                       cwd=tmp_path, ok=False)

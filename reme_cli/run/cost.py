@@ -223,20 +223,6 @@ def _interpolate(points: dict[int, float], c: float) -> float:
     return math.exp(math.log(points[lo]) + t * (math.log(points[hi]) - math.log(points[lo])))
 
 
-def read_calibration(path: str) -> Rates:
-    """The rates of a calibration file (``cost.calibration=FILE``: scripts/bench_vllm.py's, or
-    what `reme check` kept); a one-line UserError if it has none."""
-    return _rates(calibration.Calibration.read(path), path)
-
-
-def _rates(cal: calibration.Calibration, where: str) -> Rates:
-    generated, prompt = cal.rates()
-    if not generated:
-        raise UserError(f"{PREFIX}calibration={where} holds no token rates (a hosted model's measurement: "
-                        "its answer time is what a plan uses)")
-    return Rates(generated, prompt, f"{cal.label} ({cal.model}, {cal.tool})")
-
-
 def rates_for(cfg: Config, a: Assumptions) -> Rates | None:
     """Explicit cost.tokens_per_s wins, then a calibration file (``cost.calibration``, else
     the one `reme check` kept for this model and host), then the H200 table; None when none
@@ -244,7 +230,9 @@ def rates_for(cfg: Config, a: Assumptions) -> Rates | None:
     if hosted(cfg):
         return None
     kept = calibration.kept(cfg, a.calibration)
-    base = _rates(kept, str(kept.path)) if kept is not None and kept.points else None
+    # A hosted model's measurement has no points (its answer time is what a plan uses).
+    base = Rates(*kept.rates(), f"{kept.label} ({kept.model}, {kept.tool})") if kept is not None and kept.points \
+        else None
     if base is None and cfg.model.name in H200_ASSUMED:
         table = H200_ASSUMED[cfg.model.name]
         base = Rates(dict(table["generated"]), dict(table["prompt"]), H200_SOURCE)
