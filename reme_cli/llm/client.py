@@ -445,8 +445,7 @@ class ChatClient:
         try:
             return await self._post_watched(request, headers, streamed)
         except openai.RateLimitError:
-            self.throughput.throttled += 1
-            self.inflight.throttled(epoch)
+            self.inflight.throttled(epoch)  # counted there, for the throughput's record too
             raise
 
     async def _post_watched(self, request: dict[str, Any], headers: dict[str, str] | None,

@@ -20,7 +20,6 @@ class Throughput:
     rpm: int | None = None  # the limits, for comparison
     tpm: int | None = None
     requests: int = 0  # sent (retries included: the provider counts them)
-    throttled: int = 0  # answered 429
     tokens: int = 0  # prompt + generated, as the answers say
     best_rpm: int = 0
     best_tpm: int = 0
@@ -28,6 +27,11 @@ class Throughput:
     _sent: deque[float] = field(default_factory=deque)
     _used: deque[tuple[float, int]] = field(default_factory=deque)
     _used_sum: int = 0
+
+    @property
+    def throttled(self) -> int:
+        """Requests answered 429, as each endpoint's requests in flight counted them."""
+        return sum(f.throttles for f in self.inflight)
 
     def sent(self) -> None:
         now = time.monotonic()
