@@ -281,9 +281,11 @@ def plan(name: str, overrides: list[str], only: list[str] | None = None, count_u
     # wherever no memory is named (memory=none has none of them).
     own = next((memory[p] for p in suite["pools"] if p in used), DEFAULT_METHOD)
     memory_head = [f"memory={own}"] if any(o.lstrip("+~").startswith("memory.") for o in overrides) else []
-    bench = compose([*memory_head, *suite["overrides"], *overrides]).benchmark.name
-    overrides = [*suite["overrides"], *suite["benchmark_overrides"].get(bench, []), *overrides]  # the user's win
-    base = compose([*memory_head, *overrides])  # where the suite lives
+    base = compose([*memory_head, *suite["overrides"], *overrides])  # where the suite lives
+    extra = suite["benchmark_overrides"].get(base.benchmark.name, [])
+    overrides = [*suite["overrides"], *extra, *overrides]  # the user's win
+    if extra:  # composed again only when the benchmark adds its own
+        base = compose([*memory_head, *overrides])
     root = Path(base.runs_root) / "ablate" / "-".join(
         [suite["name"], base.benchmark.name, base.model.name, *([start] if start else [])])
     out = SuitePlan(suite["name"], suite["description"], suite["table"], root, start=start)
