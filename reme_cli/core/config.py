@@ -616,9 +616,8 @@ def validate(raw: DictConfig | dict) -> Config:
         if value != "auto" and not (isinstance(value, int) and not isinstance(value, bool) and value >= 1):
             raise UserError(f"{key}={value!r}: give auto or a whole number >= 1")
     serve = cfg.summarizer.serve
-    if serve is not None and not (config_dir() / "model" / f"{serve}.yaml").is_file():
-        known = sorted(p.stem for p in (config_dir() / "model").glob("*.yaml"))
-        raise UserError(f"summarizer.serve={serve!r} names no model config; choose one of {known}")
+    if serve is not None and serve not in (known := group_files("model")):
+        raise UserError(f"summarizer.serve={serve!r} names no model config; choose one of {sorted(known)}")
     if cfg.benchmark.task_ids == []:
         raise UserError("benchmark.task_ids=[] selects no task: name at least one, or drop it to use the split")
     if cfg.eval.mode != "none" and cfg.memory.name == "none":

@@ -17,19 +17,20 @@ from typing import Any
 
 import yaml
 
-from reme_cli.core.config import config_dir
+from reme_cli.core.config import group_files
 
 
 @functools.cache
 def _configs(group: str) -> dict[str, dict[str, Any]]:
+    """Every option of ``group`` (reme's and the plug-ins', as Hydra finds them) -> its data."""
     out = {}
-    for path in sorted((config_dir() / group).glob("*.yaml")):
+    for name, path in sorted(group_files(group).items()):
         try:
             data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
         except yaml.YAMLError:
             continue
         if isinstance(data, dict):
-            out[path.stem] = data
+            out[name] = data
     return out
 
 
