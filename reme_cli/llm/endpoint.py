@@ -11,7 +11,7 @@ from urllib.parse import urlsplit
 from reme_cli.core.config import Config
 from reme_cli.llm.cache import ResponseCache
 from reme_cli.core.errors import UserError
-from reme_cli.llm.client import ChatClient, served_models
+from reme_cli.llm.client import LLM, ChatClient, ChatResult, served_models
 from reme_cli.llm.keys import llm_key
 from reme_cli.llm.pacing import Pacer
 from reme_cli.llm.spend import Prices, SpendMeter
@@ -217,13 +217,36 @@ def make_client(cfg: Config, ep: Endpoint) -> ChatClient:
     return client
 
 
+class WithDefaults:
+    """An LLM whose every call carries ``defaults`` where the call sets none, and
+    ``extra_body`` under any extras the call adds: a role's own request fields (the
+    summarizer's thinking switch and sampling filters, a simulated user's sampling, seed and
+    headers) on a client it may share."""
+
+    def __init__(self, llm: LLM, extra_body: dict[str, Any] | None = None, defaults: dict[str, Any] | None = None):
+        self._llm = llm
+        self._extra = extra_body
+        self._defaults = defaults or {}
+        self.model = llm.model
+        self.usage = llm.usage
+
+    async def chat(self, messages: list[dict[str, Any]], **kwargs: Any) -> ChatResult:
+        if self._extra:
+            kwargs["extra_body"] = {**self._extra, **(kwargs.get("extra_body") or {})}
+        return await self._llm.chat(messages, **{**self._defaults, **kwargs})
+
+
 def side_client(cfg: Config, executor: ChatClient, base_url: str, model: str, cache_name: str,
-                prices: Prices | None = None, stream: str | None = None) -> ChatClient:
+                prices: Prices | None = None, stream: str | None = None,
+                prices_from: str = "model.price") -> ChatClient:
     """A client for a role served by an endpoint of its own beside the executor's (the
     summarizer, a benchmark's simulated user): the run's limits and retries, the executor's
     pacer, spend meter and throughput (one budget for the run) and, at the executor's own
     endpoint, its requests in flight; its response cache ``cache_name`` beside the executor's;
-    ``stream`` as the role streams (None: as ``llm.stream`` says)."""
+    ``stream`` as the role streams (None: as ``llm.stream`` says). ``prices`` (the config key
+    they come from: ``prices_from``) must fit a USD budget, as the executor's must."""
+    if executor.meter is not None:
+        executor.meter.require_usd(prices, prices_from)
     cache = ResponseCache(executor.cache.path.with_name(f"{cache_name}.sqlite")) if executor.cache is not None else None
     # One endpoint, one count of requests in flight (a role at the executor's provider); a
     # server of its own has its own.

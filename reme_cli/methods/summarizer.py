@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from reme_cli.core.config import Config
-from reme_cli.llm.client import LLM, ChatClient, ChatResult, check_server
-from reme_cli.llm.endpoint import penalty_body, side_client, thinking_field
+from reme_cli.llm.client import LLM, ChatClient, check_server
+from reme_cli.llm.endpoint import WithDefaults, penalty_body, side_client, thinking_field
 from reme_cli.llm.keys import llm_key
 from reme_cli.llm.spend import Prices
 
@@ -77,26 +77,6 @@ def sampling_filters(cfg: Config) -> dict[str, Any]:
     return {"top_p": s.top_p, "top_k": s.top_k, "min_p": s.min_p}
 
 
-class _WithExtraBody:
-    """Adds the summarizer's request extras (its thinking switch) to every call, under any
-    extras the caller adds (a tool_choice, say), its sampling filters where the caller sets
-    none, and how its calls travel (``summarizer.stream``) on a client it shares with the
-    executor."""
-
-    def __init__(self, llm: LLM, extra_body: dict[str, Any] | None, filters: dict[str, Any] | None = None,
-                 stream: str | None = None):
-        self._llm = llm
-        self._extra = extra_body
-        self._filters = {**(filters or {}), **({"stream": stream} if stream is not None else {})}
-        self.model = llm.model
-        self.usage = llm.usage
-
-    async def chat(self, messages: list[dict[str, Any]], **kwargs: Any) -> ChatResult:
-        if self._extra:
-            kwargs["extra_body"] = {**self._extra, **(kwargs.get("extra_body") or {})}
-        return await self._llm.chat(messages, **{**self._filters, **kwargs})
-
-
 def summarizer_settings(cfg: Config, executor: ChatClient) -> tuple[SummarizerSettings, ChatClient | None]:
     """The settings, and a client of our own to close (None when sharing the executor's)."""
     s = cfg.summarizer
@@ -107,7 +87,8 @@ def summarizer_settings(cfg: Config, executor: ChatClient) -> tuple[SummarizerSe
         llama_cpp = cfg.model.kind == "local"
         # The executor's server: its repeat penalty too (the embedded model's, sent as before).
         extra = {**penalty_body(cfg), **(thinking_switch(cfg, llama_cpp) or {})}
-        llm: LLM = _WithExtraBody(executor, extra or None, sampling_filters(cfg), s.stream)
+        travel = {"stream": s.stream} if s.stream is not None else {}  # how its calls travel on a shared client
+        llm: LLM = WithDefaults(executor, extra or None, {**sampling_filters(cfg), **travel})
     else:
         served_by = serve_model(cfg)
         hosted = served_by is not None and served_by.kind == "openai"
@@ -116,9 +97,8 @@ def summarizer_settings(cfg: Config, executor: ChatClient) -> tuple[SummarizerSe
         served = [] if hosted else check_server(s.base_url, key)
         model = s.model or (served[0] if served else s.name)
         own = side_client(cfg, executor, s.base_url, model, f"summarizer-{s.name}",
-                          Prices.of(served_by.price) if served_by is not None else None, stream=s.stream)
-        if executor.meter is not None:
-            executor.meter.require_usd(own.prices, f"summarizer.serve={s.serve}'s model.price")
+                          Prices.of(served_by.price) if served_by is not None else None, stream=s.stream,
+                          prices_from=f"summarizer.serve={s.serve}'s model.price")
         llm, author, constrained, llama_cpp = (
-            _WithExtraBody(own, thinking_switch(cfg, model=served_by), sampling_filters(cfg)), s.name, False, False)
+            WithDefaults(own, thinking_switch(cfg, model=served_by), sampling_filters(cfg)), s.name, False, False)
     return SummarizerSettings(llm, author, s.temperature, s.max_tokens, constrained, llama_cpp, s.seed), own

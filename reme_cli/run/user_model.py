@@ -6,13 +6,12 @@ a response cache of its own. Each episode gets a handle bound to it (``for_episo
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from reme_cli.bench.base import Benchmark
 from reme_cli.bench.users import UserModelCfg
 from reme_cli.core.config import Config
-from reme_cli.llm.client import LLM, ChatClient, ChatResult, check_server
-from reme_cli.llm.endpoint import side_client
+from reme_cli.llm.client import LLM, ChatClient, check_server
+from reme_cli.llm.endpoint import WithDefaults, side_client
 from reme_cli.llm.keys import llm_key
 
 
@@ -24,22 +23,12 @@ class UserModel:
     settings: UserModelCfg
 
     def for_episode(self, seed: int | None, headers: dict[str, str]) -> LLM:
-        return _EpisodeUser(self, seed, headers)
-
-
-class _EpisodeUser:
-    """The user's LLM in one episode: its settings' sampling, the episode's seed (each trial
-    its own sample, a rerun the same one from the cache) and the episode's headers (the
-    scripted server's task) go with every call; a call may set its own."""
-
-    def __init__(self, user: UserModel, seed: int | None, headers: dict[str, str]):
-        self._llm, self.model, self.usage = user.llm, user.llm.model, user.llm.usage
-        s = user.settings
-        self._defaults = {"temperature": s.temperature, "max_tokens": s.max_tokens, "top_p": None, "seed": seed,
-                          "headers": headers}
-
-    async def chat(self, messages: list[dict[str, Any]], **kwargs: Any) -> ChatResult:
-        return await self._llm.chat(messages, **{**self._defaults, **kwargs})
+        """The user's LLM in one episode: its settings' sampling, the episode's seed (each
+        trial its own sample, a rerun the same one from the cache) and the episode's headers
+        (the scripted server's task) go with every call; a call may set its own."""
+        s = self.settings
+        return WithDefaults(self.llm, None, {"temperature": s.temperature, "max_tokens": s.max_tokens, "top_p": None,
+                                             "seed": seed, "headers": headers})
 
 
 def serve_user_model(cfg: Config, bench: Benchmark, executor: ChatClient) -> tuple[UserModel | None, ChatClient | None]:

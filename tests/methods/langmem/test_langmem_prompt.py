@@ -346,7 +346,7 @@ def test_a_tool_choice_keeps_the_models_own_request_extras():
     own, so LangMem's forced tool_choice does not switch thinking back on."""
     import asyncio
 
-    from reme_cli.methods.summarizer import _WithExtraBody
+    from reme_cli.llm.endpoint import WithDefaults
 
     seen: list[dict] = []
 
@@ -356,7 +356,7 @@ def test_a_tool_choice_keeps_the_models_own_request_extras():
         async def chat(self, messages, **kwargs):
             seen.append(kwargs)
 
-    llm = _WithExtraBody(_Capture(), {"chat_template_kwargs": {"enable_thinking": False}})
+    llm = WithDefaults(_Capture(), {"chat_template_kwargs": {"enable_thinking": False}})
     asyncio.run(llm.chat([], extra_body={"tool_choice": "required"}))
     asyncio.run(llm.chat([]))
     assert seen[0]["extra_body"] == {"chat_template_kwargs": {"enable_thinking": False}, "tool_choice": "required"}
