@@ -8,25 +8,18 @@ OPENAI_API_KEY) is unset. Anywhere else an unset variable is refused before anyt
 
 from __future__ import annotations
 
-import ipaddress
 import os
 from urllib.parse import urlsplit
 
 from reme_cli.core.errors import UserError
+from reme_cli.core.hosts import is_loopback
 
 NO_KEY = "EMPTY"  # what a local server is sent
 
 
 def on_this_machine(urls: list[str]) -> bool:
     """Whether every URL is a loopback address (``localhost``, 127.0.0.0/8, ``::1``)."""
-    def loopback(url: str) -> bool:
-        host = urlsplit(url).hostname or ""
-        try:
-            return ipaddress.ip_address(host).is_loopback
-        except ValueError:
-            return host == "localhost"
-
-    return bool(urls) and all(map(loopback, urls))
+    return bool(urls) and all(is_loopback(urlsplit(url).hostname or "") for url in urls)
 
 
 def key_from_env(name: str | None, what: str, setting: str, keyless: bool = False) -> str:

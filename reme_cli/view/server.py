@@ -10,7 +10,6 @@ address (run records hold prompts and model output)."""
 
 from __future__ import annotations
 
-import ipaddress
 import sys
 import traceback
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -18,21 +17,11 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from reme_cli.core.errors import UserError
+from reme_cli.core.hosts import is_loopback
 from reme_cli.view.api import answer
 from reme_cli.view.export import as_json
 from reme_cli.view.page import render
 from reme_cli.view.runs import Catalog
-
-LOOPBACK_NAMES = {"localhost", "127.0.0.1", "::1"}
-
-
-def is_loopback(host: str) -> bool:
-    if host in LOOPBACK_NAMES:
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def _host_of(header: str) -> str:
