@@ -468,8 +468,7 @@ class ChatClient:
 
     def _refusal_line(self, exc: openai.APIStatusError, why: str) -> str:
         """One line naming the provider and its reason, the key never in it."""
-        body = exc.body if isinstance(exc.body, dict) else {}
-        said = str(body.get("message") or exc.message or "").splitlines()[0] if (body or exc.message) else ""
+        said = provider_said(exc)
         if self.api_key and len(self.api_key) > 3:
             said = said.replace(self.api_key, "***")
         host = ", ".join(sorted({urlsplit(r.base_url).hostname or r.base_url for r in self._replicas}))
@@ -704,6 +703,16 @@ def served_models(base_url: str, api_key: str = "EMPTY", timeout: float = 10.0) 
             f"cannot reach the LLM server at {base_url} ({type(exc).__name__}): "
             "start it (e.g. `reme serve model=...`) or fix llm.base_url"
         ) from None
+
+
+def provider_said(exc: openai.APIStatusError) -> str:
+    """The provider's own words on a refused request: its error body's message (under
+    ``error`` where the body wraps it), else the SDK's, first line."""
+    body = exc.body if isinstance(exc.body, dict) else {}
+    if isinstance(body.get("error"), dict):
+        body = body["error"]
+    said = str(body.get("message") or exc.message or "")
+    return said.splitlines()[0] if said else ""
 
 
 def check_server(base_url: str, api_key: str = "EMPTY", timeout: float = 10.0) -> list[str]:

@@ -25,7 +25,7 @@ from reme_cli.agent.loop import Step, Trajectory, run_episode
 from reme_cli.agent.protocols import extract_code
 from reme_cli.bench.base import Outcome, Task, ToolResult
 from reme_cli.core.errors import RunAborted, UserError
-from reme_cli.llm.client import LLM, ChatClient, Wire
+from reme_cli.llm.client import LLM, ChatClient, Wire, provider_said
 from reme_cli.run.runner import EpisodeSettings
 
 # Two tools any model can call from one sentence; their answers are canned (nothing runs).
@@ -117,10 +117,7 @@ class ProbeEnv:
 def provider_words(exc: BaseException) -> str:
     """What the server said when it refused: its error body's message, else the exception's first line."""
     if isinstance(exc, openai.APIStatusError):
-        body = exc.body if isinstance(exc.body, dict) else {}
-        body = body.get("error", body) if isinstance(body.get("error", body), dict) else body
-        said = str(body.get("message") or exc.message or "")
-        return f"HTTP {exc.status_code}: {said.splitlines()[0] if said else ''}"[:300]
+        return f"HTTP {exc.status_code}: {provider_said(exc)}"[:300]
     text = str(exc).strip() or type(exc).__name__
     return f"{type(exc).__name__}: {text.splitlines()[0]}"[:300]
 
