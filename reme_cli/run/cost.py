@@ -123,7 +123,7 @@ def split_overrides(overrides: list[str]) -> tuple[Assumptions, list[str]]:
         out.given = [item.split("=", 1)[0] for item in mine]
     except (OmegaConfBaseException, ValueError) as exc:
         raise UserError(f"bad {PREFIX}* value: {str(exc).splitlines()[0]}") from None
-    if any(item.split("=", 1)[0] == "hosted_call_s" for item in mine):
+    if "hosted_call_s" in out.given:
         out.hosted_call_s_source = f"{PREFIX}hosted_call_s as given"
     if out.hosted_call_s <= 0:
         raise UserError(f"{PREFIX}hosted_call_s must be more than 0 seconds")
