@@ -70,11 +70,12 @@ def paper_count(name: str, overrides: list[str], p: SuitePlan, spec: Any) -> tup
             sibling = p if mine else plan(name, _sibling(overrides, copy, bench, bench != agent.benchmark.name),
                                           count_units=False)
             for job in sibling.runs:
+                if not is_clean(run_departures(sibling, job)):
+                    continue
                 mode = job.cfg.eval.mode
                 run = {"params": flatten(to_dict(job.cfg)), "mode": mode, "model": copy, "benchmark": bench,
                        "memory": job.cfg.memory.name if mode != "none" else "none"}
-                if is_clean(run_departures(sibling, job)):
-                    clean |= paper_cells(spec, run, paper)
+                clean |= paper_cells(spec, run, paper)
     labels = {PAPER_MODEL_LABELS[m] for m in copies}
     cells = paper[paper["model"].isin(labels)]
     return CellCount(len(clean), len(cells)), list(copies.values()), benchmarks
